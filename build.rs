@@ -1,0 +1,90 @@
+//! Build script: the Slurm release this plugin is for, and Rust bindings for our own header.
+//!
+//! Slurm (22.05 and later) refuses a SPANK plugin whose `plugin_version` major.minor differs
+//! from the running release, so the version is a build input:
+//! 1. `TFCLUSTER_SLURM_VERSION=MAJOR.MINOR[.MICRO]` in the environment, to build for another
+//!    release than the one installed;
+//! 2. otherwise `SLURM_VERSION_NUMBER` from the installed `slurm/slurm_version.h`
+//!    (`TFCLUSTER_SLURM_INCLUDE` names another include directory, default /usr/include).
+//!
+//! The header the bindings come from is `spank-headers/tfcluster_spank.h`, written for this
+//! project; Slurm's own headers are read only for the version number.
+
+use std::env;
+use std::fs;
+use std::path::PathBuf;
+
+fn main() {
+    println!("cargo:rerun-if-changed=spank-headers/tfcluster_spank.h");
+    println!("cargo:rerun-if-env-changed=TFCLUSTER_SLURM_VERSION");
+    println!("cargo:rerun-if-env-changed=TFCLUSTER_SLURM_INCLUDE");
+
+    let (major, minor, micro) = slurm_version();
+    if (major, minor) < (21, 8) {
+        panic!("tfcluster needs Slurm 21.08 or later (SPANK error codes 3000+); got {major}.{minor:02}");
+    }
+    let number = (major << 16) | (minor << 8) | micro;
+    let out = PathBuf::from(env::var("OUT_DIR").unwrap());
+    fs::write(
+        out.join("slurm_version.rs"),
+        format!(
+            "/// The Slurm release this plugin was built for (`(major << 16) | (minor << 8) | micro`).\n\
+             pub const SLURM_VERSION_NUMBER: u32 = {number:#08x};\n\
+             /// The same, as text.\n\
+             pub const SLURM_VERSION_TEXT: &str = \"{major}.{minor:02}.{micro}\";\n"
+        ),
+    )
+    .unwrap();
+
+    bindgen::Builder::default()
+        .header("spank-headers/tfcluster_spank.h")
+        .use_core()
+        .allowlist_function("spank_.*|slurm_.*")
+        .allowlist_type("spank_.*")
+        .allowlist_var("TFC_.*")
+        .rustified_enum("NONE")
+        .constified_enum_module("tfc_spank_.*")
+        .layout_tests(true)
+        .generate()
+        .expect("bindgen: spank-headers/tfcluster_spank.h (is libclang-dev installed?)")
+        .write_to_file(out.join("spank_bindings.rs"))
+        .unwrap();
+}
+
+fn slurm_version() -> (u32, u32, u32) {
+    if let Ok(text) = env::var("TFCLUSTER_SLURM_VERSION") {
+        let parts: Vec<u32> = text
+            .trim()
+            .split('.')
+            .map(|p| p.parse().unwrap_or_else(|_| bad_version(&text)))
+            .collect();
+        return match parts[..] {
+            [major, minor] => (major, minor, 0),
+            [major, minor, micro] => (major, minor, micro),
+            _ => bad_version(&text),
+        };
+    }
+    let include = env::var("TFCLUSTER_SLURM_INCLUDE").unwrap_or_else(|_| "/usr/include".into());
+    let path = PathBuf::from(include).join("slurm/slurm_version.h");
+    println!("cargo:rerun-if-changed={}", path.display());
+    let text = fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "cannot read {} ({e}): install libslurm-dev, or set TFCLUSTER_SLURM_VERSION=MAJOR.MINOR \
+             to build for a given Slurm release",
+            path.display()
+        )
+    });
+    let hex = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("#define SLURM_VERSION_NUMBER"))
+        .map(str::trim)
+        .and_then(|v| u32::from_str_radix(v.trim_start_matches("0x"), 16).ok())
+        .unwrap_or_else(|| panic!("no SLURM_VERSION_NUMBER in {}", path.display()));
+    (hex >> 16, (hex >> 8) & 0xff, hex & 0xff)
+}
+
+fn bad_version(text: &str) -> ! {
+    panic!(
+        "TFCLUSTER_SLURM_VERSION='{text}': expected MAJOR.MINOR or MAJOR.MINOR.MICRO, e.g. 23.11"
+    )
+}

@@ -1,0 +1,124 @@
+/*
+ * tfcluster's own declaration of the SPANK interface it uses.
+ *
+ * Written for this project from published ABI facts (item and context numbers, error codes,
+ * the option struct layout, function signatures); no part of Slurm's headers is copied.
+ * tests/abi.rs compiles tests/abi_check.c against the installed <slurm/spank.h> to prove
+ * every value and offset here equals Slurm's.
+ *
+ * Valid for Slurm 21.08 and later (error codes 3000+). Only the version word that the plugin
+ * exports differs between releases; build.rs sets it.
+ */
+#ifndef TFCLUSTER_SPANK_H
+#define TFCLUSTER_SPANK_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Opaque handle slurmstepd/srun pass to every hook. */
+typedef struct spank_handle *spank_t;
+
+/* Hook signature: int hook(spank_t, int argc, char **argv); argv = plugstack.conf words. */
+typedef int (*spank_f)(spank_t sp, int ac, char **argv);
+
+/* Items for spank_get_item(); the comment gives the variadic arguments. */
+enum tfc_spank_item {
+    TFC_S_JOB_UID = 0,                  /* uid_t * */
+    TFC_S_JOB_GID = 1,                  /* gid_t * */
+    TFC_S_JOB_ID = 2,                   /* uint32_t * */
+    TFC_S_JOB_STEPID = 3,               /* uint32_t * */
+    TFC_S_JOB_NNODES = 4,               /* uint32_t * */
+    TFC_S_JOB_NODEID = 5,               /* uint32_t * */
+    TFC_S_JOB_LOCAL_TASK_COUNT = 6,     /* uint32_t * */
+    TFC_S_JOB_TOTAL_TASK_COUNT = 7,     /* uint32_t * */
+    TFC_S_JOB_NCPUS = 8,                /* uint16_t * */
+    TFC_S_JOB_ARGV = 9,                 /* int *, char *** */
+    TFC_S_JOB_ENV = 10,                 /* char *** */
+    TFC_S_TASK_ID = 11,                 /* int * */
+    TFC_S_TASK_GLOBAL_ID = 12,          /* uint32_t * */
+    TFC_S_TASK_EXIT_STATUS = 13,        /* int * */
+    TFC_S_TASK_PID = 14,                /* pid_t * */
+    TFC_S_JOB_PID_TO_GLOBAL_ID = 15,    /* pid_t, uint32_t * */
+    TFC_S_JOB_PID_TO_LOCAL_ID = 16,     /* pid_t, uint32_t * */
+    TFC_S_JOB_LOCAL_TO_GLOBAL_ID = 17,  /* uint32_t, uint32_t * */
+    TFC_S_JOB_GLOBAL_TO_LOCAL_ID = 18,  /* uint32_t, uint32_t * */
+    TFC_S_JOB_SUPPLEMENTARY_GIDS = 19,  /* gid_t **, int * */
+    TFC_S_SLURM_VERSION = 20,           /* char ** */
+    TFC_S_SLURM_VERSION_MAJOR = 21,     /* char ** */
+    TFC_S_SLURM_VERSION_MINOR = 22,     /* char ** */
+    TFC_S_SLURM_VERSION_MICRO = 23,     /* char ** */
+    TFC_S_STEP_CPUS_PER_TASK = 24,      /* uint32_t * */
+    TFC_S_JOB_ALLOC_CORES = 25,         /* char ** */
+    TFC_S_JOB_ALLOC_MEM = 26,           /* uint64_t * */
+    TFC_S_STEP_ALLOC_CORES = 27,        /* char ** */
+    TFC_S_STEP_ALLOC_MEM = 28,          /* uint64_t * */
+    TFC_S_SLURM_RESTART_COUNT = 29,     /* uint32_t * */
+    TFC_S_JOB_ARRAY_ID = 30,            /* uint32_t * */
+    TFC_S_JOB_ARRAY_TASK_ID = 31        /* uint32_t * */
+};
+/* Passed as a plain 4-byte unsigned value, like the C enum. */
+typedef unsigned int spank_item_t;
+
+/* Where the plugin is running (spank_context()). */
+enum tfc_spank_context {
+    TFC_S_CTX_ERROR = 0,
+    TFC_S_CTX_LOCAL = 1,      /* srun */
+    TFC_S_CTX_REMOTE = 2,     /* slurmstepd */
+    TFC_S_CTX_ALLOCATOR = 3,  /* sbatch, salloc */
+    TFC_S_CTX_SLURMD = 4,
+    TFC_S_CTX_JOB_SCRIPT = 5  /* prolog, epilog */
+};
+typedef unsigned int spank_context_t;
+
+/* Return codes: an int, since Slurm may return codes outside any list written here. */
+typedef int spank_err_t;
+#define TFC_ESPANK_SUCCESS 0
+#define TFC_ESPANK_ERROR 3000
+#define TFC_ESPANK_BAD_ARG 3001
+#define TFC_ESPANK_NOT_TASK 3002
+#define TFC_ESPANK_ENV_EXISTS 3003
+#define TFC_ESPANK_ENV_NOEXIST 3004
+#define TFC_ESPANK_NOSPACE 3005
+#define TFC_ESPANK_NOT_REMOTE 3006
+#define TFC_ESPANK_NOEXIST 3007
+#define TFC_ESPANK_NOT_EXECD 3008
+#define TFC_ESPANK_NOT_AVAIL 3009
+#define TFC_ESPANK_NOT_LOCAL 3010
+
+/* Special step ids (the batch script, the extern and interactive steps). */
+#define TFC_SLURM_PENDING_STEP 0xfffffffdu
+#define TFC_SLURM_EXTERN_CONT 0xfffffffcu
+#define TFC_SLURM_BATCH_SCRIPT 0xfffffffbu
+#define TFC_SLURM_INTERACTIVE_STEP 0xfffffffau
+
+/* Option callback: val is the option's val, optarg may be NULL, remote is 1 in slurmstepd. */
+typedef int (*spank_opt_cb_f)(int val, const char *optarg, int remote);
+
+/* A command-line option; has_arg follows getopt_long (0 none, 1 required, 2 optional). */
+struct spank_option {
+    char *name;
+    char *arginfo;
+    char *usage;
+    int has_arg;
+    int val;
+    spank_opt_cb_f cb;
+};
+#define TFC_SPANK_OPTION_MAXLEN 75
+
+int spank_remote(spank_t sp);
+spank_context_t spank_context(void);
+const char *spank_strerror(spank_err_t err);
+spank_err_t spank_option_register(spank_t sp, struct spank_option *opt);
+spank_err_t spank_option_getopt(spank_t sp, struct spank_option *opt, char **optarg);
+spank_err_t spank_get_item(spank_t sp, spank_item_t item, ...);
+spank_err_t spank_getenv(spank_t sp, const char *var, char *buf, int len);
+spank_err_t spank_setenv(spank_t sp, const char *var, const char *val, int overwrite);
+spank_err_t spank_unsetenv(spank_t sp, const char *var);
+
+void slurm_error(const char *fmt, ...);
+void slurm_info(const char *fmt, ...);
+void slurm_verbose(const char *fmt, ...);
+void slurm_debug(const char *fmt, ...);
+void slurm_spank_log(const char *fmt, ...);
+
+#endif

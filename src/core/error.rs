@@ -1,0 +1,165 @@
+//! Every way the core can refuse its input.
+//!
+//! Each message names what is wrong *and* what the user or admin should do about it: these
+//! strings reach srun's stderr verbatim, and a user reading them has no other documentation at
+//! hand. `tests/errors.rs` lists every variant with its exact message.
+
+use thiserror::Error;
+
+/// The allowed role names, in TensorFlow's rank order, for messages.
+pub const ROLE_NAMES: &str = "chief, evaluator, master, ps, worker";
+
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum Error {
+    // ---- --tf-cluster spec ----------------------------------------------------------------
+    #[error(
+        "--tf-cluster: '{item}' is not ROLE:COUNT; write e.g. --tf-cluster=chief:1,ps:2,worker:*"
+    )]
+    SpecSyntax { item: String },
+    #[error("--tf-cluster: unknown role '{role}'; allowed roles are {ROLE_NAMES}")]
+    UnknownRole { role: String },
+    #[error("--tf-cluster: count '{count}' for {role} is not a number >= 1 or '*'")]
+    BadCount { role: String, count: String },
+    #[error("--tf-cluster: role {role} is given twice; give each role once with its total count")]
+    DuplicateRole { role: String },
+    #[error("--tf-cluster: only one role may use '*' (all remaining tasks), but {first} and {second} both do")]
+    SeveralWildcards { first: String, second: String },
+    #[error("--tf-cluster: {role}:{count} asks for {count} {role} tasks; TensorFlow allows at most one {role}")]
+    SingletonRole { role: String, count: u32 },
+    #[error("--tf-cluster: chief and master cannot be used together (TensorFlow accepts one or the other); drop master:1 or chief:1")]
+    ChiefAndMaster,
+    #[error("--tf-cluster: '{key}' is not a per-job setting; allowed: port_base, rpc_layer, gpus, gpu_roles")]
+    UnknownOverride { key: String },
+    #[error(
+        "--tf-cluster asks for {requested} tasks ({spec}) but the step has {tasks}; \
+         change the counts, use '*' for one role, or run srun with -n {requested}"
+    )]
+    CountMismatch {
+        spec: String,
+        requested: u64,
+        tasks: u32,
+    },
+    #[error(
+        "--tf-cluster: the fixed roles take {fixed} of the step's {tasks} tasks, leaving none for {role}:*; \
+         run with more tasks (-n) or lower the fixed counts"
+    )]
+    NothingLeftForWildcard {
+        role: String,
+        fixed: u64,
+        tasks: u32,
+    },
+
+    // ---- hostlists and counts from Slurm ------------------------------------------------
+    #[error("hostlist '{list}': {reason}")]
+    Hostlist { list: String, reason: String },
+    #[error("{var} '{value}' is not a Slurm count list like '2(x3),1': {reason}")]
+    CountList {
+        var: &'static str,
+        value: String,
+        reason: String,
+    },
+
+    // ---- layout -------------------------------------------------------------------------
+    #[error(
+        "the step lists {nodes} nodes (SLURM_STEP_NODELIST) but {counts} task counts \
+         (SLURM_STEP_TASKS_PER_NODE); this step's environment is inconsistent"
+    )]
+    NodeCountMismatch { nodes: usize, counts: usize },
+    #[error(
+        "the step's task counts add up to {sum} but SLURM_STEP_NUM_TASKS says {tasks}; \
+         this step's environment is inconsistent"
+    )]
+    TaskSumMismatch { sum: u64, tasks: u32 },
+    #[error("the step has no nodes (SLURM_STEP_NODELIST is empty)")]
+    NoNodes,
+    #[error(
+        "distribution 'arbitrary' (-m arbitrary / SLURM_HOSTFILE) places tasks in an order that \
+         tfcluster cannot see from a compute node; use -m block, cyclic or plane=N"
+    )]
+    ArbitraryDistribution,
+    #[error(
+        "unknown task distribution '{value}' (SLURM_DISTRIBUTION); use -m block, cyclic or plane=N"
+    )]
+    UnknownDistribution { value: String },
+    #[error("plane distribution needs a plane size >= 1, got SLURM_DIST_PLANESIZE='{value}'; use -m plane=N")]
+    BadPlaneSize { value: String },
+    #[error(
+        "node {node} ({host}): Slurm placed global tasks [{actual}] here but tfcluster computed [{expected}]; \
+         refusing to hand out a wrong TF_CONFIG (please report this with the srun command line)"
+    )]
+    LayoutMismatch {
+        node: usize,
+        host: String,
+        expected: String,
+        actual: String,
+    },
+    #[error("node index {node} is outside the step's {nodes} nodes")]
+    NodeOutOfRange { node: usize, nodes: usize },
+    #[error("local task {slot} is outside node {node}'s {tasks} tasks")]
+    SlotOutOfRange {
+        node: usize,
+        slot: usize,
+        tasks: usize,
+    },
+
+    // ---- ports --------------------------------------------------------------------------
+    #[error(
+        "node {host} runs {tasks} tasks but SLURM_STEP_RESV_PORTS reserved only {ports} ports; \
+         use srun --resv-ports={tasks} or more"
+    )]
+    NotEnoughReservedPorts {
+        host: String,
+        tasks: usize,
+        ports: usize,
+    },
+    #[error("port {base} + {tasks} tasks on one node goes past 65535; choose a lower port_base")]
+    PortOverflow { base: u32, tasks: usize },
+    #[error(
+        "a node runs {tasks} tasks but the port range {lo}-{hi} has room for {room}; \
+         the admin should widen port_range in plugstack.conf, or give port_base=N"
+    )]
+    PortRangeTooSmall {
+        lo: u16,
+        hi: u16,
+        room: u32,
+        tasks: usize,
+    },
+
+    // ---- GPUs ---------------------------------------------------------------------------
+    #[error(
+        "node {host} has {gpus} GPU(s) ({tokens}) for {tasks} GPU tasks; ask for at least {tasks} GPUs \
+         per node (--gres=gpu:{tasks}), fewer tasks per node, or keep some roles off GPUs (gpu_roles=)"
+    )]
+    NotEnoughGpus {
+        host: String,
+        gpus: usize,
+        tokens: String,
+        tasks: usize,
+    },
+    #[error("CUDA_VISIBLE_DEVICES '{value}' has an empty entry; fix the GRES configuration or the job's environment")]
+    BadGpuList { value: String },
+
+    // ---- TF_CONFIG ----------------------------------------------------------------------
+    #[error(
+        "TF_CONFIG for {tasks} tasks would be {bytes} bytes, over Linux's limit of {limit} bytes for one \
+         environment variable; use fewer tasks or shorter node addresses"
+    )]
+    TfConfigTooLarge {
+        tasks: u32,
+        bytes: usize,
+        limit: usize,
+    },
+
+    // ---- settings -----------------------------------------------------------------------
+    #[error("plugstack.conf: unknown tfcluster setting '{key}'; known: {known}")]
+    UnknownSetting { key: String, known: &'static str },
+    #[error("{origin}: {key}='{value}' is invalid: {expected}")]
+    BadSetting {
+        origin: &'static str,
+        key: String,
+        value: String,
+        expected: &'static str,
+    },
+}
+
+pub type Result<T> = std::result::Result<T, Error>;

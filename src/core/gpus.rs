@@ -1,0 +1,72 @@
+//! Each task's slice of its node's GPUs.
+//!
+//! The entries of `CUDA_VISIBLE_DEVICES` are opaque tokens: local indices under cgroup device
+//! constraints, global indices otherwise, or UUIDs. They are partitioned, never renumbered
+//! (TensorFlow's resolver writes ordinals 0..n-1, which is wrong whenever Slurm gave e.g. 2,3).
+
+use super::error::{Error, Result};
+use super::settings::{GpuPolicy, RoleSet};
+use super::spec::Role;
+
+/// What to do with the task's `CUDA_VISIBLE_DEVICES`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GpuAction {
+    /// Leave it as Slurm set it (unset stays unset).
+    Leave,
+    /// Set it to this value (`""` hides every GPU from CUDA).
+    Set(String),
+}
+
+/// The GPU facts of one task.
+#[derive(Debug, Clone, Copy)]
+pub struct GpuInputs<'a> {
+    pub host: &'a str,
+    /// `CUDA_VISIBLE_DEVICES` of the step on this node, as it was before the tasks forked.
+    pub step: Option<&'a str>,
+    /// `CUDA_VISIBLE_DEVICES` of this task now (Slurm rewrites it per task with `--gpus-per-task`
+    /// or `--gpu-bind`).
+    pub task: Option<&'a str>,
+    /// The roles of this node's tasks, by local slot.
+    pub node_roles: &'a [Role],
+    pub slot: usize,
+}
+
+pub fn assign(policy: GpuPolicy, gpu_roles: RoleSet, t: &GpuInputs) -> Result<GpuAction> {
+    let step = match (policy, t.step) {
+        (GpuPolicy::Keep, _) | (_, None) => return Ok(GpuAction::Leave),
+        (GpuPolicy::Split, Some(step)) if step.trim().is_empty() => return Ok(GpuAction::Leave),
+        (GpuPolicy::Split, Some(step)) => step,
+    };
+    if !gpu_roles.contains(t.node_roles[t.slot]) {
+        return Ok(GpuAction::Set(String::new()));
+    }
+    if t.task.is_some_and(|task| task != step) {
+        // Slurm already bound GPUs to this task; its binding is more precise than ours.
+        return Ok(GpuAction::Leave);
+    }
+    let tokens: Vec<&str> = step.split(',').map(str::trim).collect();
+    if tokens.iter().any(|t| t.is_empty()) {
+        return Err(Error::BadGpuList {
+            value: step.to_string(),
+        });
+    }
+    let gpu_slots: Vec<usize> = (0..t.node_roles.len())
+        .filter(|&s| gpu_roles.contains(t.node_roles[s]))
+        .collect();
+    let per_task = tokens.len() / gpu_slots.len();
+    if per_task == 0 {
+        return Err(Error::NotEnoughGpus {
+            host: t.host.to_string(),
+            gpus: tokens.len(),
+            tokens: step.to_string(),
+            tasks: gpu_slots.len(),
+        });
+    }
+    let nth = gpu_slots
+        .iter()
+        .position(|&s| s == t.slot)
+        .expect("slot is a GPU slot");
+    Ok(GpuAction::Set(
+        tokens[nth * per_task..(nth + 1) * per_task].join(","),
+    ))
+}

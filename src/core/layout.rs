@@ -1,0 +1,185 @@
+//! Global rank -> (node, local slot), rebuilt exactly as Slurm places a step's tasks.
+//!
+//! A compute node only sees its own tasks' global ids; SPANK exposes no global map. Slurm does
+//! export the final per-node counts (`SLURM_STEP_TASKS_PER_NODE`, in `SLURM_STEP_NODELIST`
+//! order) and the distribution, and for block, cyclic and plane those determine every id
+//! (Slurm's `slurm_step_layout.c`):
+//!
+//! - **block** (also unset, `unknown`, any `,pack`/`,nopack`): node i holds the contiguous ids
+//!   starting at the sum of the counts before it.
+//! - **cyclic**: ids go round-robin over the nodes, skipping nodes that are full.
+//! - **plane=P**: like cyclic, P ids at a time, cut short when a node has less room left.
+//! - **arbitrary**: ids follow the user's host file, which a compute node cannot read. That is
+//!   an error, never a guess.
+//!
+//! Levels after `:` (socket/core binding) never change which node a task is on.
+
+use super::error::{Error, Result};
+
+/// The node-level task distribution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Distribution {
+    Block,
+    Cyclic,
+    Plane(u32),
+    Arbitrary,
+}
+
+impl Distribution {
+    /// From `SLURM_DISTRIBUTION` (absent when srun was given no `-m`) and `SLURM_DIST_PLANESIZE`.
+    pub fn parse(dist: Option<&str>, plane_size: Option<&str>) -> Result<Distribution> {
+        let value = dist.unwrap_or("").trim();
+        let node_level = value.split([':', ',']).next().unwrap_or("");
+        // srun's own spelling is `plane=N`; Slurm exports `plane` plus SLURM_DIST_PLANESIZE.
+        let (method, inline_size) = match node_level.split_once('=') {
+            Some((m, n)) => (m, Some(n)),
+            None => (node_level, None),
+        };
+        match method {
+            "" | "block" | "unknown" | "*" => Ok(Distribution::Block),
+            "cyclic" => Ok(Distribution::Cyclic),
+            "arbitrary" => Ok(Distribution::Arbitrary),
+            "plane" => {
+                let size = inline_size.or(plane_size).unwrap_or("").trim();
+                match size.parse::<u32>() {
+                    Ok(n) if n >= 1 => Ok(Distribution::Plane(n)),
+                    _ => Err(Error::BadPlaneSize {
+                        value: size.to_string(),
+                    }),
+                }
+            }
+            _ => Err(Error::UnknownDistribution {
+                value: value.to_string(),
+            }),
+        }
+    }
+}
+
+/// The most tasks a step may have: far beyond what a TF_CONFIG can hold, low enough that a
+/// corrupt count list cannot make the plugin allocate gigabytes.
+pub const MAX_TASKS: u64 = 1 << 22;
+
+/// Parses a compressed count list such as `2(x3),1` into `[2, 2, 2, 1]`.
+pub fn parse_counts(var: &'static str, value: &str) -> Result<Vec<u32>> {
+    let fail = |reason: &str| Error::CountList {
+        var,
+        value: value.to_string(),
+        reason: reason.to_string(),
+    };
+    let mut counts = Vec::new();
+    for item in value.split(',') {
+        let (count, reps) = match item.split_once("(x") {
+            Some((count, rest)) => {
+                let reps = rest
+                    .strip_suffix(')')
+                    .ok_or_else(|| fail("a '(x' has no ')'"))?;
+                (
+                    count,
+                    number(reps).ok_or_else(|| fail("the repeat count is not a number"))?,
+                )
+            }
+            None => (item, 1),
+        };
+        let count = number(count).ok_or_else(|| fail("a count is not a number"))?;
+        if reps == 0 {
+            return Err(fail("a repeat count is 0"));
+        }
+        if counts.len() as u64 + u64::from(reps) > super::hostlist::MAX_HOSTS as u64 {
+            return Err(fail("more entries than Slurm allows nodes"));
+        }
+        counts.extend(std::iter::repeat(count).take(reps as usize));
+    }
+    Ok(counts)
+}
+
+fn number(text: &str) -> Option<u32> {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse().ok()
+}
+
+/// Where one global rank runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Placement {
+    pub node: u32,
+    /// The task's local index on its node (`SLURM_LOCALID`).
+    pub slot: u32,
+}
+
+/// Every rank's placement and every node's ranks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    /// Indexed by global rank.
+    pub ranks: Vec<Placement>,
+    /// Indexed by node, then local slot: the global ranks (Slurm's `SLURM_GTIDS` per node).
+    pub nodes: Vec<Vec<u32>>,
+}
+
+impl Layout {
+    pub fn build(counts: &[u32], dist: Distribution) -> Result<Layout> {
+        let total: u64 = counts.iter().map(|&c| u64::from(c)).sum();
+        if total > MAX_TASKS {
+            return Err(Error::CountList {
+                var: "SLURM_STEP_TASKS_PER_NODE",
+                value: format!("{total} tasks in all"),
+                reason: format!("more than the {MAX_TASKS} tasks tfcluster supports"),
+            });
+        }
+        let chunk = match dist {
+            Distribution::Block => return Ok(Self::block(counts, total as usize)),
+            Distribution::Cyclic => 1,
+            Distribution::Plane(p) => p,
+            Distribution::Arbitrary => return Err(Error::ArbitraryDistribution),
+        };
+        Ok(Self::round_robin(counts, total as usize, chunk))
+    }
+
+    fn empty(counts: &[u32], total: usize) -> Layout {
+        Layout {
+            ranks: Vec::with_capacity(total),
+            nodes: counts
+                .iter()
+                .map(|&c| Vec::with_capacity(c as usize))
+                .collect(),
+        }
+    }
+
+    fn assign(&mut self, node: usize) {
+        let rank = self.ranks.len() as u32;
+        let slot = self.nodes[node].len() as u32;
+        self.nodes[node].push(rank);
+        self.ranks.push(Placement {
+            node: node as u32,
+            slot,
+        });
+    }
+
+    fn block(counts: &[u32], total: usize) -> Layout {
+        let mut layout = Self::empty(counts, total);
+        for (node, &count) in counts.iter().enumerate() {
+            for _ in 0..count {
+                layout.assign(node);
+            }
+        }
+        layout
+    }
+
+    /// Cyclic (`chunk` = 1) and plane (`chunk` = P): rounds over the nodes that still have
+    /// room, up to `chunk` ranks each. Nodes leave the round when full, so the work is linear in
+    /// the number of tasks whatever the counts.
+    fn round_robin(counts: &[u32], total: usize, chunk: u32) -> Layout {
+        let mut layout = Self::empty(counts, total);
+        let mut open: Vec<usize> = (0..counts.len()).filter(|&n| counts[n] > 0).collect();
+        while !open.is_empty() {
+            for &node in &open {
+                let room = counts[node] as usize - layout.nodes[node].len();
+                for _ in 0..room.min(chunk as usize) {
+                    layout.assign(node);
+                }
+            }
+            open.retain(|&n| layout.nodes[n].len() < counts[n] as usize);
+        }
+        layout
+    }
+}

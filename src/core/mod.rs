@@ -1,0 +1,22 @@
+//! The pure core: from a step's description (plain strings and numbers, as Slurm exports them)
+//! to every task's TF_CONFIG and GPU slice. No FFI, no environment access, no `unsafe`, so every
+//! rule is testable with `cargo test`.
+
+#![forbid(unsafe_code)]
+
+pub mod address;
+pub mod error;
+pub mod gpus;
+pub mod hostlist;
+pub mod layout;
+pub mod plan;
+pub mod ports;
+pub mod settings;
+pub mod spec;
+pub mod tf_config;
+
+pub use error::{Error, Result};
+pub use gpus::GpuAction;
+pub use plan::{StepInputs, StepPlan, TaskEnv};
+pub use settings::Settings;
+pub use spec::{Role, Spec};

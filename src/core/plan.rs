@@ -1,0 +1,223 @@
+//! One step's plan: everything every task of the step needs, computed from plain values.
+//!
+//! The SPANK shell builds a [`StepPlan`] once per node (in slurmstepd, before the tasks fork),
+//! checks it against the global ids Slurm gave this node, and then each task asks for its own
+//! [`TaskEnv`]. Nothing here touches the environment or Slurm.
+
+use super::error::{Error, Result};
+use super::gpus::{self, GpuAction, GpuInputs};
+use super::hostlist;
+use super::layout::{parse_counts, Distribution, Layout};
+use super::ports::StepPorts;
+use super::settings::Settings;
+use super::spec::{Role, RoleTable, Spec};
+use super::tf_config;
+
+/// The step as Slurm describes it in the environment of slurmstepd.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StepInputs<'a> {
+    /// `SLURM_STEP_NODELIST`
+    pub nodelist: &'a str,
+    /// `SLURM_STEP_TASKS_PER_NODE`
+    pub tasks_per_node: &'a str,
+    /// `SLURM_DISTRIBUTION` (absent without `-m`)
+    pub distribution: Option<&'a str>,
+    /// `SLURM_DIST_PLANESIZE`
+    pub plane_size: Option<&'a str>,
+    /// `SLURM_STEP_RESV_PORTS`
+    pub resv_ports: Option<&'a str>,
+    pub job_id: u32,
+    pub step_id: u32,
+}
+
+/// What one task receives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskEnv {
+    pub role: Role,
+    pub index: u32,
+    pub rank: u32,
+    /// `address:port` this task listens on (also the evaluator's, though it is not in `cluster`).
+    pub endpoint: String,
+    pub tf_config: String,
+    pub gpus: GpuAction,
+}
+
+#[derive(Debug, Clone)]
+pub struct StepPlan {
+    pub hosts: Vec<String>,
+    pub layout: Layout,
+    pub roles: RoleTable,
+    pub ports: StepPorts,
+    pub settings: Settings,
+    /// The `cluster` object, rendered once.
+    pub cluster_json: String,
+}
+
+impl StepPlan {
+    /// `settings` are the admin's; the spec's per-job overrides are applied here.
+    pub fn new(spec: &Spec, admin: &Settings, step: &StepInputs) -> Result<StepPlan> {
+        let settings = admin.with_overrides(&spec.overrides)?;
+        let hosts = hostlist::expand(step.nodelist)?;
+        if hosts.is_empty() {
+            return Err(Error::NoNodes);
+        }
+        let counts = parse_counts("SLURM_STEP_TASKS_PER_NODE", step.tasks_per_node)?;
+        if counts.len() != hosts.len() {
+            return Err(Error::NodeCountMismatch {
+                nodes: hosts.len(),
+                counts: counts.len(),
+            });
+        }
+        let dist = Distribution::parse(step.distribution, step.plane_size)?;
+        let layout = Layout::build(&counts, dist)?;
+        let tasks = layout.ranks.len() as u32;
+        let roles = spec.resolve(tasks)?;
+
+        let (busiest, max_local) = layout
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(n, gtids)| (n, gtids.len()))
+            .max_by_key(|&(n, len)| (len, std::cmp::Reverse(n)))
+            .expect("at least one node");
+        let ports = StepPorts::plan(
+            &settings.ports,
+            step.resv_ports,
+            step.job_id,
+            step.step_id,
+            max_local,
+            &hosts[busiest],
+        )?;
+
+        let addresses: Vec<String> = hosts.iter().map(|h| settings.address.render(h)).collect();
+        let endpoint = |rank: u32| {
+            let p = layout.ranks[rank as usize];
+            format!(
+                "{}:{}",
+                addresses[p.node as usize],
+                ports.of_slot(p.slot as usize)
+            )
+        };
+        let cluster_json = {
+            let jobs: Vec<(Role, Vec<String>)> = roles
+                .slices
+                .iter()
+                .filter(|s| s.role.in_cluster())
+                .map(|s| (s.role, (s.start..s.start + s.count).map(endpoint).collect()))
+                .collect();
+            tf_config::render_cluster(
+                jobs.iter()
+                    .map(|(r, list)| (*r, list.iter().map(String::as_str))),
+            )
+        };
+        let plan = StepPlan {
+            hosts,
+            layout,
+            roles,
+            ports,
+            settings,
+            cluster_json,
+        };
+        // Fail for the whole step now if the largest TF_CONFIG cannot be passed to execve.
+        let longest = plan
+            .roles
+            .slices
+            .iter()
+            .map(|s| (s.role, s.count.saturating_sub(1)))
+            .max_by_key(|&(r, i)| (r.name().len(), i));
+        if let Some((role, index)) = longest {
+            plan.render(role, index)?;
+        }
+        Ok(plan)
+    }
+
+    pub fn tasks(&self) -> u32 {
+        self.layout.ranks.len() as u32
+    }
+
+    /// Checks this plan against the global ids Slurm really put on `node` (from
+    /// `S_JOB_LOCAL_TO_GLOBAL_ID`). A difference means the reconstruction is wrong for this
+    /// step, and no TF_CONFIG may be handed out.
+    pub fn check_node(&self, node: usize, slurm_gtids: &[u32]) -> Result<()> {
+        let ours = self.node(node)?;
+        if ours != slurm_gtids {
+            return Err(Error::LayoutMismatch {
+                node,
+                host: self.hosts[node].clone(),
+                expected: join(ours),
+                actual: join(slurm_gtids),
+            });
+        }
+        Ok(())
+    }
+
+    fn node(&self, node: usize) -> Result<&[u32]> {
+        self.layout
+            .nodes
+            .get(node)
+            .map(Vec::as_slice)
+            .ok_or(Error::NodeOutOfRange {
+                node,
+                nodes: self.hosts.len(),
+            })
+    }
+
+    fn render(&self, role: Role, index: u32) -> Result<String> {
+        tf_config::render(
+            &self.cluster_json,
+            role,
+            index,
+            self.settings.rpc_layer.as_deref(),
+            self.tasks(),
+        )
+    }
+
+    /// The environment of the task at local `slot` on `node`. `step_gpus` is the node's
+    /// `CUDA_VISIBLE_DEVICES` before the tasks forked, `task_gpus` the task's own now.
+    pub fn task(
+        &self,
+        node: usize,
+        slot: usize,
+        step_gpus: Option<&str>,
+        task_gpus: Option<&str>,
+    ) -> Result<TaskEnv> {
+        let gtids = self.node(node)?;
+        let &rank = gtids.get(slot).ok_or(Error::SlotOutOfRange {
+            node,
+            slot,
+            tasks: gtids.len(),
+        })?;
+        let (role, index) = self.roles.of_rank(rank).expect("roles cover every rank");
+        let node_roles: Vec<Role> = gtids
+            .iter()
+            .map(|&g| self.roles.of_rank(g).expect("covered").0)
+            .collect();
+        let gpus = gpus::assign(
+            self.settings.gpus,
+            self.settings.gpu_roles,
+            &GpuInputs {
+                host: &self.hosts[node],
+                step: step_gpus,
+                task: task_gpus,
+                node_roles: &node_roles,
+                slot,
+            },
+        )?;
+        Ok(TaskEnv {
+            role,
+            index,
+            rank,
+            endpoint: format!(
+                "{}:{}",
+                self.settings.address.render(&self.hosts[node]),
+                self.ports.of_slot(slot)
+            ),
+            tf_config: self.render(role, index)?,
+            gpus,
+        })
+    }
+}
+
+fn join(ids: &[u32]) -> String {
+    ids.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+}

@@ -1,0 +1,185 @@
+//! Admin settings (the words after the plugin path in plugstack.conf) and the per-job
+//! overrides a user may put in `--tf-cluster` (`port_base=`, `rpc_layer=`, `gpus=`,
+//! `gpu_roles=`). Both are parsed strictly: an unknown key or a malformed value is an error that
+//! names the key, never a silently ignored word.
+
+use super::address::AddressFormat;
+use super::error::{Error, Result};
+use super::ports::PortPolicy;
+use super::spec::Role;
+
+pub const ADMIN_KEYS: &str =
+    "port_base, port_range, port_block, address, gpus, gpu_roles, rpc_layer";
+
+/// The default automatic port range: below Linux's ephemeral range (32768-60999), so no
+/// outgoing connection can already hold one of these ports, and above the usual services.
+pub const DEFAULT_PORT_RANGE: (u16, u16) = (20000, 32767);
+/// Ports per step block: the most tasks per node the automatic scheme expects (a step with
+/// more takes a wider block).
+pub const DEFAULT_PORT_BLOCK: u16 = 64;
+
+/// What to do with `CUDA_VISIBLE_DEVICES`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GpuPolicy {
+    /// Split the node's GPU tokens among its GPU tasks (default).
+    Split,
+    /// Leave `CUDA_VISIBLE_DEVICES` exactly as Slurm set it.
+    Keep,
+}
+
+/// A set of roles, e.g. the roles that get GPUs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RoleSet(u8);
+
+impl RoleSet {
+    pub const ALL: RoleSet = RoleSet(0b1_1111);
+    pub const NONE: RoleSet = RoleSet(0);
+
+    pub fn contains(self, role: Role) -> bool {
+        self.0 & (1 << role as u8) != 0
+    }
+
+    /// `all`, `none`, or roles joined by `+` (`chief+worker`): a comma already separates
+    /// `--tf-cluster` items.
+    fn parse(text: &str) -> Option<RoleSet> {
+        match text {
+            "all" => Some(RoleSet::ALL),
+            "none" => Some(RoleSet::NONE),
+            _ => text.split('+').try_fold(RoleSet::NONE, |set, name| {
+                Role::parse(name.trim())
+                    .ok()
+                    .map(|r| RoleSet(set.0 | 1 << r as u8))
+            }),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    pub ports: PortPolicy,
+    pub address: AddressFormat,
+    pub gpus: GpuPolicy,
+    pub gpu_roles: RoleSet,
+    pub rpc_layer: Option<String>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            ports: PortPolicy::Range {
+                lo: DEFAULT_PORT_RANGE.0,
+                hi: DEFAULT_PORT_RANGE.1,
+                block: DEFAULT_PORT_BLOCK,
+            },
+            address: AddressFormat::default(),
+            gpus: GpuPolicy::Split,
+            gpu_roles: RoleSet::ALL,
+            rpc_layer: None,
+        }
+    }
+}
+
+impl Settings {
+    /// Parses plugstack.conf arguments (`key=value` words).
+    pub fn from_plugstack<S: AsRef<str>>(args: &[S]) -> Result<Settings> {
+        let mut settings = Settings::default();
+        for word in args {
+            let word = word.as_ref();
+            let (key, value) = word.split_once('=').ok_or_else(|| Error::UnknownSetting {
+                key: word.to_string(),
+                known: ADMIN_KEYS,
+            })?;
+            settings.set("plugstack.conf", key, value)?;
+        }
+        Ok(settings)
+    }
+
+    /// Applies a job's `--tf-cluster` overrides on top of the admin's settings.
+    pub fn with_overrides(&self, overrides: &[(String, String)]) -> Result<Settings> {
+        let mut settings = self.clone();
+        for (key, value) in overrides {
+            match key.as_str() {
+                "port_base" | "rpc_layer" | "gpus" | "gpu_roles" => {
+                    settings.set("--tf-cluster", key, value)?
+                }
+                _ => return Err(Error::UnknownOverride { key: key.clone() }),
+            }
+        }
+        Ok(settings)
+    }
+
+    fn set(&mut self, origin: &'static str, key: &str, value: &str) -> Result<()> {
+        let bad = |expected: &'static str| Error::BadSetting {
+            origin,
+            key: key.to_string(),
+            value: value.to_string(),
+            expected,
+        };
+        match key {
+            "port_base" => {
+                let base = port(value).ok_or_else(|| bad("expected a port number 1-65535"))?;
+                self.ports = PortPolicy::Base(u32::from(base));
+            }
+            "port_range" => {
+                let (lo, hi) = value
+                    .split_once('-')
+                    .and_then(|(lo, hi)| Some((port(lo)?, port(hi)?)))
+                    .filter(|(lo, hi)| lo <= hi)
+                    .ok_or_else(|| bad("expected LO-HI with 1 <= LO <= HI <= 65535"))?;
+                let block = match self.ports {
+                    PortPolicy::Range { block, .. } => block,
+                    PortPolicy::Base(_) => DEFAULT_PORT_BLOCK,
+                };
+                self.ports = PortPolicy::Range { lo, hi, block };
+            }
+            "port_block" => {
+                let n = port(value).ok_or_else(|| bad("expected a number of ports 1-65535"))?;
+                if let PortPolicy::Range { block, .. } = &mut self.ports {
+                    *block = n;
+                }
+            }
+            "address" => {
+                self.address = AddressFormat::parse(value).ok_or_else(|| {
+                    bad("expected a template with %h for the node name, e.g. %h-ib")
+                })?;
+            }
+            "gpus" => {
+                self.gpus = match value {
+                    "split" => GpuPolicy::Split,
+                    "keep" => GpuPolicy::Keep,
+                    _ => return Err(bad("expected split or keep")),
+                };
+            }
+            "gpu_roles" => {
+                self.gpu_roles = RoleSet::parse(value).ok_or_else(|| {
+                    bad("expected all, none, or roles joined by + (e.g. chief+worker)")
+                })?;
+            }
+            "rpc_layer" => {
+                let ok = !value.is_empty()
+                    && value
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"+_-".contains(&b));
+                if !ok {
+                    return Err(bad("expected a protocol name such as grpc or grpc+verbs"));
+                }
+                self.rpc_layer = Some(value.to_string());
+            }
+            _ => {
+                return Err(Error::UnknownSetting {
+                    key: key.to_string(),
+                    known: ADMIN_KEYS,
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+fn port(text: &str) -> Option<u16> {
+    let text = text.trim();
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    text.parse::<u16>().ok().filter(|&p| p >= 1)
+}
