@@ -1,7 +1,119 @@
 //! tfcluster: a Slurm SPANK plugin that gives every task of `srun --tf-cluster=...` its
 //! `TF_CONFIG` and its share of the node's GPUs.
 //!
-//! - [`core`]: the pure layout engine (no FFI, no environment).
-//! - `spank`: the thin shell Slurm loads; the only place with `unsafe`.
+//! - [`core`]: the pure layout engine (no FFI, no environment, no `unsafe`).
+//! - [`spank`]: the thin shell Slurm loads.
+//! - this file: the symbols Slurm looks up, each hook behind a panic guard.
+//!
+//! Only the hooks tfcluster uses are exported: exporting e.g. `slurm_spank_job_prolog` would
+//! make slurmd start an extra stepd for every job on every node.
+
+#![allow(non_upper_case_globals)]
 
 pub mod core;
+pub mod spank;
+
+use spank::ffi;
+use spank::handle::{self, Spank};
+use std::ffi::{c_char, c_int};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// The plugin's name: Slurm uses it in option variables (`..._OPTION_tfcluster_tf_cluster`).
+#[no_mangle]
+#[used]
+pub static plugin_name: [u8; 10] = *b"tfcluster\0";
+
+#[no_mangle]
+#[used]
+pub static plugin_type: [u8; 6] = *b"spank\0";
+
+/// Must carry the running Slurm's major.minor (checked by the loader since 22.05).
+#[no_mangle]
+#[used]
+pub static plugin_version: u32 = ffi::SLURM_VERSION_NUMBER;
+
+/// Runs a hook; a panic becomes a logged error and -1, never an unwind into C.
+fn guard(hook: &str, f: impl FnOnce() -> c_int) -> c_int {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(rc) => rc,
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            // Logging itself must not unwind out either.
+            let _ = catch_unwind(|| {
+                spank::log::error(&format!("internal error in {hook}: {what} (please report)"))
+            });
+            -1
+        }
+    }
+}
+
+/// # Safety
+/// Called by Slurm with a valid handle and plugstack.conf words.
+#[no_mangle]
+pub unsafe extern "C" fn slurm_spank_init(
+    sp: ffi::spank_t,
+    ac: c_int,
+    av: *mut *mut c_char,
+) -> c_int {
+    guard("slurm_spank_init", || {
+        let (sp, args) = unsafe { (Spank::from_raw(sp), handle::args(ac, av)) };
+        spank::hooks::init(&sp, &args)
+    })
+}
+
+/// # Safety
+/// Called by Slurm with a valid handle.
+#[no_mangle]
+pub unsafe extern "C" fn slurm_spank_init_post_opt(
+    sp: ffi::spank_t,
+    _ac: c_int,
+    _av: *mut *mut c_char,
+) -> c_int {
+    guard("slurm_spank_init_post_opt", || {
+        spank::hooks::init_post_opt(&unsafe { Spank::from_raw(sp) })
+    })
+}
+
+/// # Safety
+/// Called by Slurm (srun) with a valid handle.
+#[no_mangle]
+pub unsafe extern "C" fn slurm_spank_local_user_init(
+    sp: ffi::spank_t,
+    _ac: c_int,
+    _av: *mut *mut c_char,
+) -> c_int {
+    guard("slurm_spank_local_user_init", || {
+        spank::hooks::local_user_init(&unsafe { Spank::from_raw(sp) })
+    })
+}
+
+/// # Safety
+/// Called by slurmstepd in the task's process with a valid handle.
+#[no_mangle]
+pub unsafe extern "C" fn slurm_spank_task_init(
+    sp: ffi::spank_t,
+    _ac: c_int,
+    _av: *mut *mut c_char,
+) -> c_int {
+    guard("slurm_spank_task_init", || {
+        spank::hooks::task_init(&unsafe { Spank::from_raw(sp) })
+    })
+}
+
+/// The `--tf-cluster` callback Slurm calls with the option's argument.
+///
+/// # Safety
+/// `optarg` is NULL or a valid C string.
+pub unsafe extern "C" fn option_callback(
+    _val: c_int,
+    optarg: *const c_char,
+    remote: c_int,
+) -> c_int {
+    guard("the --tf-cluster callback", || unsafe {
+        spank::hooks::option(optarg, remote)
+    })
+}

@@ -1,0 +1,188 @@
+//! A small safe wrapper over the SPANK calls tfcluster makes. Every `unsafe` block that talks
+//! to Slurm is here (and in `log.rs` and the exported symbols in `lib.rs`).
+
+use super::ffi;
+use std::ffi::{c_char, c_int, CStr, CString};
+use std::fmt;
+
+/// A SPANK error code, shown with Slurm's own text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SpankError(pub c_int);
+
+impl fmt::Display for SpankError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // SAFETY: spank_strerror returns a static string (or NULL) for any code.
+        let text = unsafe { ffi::spank_strerror(self.0) };
+        if text.is_null() {
+            write!(f, "SPANK error {}", self.0)
+        } else {
+            // SAFETY: non-NULL, NUL-terminated, owned by Slurm for the process lifetime.
+            let text = unsafe { CStr::from_ptr(text) }.to_string_lossy();
+            write!(f, "{text} (SPANK error {})", self.0)
+        }
+    }
+}
+
+pub type SpankResult<T> = Result<T, SpankError>;
+
+fn check(rc: c_int) -> SpankResult<()> {
+    if rc == ffi::TFC_ESPANK_SUCCESS as c_int {
+        Ok(())
+    } else {
+        Err(SpankError(rc))
+    }
+}
+
+/// Where this copy of the plugin runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Context {
+    /// srun
+    Local,
+    /// slurmstepd
+    Remote,
+    /// sbatch, salloc
+    Allocator,
+    Slurmd,
+    /// prolog/epilog, or anything unknown
+    Other,
+}
+
+pub fn context() -> Context {
+    // SAFETY: takes no arguments and may be called from any hook.
+    match unsafe { ffi::spank_context() } {
+        ffi::tfc_spank_context::TFC_S_CTX_LOCAL => Context::Local,
+        ffi::tfc_spank_context::TFC_S_CTX_REMOTE => Context::Remote,
+        ffi::tfc_spank_context::TFC_S_CTX_ALLOCATOR => Context::Allocator,
+        ffi::tfc_spank_context::TFC_S_CTX_SLURMD => Context::Slurmd,
+        _ => Context::Other,
+    }
+}
+
+/// The words after the plugin path in plugstack.conf.
+///
+/// # Safety
+/// `argv` must point to `ac` valid C strings (or `ac` must be 0), as Slurm guarantees for hooks.
+pub unsafe fn args(ac: c_int, argv: *mut *mut c_char) -> Vec<String> {
+    if argv.is_null() || ac <= 0 {
+        return Vec::new();
+    }
+    (0..ac as usize)
+        .map(|i| unsafe { *argv.add(i) })
+        .filter(|p| !p.is_null())
+        .map(|p| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
+        .collect()
+}
+
+/// The handle Slurm passes to a hook, valid for the duration of that call.
+pub struct Spank(ffi::spank_t);
+
+impl Spank {
+    /// # Safety
+    /// `sp` must be the handle Slurm passed to the running hook.
+    pub unsafe fn from_raw(sp: ffi::spank_t) -> Spank {
+        Spank(sp)
+    }
+
+    /// A `uint32_t` item (job id, step id, node id, task counts, global task id).
+    pub fn item_u32(&self, item: ffi::spank_item_t) -> SpankResult<u32> {
+        let mut value: u32 = 0;
+        // SAFETY: these items take exactly one `uint32_t *` out-argument.
+        check(unsafe { ffi::spank_get_item(self.0, item, &mut value as *mut u32) })?;
+        Ok(value)
+    }
+
+    /// This task's local index (`S_TASK_ID`, an `int`).
+    pub fn task_id(&self) -> SpankResult<u32> {
+        let mut value: c_int = -1;
+        // SAFETY: S_TASK_ID takes one `int *`.
+        check(unsafe {
+            ffi::spank_get_item(
+                self.0,
+                ffi::tfc_spank_item::TFC_S_TASK_ID,
+                &mut value as *mut c_int,
+            )
+        })?;
+        u32::try_from(value).map_err(|_| SpankError(ffi::TFC_ESPANK_ERROR as c_int))
+    }
+
+    /// The global id of this node's local task `local` (`S_JOB_LOCAL_TO_GLOBAL_ID`).
+    pub fn local_to_global(&self, local: u32) -> SpankResult<u32> {
+        let mut global: u32 = 0;
+        // SAFETY: the item takes a `uint32_t` by value and a `uint32_t *`.
+        check(unsafe {
+            ffi::spank_get_item(
+                self.0,
+                ffi::tfc_spank_item::TFC_S_JOB_LOCAL_TO_GLOBAL_ID,
+                local,
+                &mut global as *mut u32,
+            )
+        })?;
+        Ok(global)
+    }
+
+    /// A variable of the job (remote context only); `Ok(None)` when unset.
+    pub fn getenv(&self, name: &str) -> SpankResult<Option<String>> {
+        let name = cstring(name);
+        let mut len: usize = 4096;
+        loop {
+            let mut buf = vec![0u8; len];
+            // SAFETY: buf has `len` writable bytes; Slurm NUL-terminates within them.
+            let rc = unsafe {
+                ffi::spank_getenv(self.0, name.as_ptr(), buf.as_mut_ptr().cast(), len as c_int)
+            };
+            match rc {
+                0 => {
+                    let end = buf.iter().position(|&b| b == 0).unwrap_or(len);
+                    buf.truncate(end);
+                    return Ok(Some(String::from_utf8_lossy(&buf).into_owned()));
+                }
+                ffi::TFC_ESPANK_ENV_NOEXIST => return Ok(None),
+                ffi::TFC_ESPANK_NOSPACE if len < (1 << 24) => len *= 4,
+                rc => return Err(SpankError(rc)),
+            }
+        }
+    }
+
+    /// Sets a variable in the task's (or step's) environment, replacing any value.
+    pub fn setenv(&self, name: &str, value: &str) -> SpankResult<()> {
+        let (name, value) = (cstring(name), cstring(value));
+        // SAFETY: two valid C strings; Slurm copies them.
+        check(unsafe { ffi::spank_setenv(self.0, name.as_ptr(), value.as_ptr(), 1) })
+    }
+
+    pub fn unsetenv(&self, name: &str) -> SpankResult<()> {
+        let name = cstring(name);
+        // SAFETY: a valid C string.
+        match unsafe { ffi::spank_unsetenv(self.0, name.as_ptr()) } {
+            ffi::TFC_ESPANK_ENV_NOEXIST => Ok(()),
+            rc => check(rc),
+        }
+    }
+
+    /// Registers a command-line option (valid in `slurm_spank_init` only). Slurm copies the
+    /// strings, so temporaries are fine.
+    pub fn register_option(
+        &self,
+        name: &str,
+        arginfo: &str,
+        usage: &str,
+        has_arg: c_int,
+        cb: ffi::spank_opt_cb_f,
+    ) -> SpankResult<()> {
+        let (name, arginfo, usage) = (cstring(name), cstring(arginfo), cstring(usage));
+        let mut opt = ffi::spank_option {
+            name: name.as_ptr().cast_mut(),
+            arginfo: arginfo.as_ptr().cast_mut(),
+            usage: usage.as_ptr().cast_mut(),
+            has_arg,
+            val: 0,
+            cb,
+        };
+        // SAFETY: `opt` and its strings outlive the call; Slurm copies them.
+        check(unsafe { ffi::spank_option_register(self.0, &mut opt) })
+    }
+}
+
+fn cstring(s: &str) -> CString {
+    CString::new(s.replace('\0', " ")).expect("no NUL left")
+}

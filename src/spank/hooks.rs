@@ -1,0 +1,291 @@
+//! What each hook does, per context. The plugin's whole life in one job:
+//!
+//! | process (context)   | hook                         | work                                          |
+//! |---------------------|------------------------------|-----------------------------------------------|
+//! | srun, sbatch, salloc, slurmstepd | `init`          | read plugstack.conf settings, register `--tf-cluster` |
+//! | same                | option callback              | parse the spec: a syntax error fails srun/sbatch before submission |
+//! | srun                | `local_user_init`            | fit the spec to the step's task count: a mismatch fails srun before launch |
+//! | slurmstepd (1/node) | `init_post_opt`              | plan the whole step once, check it against Slurm's own ids for this node, record the node's GPUs |
+//! | task (1/task)       | `task_init`                  | pick this task's TF_CONFIG and GPUs from the plan, `spank_setenv` them |
+//!
+//! Without `--tf-cluster` every hook returns at once and nothing changes. Errors found in
+//! slurmstepd are kept until `task_init` and reported there: a failing remote `init_post_opt`
+//! makes srun report a cryptic launch failure (and may drain nodes), a failing `task_init`
+//! names the task and keeps it from running with a wrong or missing TF_CONFIG.
+
+use super::ffi::{self, tfc_spank_item as item};
+use super::handle::{self, Context, Spank};
+use super::log;
+use crate::core::{Error, GpuAction, Settings, Spec, StepInputs, StepPlan};
+use std::ffi::{c_char, c_int, CStr};
+use std::sync::{Mutex, MutexGuard};
+
+pub const OPTION_NAME: &str = "tf-cluster";
+const OPTION_USAGE: &str = "[tfcluster] Set TF_CONFIG and split GPUs for distributed TensorFlow: \
+    SPEC is ROLE:COUNT,... with roles chief, evaluator, master, ps, worker and COUNT a number or * \
+    (rest), e.g. --tf-cluster=chief:1,ps:1,worker:*; no SPEC means all workers";
+
+/// Everything the plugin remembers inside one process (srun, or one slurmstepd and the task
+/// children it forks, which inherit a copy).
+#[derive(Default)]
+struct State {
+    /// The plugstack.conf settings, or why they are invalid.
+    settings: Option<Result<Settings, Error>>,
+    /// The `--tf-cluster` value when the option was given (`Some("")` for no SPEC).
+    option: Option<String>,
+    /// slurmstepd: the step's plan for this node, or the message to report in each task.
+    plan: Option<Result<Node, String>>,
+}
+
+/// The plan plus this node's facts, prepared once before the tasks fork.
+struct Node {
+    plan: StepPlan,
+    node: usize,
+    step_gpus: Option<String>,
+    /// srun ran with -v (`SRUN_DEBUG` above info): each task reports what it got.
+    verbose: bool,
+}
+
+static STATE: Mutex<State> = Mutex::new(State {
+    settings: None,
+    option: None,
+    plan: None,
+});
+
+/// Locks the state, recovering from a poisoned lock (a panic in an earlier hook is already
+/// reported; it must not make every later hook fail).
+fn state() -> MutexGuard<'static, State> {
+    STATE
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn settings(state: &State) -> Result<Settings, Error> {
+    state
+        .settings
+        .clone()
+        .unwrap_or_else(|| Ok(Settings::default()))
+}
+
+pub fn init(sp: &Spank, args: &[String]) -> c_int {
+    let ctx = handle::context();
+    let parsed = Settings::from_plugstack(args);
+    if let Err(e) = &parsed {
+        // slurmd logs it at start-up for the admin; users see it when they use the option.
+        if ctx == Context::Slurmd {
+            log::error(&e.to_string());
+        }
+    }
+    state().settings = Some(parsed);
+    if matches!(ctx, Context::Local | Context::Remote | Context::Allocator) {
+        let cb: ffi::spank_opt_cb_f = Some(crate::option_callback);
+        if let Err(e) = sp.register_option(OPTION_NAME, "SPEC", OPTION_USAGE, 2, cb) {
+            log::error(&format!("cannot register --{OPTION_NAME}: {e}"));
+            return -1;
+        }
+    }
+    0
+}
+
+/// The option callback: in srun/sbatch/salloc a bad spec fails the command ("Invalid
+/// --tf-cluster argument") before anything is submitted. It runs twice in slurmstepd, so it
+/// only records the latest value.
+///
+/// # Safety
+/// `optarg` is NULL or a C string valid for the call.
+pub unsafe fn option(optarg: *const c_char, remote: c_int) -> c_int {
+    let arg = if optarg.is_null() {
+        String::new()
+    } else {
+        // SAFETY: non-NULL and NUL-terminated per the SPANK contract.
+        unsafe { CStr::from_ptr(optarg) }
+            .to_string_lossy()
+            .into_owned()
+    };
+    let mut state = state();
+    if remote == 0 {
+        let checked = Spec::parse(Some(&arg)).and_then(|spec| {
+            settings(&state)?
+                .with_overrides(&spec.overrides)
+                .map(|_| ())
+        });
+        if let Err(e) = checked {
+            log::error(&e.to_string());
+            return -1;
+        }
+    }
+    state.option = Some(arg);
+    0
+}
+
+/// srun: the step's task count is known here; reject a spec that cannot fit before launch.
+pub fn local_user_init(sp: &Spank) -> c_int {
+    let Some(arg) = state().option.clone() else {
+        return 0;
+    };
+    let tasks = match sp.item_u32(item::TFC_S_JOB_TOTAL_TASK_COUNT) {
+        Ok(n) => n,
+        Err(e) => {
+            log::debug(&format!(
+                "task count not available in srun ({e}); checked on the nodes"
+            ));
+            return 0;
+        }
+    };
+    match Spec::parse(Some(&arg)).and_then(|spec| spec.resolve(tasks)) {
+        Ok(roles) => {
+            let text: Vec<String> = roles
+                .slices
+                .iter()
+                .map(|s| format!("{}:{}", s.role, s.count))
+                .collect();
+            log::verbose(&format!("{tasks} tasks as {}", text.join(",")));
+            0
+        }
+        Err(e) => {
+            log::error(&e.to_string());
+            -1
+        }
+    }
+}
+
+/// slurmstepd, once per node before the tasks fork: plan the step.
+pub fn init_post_opt(sp: &Spank) -> c_int {
+    if handle::context() != Context::Remote {
+        return 0;
+    }
+    let mut state = state();
+    let Some(arg) = state.option.clone() else {
+        return 0;
+    };
+    if !is_task_step(sp) {
+        return 0;
+    }
+    let planned = plan_node(sp, &arg, settings(&state));
+    state.plan = Some(planned);
+    0
+}
+
+/// Batch script, extern and interactive steps carry no TF tasks; planning them would hand a
+/// stale TF_CONFIG to every srun nested in a batch script.
+fn is_task_step(sp: &Spank) -> bool {
+    match sp.item_u32(item::TFC_S_JOB_STEPID) {
+        Ok(step) => i64::from(step) < ffi::TFC_SLURM_INTERACTIVE_STEP,
+        Err(_) => false,
+    }
+}
+
+fn plan_node(sp: &Spank, arg: &str, settings: Result<Settings, Error>) -> Result<Node, String> {
+    let env = |name: &str| {
+        sp.getenv(name)
+            .map_err(|e| format!("cannot read {name} from the job environment: {e}"))
+    };
+    let required = |name: &str| {
+        env(name)?.ok_or_else(|| format!("{name} is not set; is this an srun job step?"))
+    };
+    let item = |it, name: &str| {
+        sp.item_u32(it)
+            .map_err(|e| format!("cannot get {name}: {e}"))
+    };
+    if env("SLURM_HET_SIZE")?.is_some() {
+        return Err(
+            "heterogeneous jobs are not supported; run TensorFlow in a single-component job".into(),
+        );
+    }
+    let spec = Spec::parse(Some(arg)).map_err(|e| e.to_string())?;
+    let settings = settings.map_err(|e| e.to_string())?;
+    let (nodelist, tasks_per_node) = (
+        required("SLURM_STEP_NODELIST")?,
+        required("SLURM_STEP_TASKS_PER_NODE")?,
+    );
+    let (distribution, plane_size) = (env("SLURM_DISTRIBUTION")?, env("SLURM_DIST_PLANESIZE")?);
+    let resv_ports = env("SLURM_STEP_RESV_PORTS")?;
+    let inputs = StepInputs {
+        nodelist: &nodelist,
+        tasks_per_node: &tasks_per_node,
+        distribution: distribution.as_deref(),
+        plane_size: plane_size.as_deref(),
+        resv_ports: resv_ports.as_deref(),
+        job_id: item(item::TFC_S_JOB_ID, "the job id")?,
+        step_id: item(item::TFC_S_JOB_STEPID, "the step id")?,
+    };
+    let plan = StepPlan::new(&spec, &settings, &inputs).map_err(|e| e.to_string())?;
+    let node = item(item::TFC_S_JOB_NODEID, "this node's index")? as usize;
+    let local = item(item::TFC_S_JOB_LOCAL_TASK_COUNT, "the local task count")?;
+    let gtids = (0..local)
+        .map(|i| {
+            sp.local_to_global(i)
+                .map_err(|e| format!("cannot get task {i}'s global id: {e}"))
+        })
+        .collect::<Result<Vec<u32>, String>>()?;
+    plan.check_node(node, &gtids).map_err(|e| e.to_string())?;
+    let step_gpus = env("CUDA_VISIBLE_DEVICES")?;
+    let verbose = env("SRUN_DEBUG")?
+        .and_then(|v| v.parse::<u32>().ok())
+        .is_some_and(|v| v > 3);
+    Ok(Node {
+        plan,
+        node,
+        step_gpus,
+        verbose,
+    })
+}
+
+/// Each task, just before `execve`: set TF_CONFIG and CUDA_VISIBLE_DEVICES.
+pub fn task_init(sp: &Spank) -> c_int {
+    let state = state();
+    let Some(planned) = &state.plan else { return 0 };
+    match apply(sp, planned) {
+        Ok(()) => 0,
+        Err(msg) => {
+            // Never leave an inherited TF_CONFIG behind for a task we could not configure.
+            let _ = sp.unsetenv("TF_CONFIG");
+            let task = sp
+                .task_id()
+                .map(|t| format!("local task {t}"))
+                .unwrap_or_default();
+            log::error(&format!("{msg} [{task}; TF_CONFIG not set]"));
+            -1
+        }
+    }
+}
+
+fn apply(sp: &Spank, planned: &Result<Node, String>) -> Result<(), String> {
+    let node = planned.as_ref().map_err(Clone::clone)?;
+    let slot = sp
+        .task_id()
+        .map_err(|e| format!("cannot get the local task id: {e}"))? as usize;
+    let task_gpus = sp
+        .getenv("CUDA_VISIBLE_DEVICES")
+        .map_err(|e| format!("cannot read CUDA_VISIBLE_DEVICES: {e}"))?;
+    let env = node
+        .plan
+        .task(
+            node.node,
+            slot,
+            node.step_gpus.as_deref(),
+            task_gpus.as_deref(),
+        )
+        .map_err(|e| e.to_string())?;
+    sp.setenv("TF_CONFIG", &env.tf_config)
+        .map_err(|e| format!("cannot set TF_CONFIG: {e}"))?;
+    let gpus = match &env.gpus {
+        GpuAction::Leave => task_gpus.unwrap_or_else(|| "unset".into()),
+        GpuAction::Set(value) => {
+            sp.setenv("CUDA_VISIBLE_DEVICES", value)
+                .map_err(|e| format!("cannot set CUDA_VISIBLE_DEVICES: {e}"))?;
+            if value.is_empty() {
+                "none".into()
+            } else {
+                value.clone()
+            }
+        }
+    };
+    if node.verbose {
+        log::user(&format!(
+            "rank {} is {}:{} at {}, GPUs {}",
+            env.rank, env.role, env.index, env.endpoint, gpus
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,265 @@
+#!/usr/bin/env bash
+# A real multi-node Slurm cluster on one Debian 12 machine, for tfcluster's tests and demo.
+#
+#   tests/cluster/cluster.sh up [PLUGIN.so]   install what is missing, start munge, slurmctld and
+#                                             one slurmd per node, load PLUGIN.so (if given)
+#   tests/cluster/cluster.sh plugstack LINE   replace the plugstack.conf line (re-read per step)
+#   tests/cluster/cluster.sh down             stop everything this script started, undo all
+#   tests/cluster/cluster.sh status
+#
+# Each node is a slurmd in its own network namespace (veth on a bridge), UTS namespace (its own
+# hostname) and mount namespace (a private /dev overlay holding 4 fake GPU devices for GRES).
+# slurmctld and munged run in the root namespaces. Everything started is recorded by PID in the
+# state directory, and `down` kills only those PIDs plus what still runs inside the node
+# namespaces it created.
+#
+# Settings (environment):
+#   TFC_NODES   node names, in slurm.conf order (default "n9 n10 n011 n012": Slurm then prints
+#               the step node list as n[9-10,011-012], zero padding and non-lexicographic order)
+#   TFC_DIR     state directory (default /tmp/tfcluster-cluster)
+set -euo pipefail
+
+NODES=(${TFC_NODES:-n9 n10 n011 n012})
+DIR=${TFC_DIR:-/tmp/tfcluster-cluster}
+BRIDGE=tfcbr0
+NET=10.77.0
+HOSTS_BEGIN="# >>> tfcluster test cluster"
+HOSTS_END="# <<< tfcluster test cluster"
+SLURM_CONF_LINK=/etc/slurm/slurm.conf
+PACKAGES=(slurmctld slurmd slurm-client munge libslurm-dev iproute2 util-linux)
+
+log() { printf 'cluster: %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+[ "$(id -u)" = 0 ] || die "must run as root (namespaces, munge, slurmd)"
+
+install_packages() {
+    local missing=()
+    for p in "${PACKAGES[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+    done
+    if [ ${#missing[@]} -gt 0 ]; then
+        log "installing ${missing[*]}"
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    fi
+}
+
+node_ip() { echo "$NET.$((11 + $1))"; }
+
+write_hosts_block() {
+    # Rewrite /etc/hosts in place (it may be a bind mount), without our old block.
+    local text
+    text=$(sed "/^$HOSTS_BEGIN\$/,/^$HOSTS_END\$/d" /etc/hosts)
+    {
+        printf '%s\n' "$text"
+        if [ "${1:-}" = add ]; then
+            echo "$HOSTS_BEGIN"
+            echo "$NET.1 tfc-ctl"
+            for i in "${!NODES[@]}"; do echo "$(node_ip "$i") ${NODES[$i]}"; done
+            echo "$HOSTS_END"
+        fi
+    } > /etc/hosts.tfc.tmp
+    cat /etc/hosts.tfc.tmp > /etc/hosts
+    rm -f /etc/hosts.tfc.tmp
+}
+
+write_config() {
+    local conf=$DIR/etc
+    mkdir -p "$conf" "$DIR/state" "$DIR/log" "$DIR/spool"
+    local names
+    names=$(IFS=,; echo "${NODES[*]}")
+    {
+        echo "ClusterName=tfc"
+        echo "SlurmctldHost=$(hostname -s)($NET.1)"
+        echo "MailProg=/bin/true"
+        echo "SlurmUser=root"
+        echo "AuthType=auth/munge"
+        echo "CredType=cred/munge"
+        echo "StateSaveLocation=$DIR/state"
+        echo "SlurmdSpoolDir=$DIR/spool/%n"
+        echo "SlurmctldPidFile=$DIR/slurmctld.pid"
+        echo "SlurmdPidFile=$DIR/slurmd-%n.pid"
+        echo "SlurmctldLogFile=$DIR/log/slurmctld.log"
+        echo "SlurmdLogFile=$DIR/log/slurmd-%n.log"
+        echo "SlurmctldPort=6817"
+        echo "SlurmdPort=6818"
+        echo "ProctrackType=proctrack/linuxproc"
+        echo "TaskPlugin=task/none"
+        echo "SwitchType=switch/none"
+        echo "MpiDefault=none"
+        echo "MpiParams=ports=12000-12999"
+        echo "AccountingStorageType=accounting_storage/none"
+        echo "JobCompType=jobcomp/none"
+        echo "JobAcctGatherType=jobacct_gather/none"
+        echo "SelectType=select/cons_tres"
+        echo "SelectTypeParameters=CR_CPU"
+        echo "GresTypes=gpu"
+        echo "SlurmdParameters=config_overrides"
+        echo "ReturnToService=2"
+        echo "MinJobAge=10"
+        echo "KillWait=5"
+        echo "InactiveLimit=0"
+        echo "PlugStackConfig=$conf/plugstack.conf"
+        for i in "${!NODES[@]}"; do
+            echo "NodeName=${NODES[$i]} NodeAddr=$(node_ip "$i") NodeHostname=${NODES[$i]} CPUs=8 RealMemory=4000 Gres=gpu:4 State=UNKNOWN"
+        done
+        echo "PartitionName=debug Nodes=$names Default=YES OverSubscribe=EXCLUSIVE MaxTime=INFINITE State=UP"
+        echo "PartitionName=shared Nodes=$names Default=NO MaxTime=INFINITE State=UP"
+    } > "$conf/slurm.conf"
+    {
+        echo "AutoDetect=off"
+        echo "NodeName=$names Name=gpu File=/dev/nvidia[0-3]"
+    } > "$conf/gres.conf"
+    [ -f "$conf/plugstack.conf" ] || : > "$conf/plugstack.conf"
+    # Plain srun/sbatch/sinfo find the cluster through the usual path.
+    if [ -e "$SLURM_CONF_LINK" ] && [ ! -L "$SLURM_CONF_LINK" ]; then
+        mv "$SLURM_CONF_LINK" "$SLURM_CONF_LINK.tfc-saved"
+    fi
+    mkdir -p "$(dirname "$SLURM_CONF_LINK")"
+    ln -sfn "$conf/slurm.conf" "$SLURM_CONF_LINK"
+}
+
+start_munge() {
+    if [ -f "$DIR/munged.pid" ] && kill -0 "$(cat "$DIR/munged.pid")" 2>/dev/null; then return; fi
+    mkdir -p /etc/munge /run/munge /var/lib/munge /var/log/munge
+    if [ ! -s /etc/munge/munge.key ]; then
+        if command -v mungekey >/dev/null; then mungekey --create --keyfile=/etc/munge/munge.key
+        else dd if=/dev/urandom of=/etc/munge/munge.key bs=1 count=1024 status=none; fi
+    fi
+    chown -R munge:munge /etc/munge /run/munge /var/lib/munge /var/log/munge
+    chmod 0400 /etc/munge/munge.key
+    chmod 0755 /run/munge
+    runuser -u munge -- /usr/sbin/munged --force --pid-file=/run/munge/tfc-munged.pid
+    for _ in $(seq 50); do [ -s /run/munge/tfc-munged.pid ] && break; sleep 0.1; done
+    cp /run/munge/tfc-munged.pid "$DIR/munged.pid"
+    munge -n | unmunge >/dev/null || die "munge does not work"
+}
+
+start_network() {
+    ip link show "$BRIDGE" >/dev/null 2>&1 || {
+        ip link add "$BRIDGE" type bridge
+        ip addr add "$NET.1/24" dev "$BRIDGE"
+        ip link set "$BRIDGE" up
+    }
+    for i in "${!NODES[@]}"; do
+        local ns=tfc-${NODES[$i]} host=tfcv$i
+        ip netns list | grep -qw "^$ns" && continue
+        ip netns add "$ns"
+        ip link add "$host" type veth peer name eth0 netns "$ns"
+        ip link set "$host" master "$BRIDGE" up
+        ip -n "$ns" addr add "$(node_ip "$i")/24" dev eth0
+        ip -n "$ns" link set eth0 up
+        ip -n "$ns" link set lo up
+        ip -n "$ns" route add default via "$NET.1"
+    done
+}
+
+start_slurmctld() {
+    if [ -f "$DIR/slurmctld.run.pid" ] && kill -0 "$(cat "$DIR/slurmctld.run.pid")" 2>/dev/null; then return; fi
+    setsid /usr/sbin/slurmctld -D -i -f "$DIR/etc/slurm.conf" >"$DIR/log/slurmctld.out" 2>&1 < /dev/null &
+    echo $! > "$DIR/slurmctld.run.pid"
+}
+
+start_slurmd() {
+    local i=$1 name=${NODES[$1]}
+    local pidf=$DIR/slurmd-$name.run.pid
+    if [ -f "$pidf" ] && kill -0 "$(cat "$pidf")" 2>/dev/null; then return; fi
+    mkdir -p "$DIR/spool/$name" "$DIR/dev/$name/upper" "$DIR/dev/$name/work" "$DIR/dev/$name/orig"
+    cat > "$DIR/boot-$name.sh" <<EOF
+set -e
+hostname $name
+# A private /dev: an overlay over the real one, with 4 fake GPUs (char devices 195:K).
+mount --make-rprivate /
+mount --rbind /dev $DIR/dev/$name/orig
+mount -t overlay overlay -o lowerdir=/dev,upperdir=$DIR/dev/$name/upper,workdir=$DIR/dev/$name/work /dev
+for sub in pts shm mqueue; do
+    [ -d $DIR/dev/$name/orig/\$sub ] && mount --rbind $DIR/dev/$name/orig/\$sub /dev/\$sub || true
+done
+for k in 0 1 2 3; do [ -e /dev/nvidia\$k ] || mknod -m 0666 /dev/nvidia\$k c 195 \$k; done
+exec /usr/sbin/slurmd -D -N $name -f $DIR/etc/slurm.conf
+EOF
+    # nsenter, not `ip netns exec`: the latter remounts /sys and slurmd then finds no cgroup fs.
+    setsid nsenter --net="/run/netns/tfc-$name" unshare --mount --uts bash "$DIR/boot-$name.sh" \
+        >"$DIR/log/slurmd-$name.out" 2>&1 < /dev/null &
+    echo $! > "$pidf"
+}
+
+wait_ready() {
+    local names
+    names=$(IFS=,; echo "${NODES[*]}")
+    for _ in $(seq 150); do
+        if scontrol ping >/dev/null 2>&1; then
+            local states
+            states=$(sinfo -h -N -n "$names" -o '%t' 2>/dev/null | sort -u | tr '\n' ' ')
+            [ "$states" = "idle " ] && return 0
+        fi
+        sleep 0.2
+    done
+    sinfo -N 2>&1 >&2 || true
+    tail -n 20 "$DIR"/log/*.log "$DIR"/log/*.out >&2 || true
+    die "the cluster did not become ready in 30 s"
+}
+
+set_plugstack() {
+    printf '%s\n' "$1" > "$DIR/etc/plugstack.conf"
+}
+
+up() {
+    local start=$SECONDS
+    install_packages
+    mkdir -p "$DIR"
+    write_config
+    write_hosts_block add
+    start_munge
+    start_network
+    start_slurmctld
+    for i in "${!NODES[@]}"; do start_slurmd "$i"; done
+    wait_ready
+    if [ -n "${1:-}" ]; then set_plugstack "required $1"; fi
+    log "up: ${NODES[*]} ($((SECONDS - start)) s); plugstack: $(cat "$DIR/etc/plugstack.conf")"
+}
+
+kill_pidfile() {
+    local f=$1
+    [ -f "$f" ] || return 0
+    local pid
+    pid=$(cat "$f")
+    if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+        kill "$pid" 2>/dev/null || true
+        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        kill -9 "$pid" 2>/dev/null || true
+    fi
+    rm -f "$f"
+}
+
+down() {
+    local start=$SECONDS
+    for name in "${NODES[@]}"; do kill_pidfile "$DIR/slurmd-$name.run.pid"; done
+    for name in "${NODES[@]}"; do
+        local ns=tfc-$name
+        if ip netns list 2>/dev/null | grep -qw "^$ns"; then
+            # Step daemons and tasks left inside the node.
+            ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null || true
+            ip netns delete "$ns"
+        fi
+    done
+    kill_pidfile "$DIR/slurmctld.run.pid"
+    kill_pidfile "$DIR/munged.pid"
+    ip link show "$BRIDGE" >/dev/null 2>&1 && ip link delete "$BRIDGE"
+    write_hosts_block remove
+    if [ -L "$SLURM_CONF_LINK" ] && [ "$(readlink "$SLURM_CONF_LINK")" = "$DIR/etc/slurm.conf" ]; then
+        rm -f "$SLURM_CONF_LINK"
+        [ -e "$SLURM_CONF_LINK.tfc-saved" ] && mv "$SLURM_CONF_LINK.tfc-saved" "$SLURM_CONF_LINK"
+    fi
+    rm -rf "$DIR/state" "$DIR/spool" "$DIR/dev"
+    log "down ($((SECONDS - start)) s)"
+}
+
+case "${1:-}" in
+    up) up "${2:-}" ;;
+    down) down ;;
+    plugstack) set_plugstack "${2:?plugstack line}" ;;
+    status) sinfo -N; cat "$DIR/etc/plugstack.conf" ;;
+    *) echo "usage: $0 up [PLUGIN.so] | plugstack LINE | down | status" >&2; exit 2 ;;
+esac
