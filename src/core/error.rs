@@ -65,11 +65,8 @@ pub enum Error {
          (SLURM_STEP_TASKS_PER_NODE); this step's environment is inconsistent"
     )]
     NodeCountMismatch { nodes: usize, counts: usize },
-    #[error(
-        "the step's task counts add up to {sum} but SLURM_STEP_NUM_TASKS says {tasks}; \
-         this step's environment is inconsistent"
-    )]
-    TaskSumMismatch { sum: u64, tasks: u32 },
+    #[error("the step has {tasks} tasks, more than the {limit} tfcluster supports")]
+    TooManyTasks { tasks: u64, limit: u64 },
     #[error("the step has no nodes (SLURM_STEP_NODELIST is empty)")]
     NoNodes,
     #[error(

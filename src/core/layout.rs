@@ -120,10 +120,9 @@ impl Layout {
     pub fn build(counts: &[u32], dist: Distribution) -> Result<Layout> {
         let total: u64 = counts.iter().map(|&c| u64::from(c)).sum();
         if total > MAX_TASKS {
-            return Err(Error::CountList {
-                var: "SLURM_STEP_TASKS_PER_NODE",
-                value: format!("{total} tasks in all"),
-                reason: format!("more than the {MAX_TASKS} tasks tfcluster supports"),
+            return Err(Error::TooManyTasks {
+                tasks: total,
+                limit: MAX_TASKS,
             });
         }
         let chunk = match dist {

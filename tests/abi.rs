@@ -1,0 +1,209 @@
+//! Our clean-room header against the installed Slurm: every number, size and offset that
+//! tfcluster's bindings (bindgen output of spank-headers/tfcluster_spank.h) hold is written
+//! into a C file as a static assertion against `<slurm/spank.h>` and compiled. A wrong value
+//! fails the compile with the name of the fact.
+//!
+//! Also: the plugin exports exactly the symbols Slurm needs and no other hook.
+
+use std::fmt::Write as _;
+use std::mem::{offset_of, size_of};
+use std::path::PathBuf;
+use std::process::Command;
+use tfcluster::spank::ffi;
+
+fn c_checks() -> String {
+    let mut c =
+        String::from("#include <stddef.h>\n#include <slurm/spank.h>\n#include <slurm/slurm.h>\n");
+    let mut eq = |slurm: &str, ours: i64| {
+        writeln!(
+            c,
+            "_Static_assert((long long)({slurm}) == {ours}LL, \"{slurm} == {ours}\");"
+        )
+        .unwrap();
+    };
+    use ffi::tfc_spank_context as ctx;
+    use ffi::tfc_spank_item as it;
+    #[rustfmt::skip]
+    let items: [(&str, u32); 32] = [
+        ("S_JOB_UID", it::TFC_S_JOB_UID), ("S_JOB_GID", it::TFC_S_JOB_GID),
+        ("S_JOB_ID", it::TFC_S_JOB_ID), ("S_JOB_STEPID", it::TFC_S_JOB_STEPID),
+        ("S_JOB_NNODES", it::TFC_S_JOB_NNODES), ("S_JOB_NODEID", it::TFC_S_JOB_NODEID),
+        ("S_JOB_LOCAL_TASK_COUNT", it::TFC_S_JOB_LOCAL_TASK_COUNT),
+        ("S_JOB_TOTAL_TASK_COUNT", it::TFC_S_JOB_TOTAL_TASK_COUNT),
+        ("S_JOB_NCPUS", it::TFC_S_JOB_NCPUS), ("S_JOB_ARGV", it::TFC_S_JOB_ARGV),
+        ("S_JOB_ENV", it::TFC_S_JOB_ENV), ("S_TASK_ID", it::TFC_S_TASK_ID),
+        ("S_TASK_GLOBAL_ID", it::TFC_S_TASK_GLOBAL_ID), ("S_TASK_EXIT_STATUS", it::TFC_S_TASK_EXIT_STATUS),
+        ("S_TASK_PID", it::TFC_S_TASK_PID), ("S_JOB_PID_TO_GLOBAL_ID", it::TFC_S_JOB_PID_TO_GLOBAL_ID),
+        ("S_JOB_PID_TO_LOCAL_ID", it::TFC_S_JOB_PID_TO_LOCAL_ID),
+        ("S_JOB_LOCAL_TO_GLOBAL_ID", it::TFC_S_JOB_LOCAL_TO_GLOBAL_ID),
+        ("S_JOB_GLOBAL_TO_LOCAL_ID", it::TFC_S_JOB_GLOBAL_TO_LOCAL_ID),
+        ("S_JOB_SUPPLEMENTARY_GIDS", it::TFC_S_JOB_SUPPLEMENTARY_GIDS),
+        ("S_SLURM_VERSION", it::TFC_S_SLURM_VERSION), ("S_SLURM_VERSION_MAJOR", it::TFC_S_SLURM_VERSION_MAJOR),
+        ("S_SLURM_VERSION_MINOR", it::TFC_S_SLURM_VERSION_MINOR), ("S_SLURM_VERSION_MICRO", it::TFC_S_SLURM_VERSION_MICRO),
+        ("S_STEP_CPUS_PER_TASK", it::TFC_S_STEP_CPUS_PER_TASK), ("S_JOB_ALLOC_CORES", it::TFC_S_JOB_ALLOC_CORES),
+        ("S_JOB_ALLOC_MEM", it::TFC_S_JOB_ALLOC_MEM), ("S_STEP_ALLOC_CORES", it::TFC_S_STEP_ALLOC_CORES),
+        ("S_STEP_ALLOC_MEM", it::TFC_S_STEP_ALLOC_MEM), ("S_SLURM_RESTART_COUNT", it::TFC_S_SLURM_RESTART_COUNT),
+        ("S_JOB_ARRAY_ID", it::TFC_S_JOB_ARRAY_ID), ("S_JOB_ARRAY_TASK_ID", it::TFC_S_JOB_ARRAY_TASK_ID),
+    ];
+    for (name, value) in items {
+        eq(name, value.into());
+    }
+    #[rustfmt::skip]
+    let contexts = [
+        ("S_CTX_ERROR", ctx::TFC_S_CTX_ERROR), ("S_CTX_LOCAL", ctx::TFC_S_CTX_LOCAL),
+        ("S_CTX_REMOTE", ctx::TFC_S_CTX_REMOTE), ("S_CTX_ALLOCATOR", ctx::TFC_S_CTX_ALLOCATOR),
+        ("S_CTX_SLURMD", ctx::TFC_S_CTX_SLURMD), ("S_CTX_JOB_SCRIPT", ctx::TFC_S_CTX_JOB_SCRIPT),
+    ];
+    for (name, value) in contexts {
+        eq(name, value.into());
+    }
+    #[rustfmt::skip]
+    let codes = [
+        ("ESPANK_SUCCESS", ffi::TFC_ESPANK_SUCCESS), ("ESPANK_ERROR", ffi::TFC_ESPANK_ERROR),
+        ("ESPANK_BAD_ARG", ffi::TFC_ESPANK_BAD_ARG), ("ESPANK_NOT_TASK", ffi::TFC_ESPANK_NOT_TASK),
+        ("ESPANK_ENV_EXISTS", ffi::TFC_ESPANK_ENV_EXISTS), ("ESPANK_ENV_NOEXIST", ffi::TFC_ESPANK_ENV_NOEXIST),
+        ("ESPANK_NOSPACE", ffi::TFC_ESPANK_NOSPACE), ("ESPANK_NOT_REMOTE", ffi::TFC_ESPANK_NOT_REMOTE),
+        ("ESPANK_NOEXIST", ffi::TFC_ESPANK_NOEXIST), ("ESPANK_NOT_EXECD", ffi::TFC_ESPANK_NOT_EXECD),
+        ("ESPANK_NOT_AVAIL", ffi::TFC_ESPANK_NOT_AVAIL), ("ESPANK_NOT_LOCAL", ffi::TFC_ESPANK_NOT_LOCAL),
+        ("SPANK_OPTION_MAXLEN", ffi::TFC_SPANK_OPTION_MAXLEN),
+    ];
+    for (name, value) in codes {
+        eq(name, value.into());
+    }
+    #[rustfmt::skip]
+    let steps = [
+        ("SLURM_PENDING_STEP", ffi::TFC_SLURM_PENDING_STEP), ("SLURM_EXTERN_CONT", ffi::TFC_SLURM_EXTERN_CONT),
+        ("SLURM_BATCH_SCRIPT", ffi::TFC_SLURM_BATCH_SCRIPT), ("SLURM_INTERACTIVE_STEP", ffi::TFC_SLURM_INTERACTIVE_STEP),
+    ];
+    for (name, value) in steps {
+        eq(name, value);
+    }
+    #[rustfmt::skip]
+    let layout = [
+        ("sizeof(struct spank_option)", size_of::<ffi::spank_option>()),
+        ("offsetof(struct spank_option, name)", offset_of!(ffi::spank_option, name)),
+        ("offsetof(struct spank_option, arginfo)", offset_of!(ffi::spank_option, arginfo)),
+        ("offsetof(struct spank_option, usage)", offset_of!(ffi::spank_option, usage)),
+        ("offsetof(struct spank_option, has_arg)", offset_of!(ffi::spank_option, has_arg)),
+        ("offsetof(struct spank_option, val)", offset_of!(ffi::spank_option, val)),
+        ("offsetof(struct spank_option, cb)", offset_of!(ffi::spank_option, cb)),
+        ("sizeof(spank_item_t)", size_of::<ffi::spank_item_t>()),
+        ("sizeof(spank_context_t)", size_of::<ffi::spank_context_t>()),
+        ("sizeof(spank_err_t)", size_of::<ffi::spank_err_t>()),
+        ("sizeof(spank_t)", size_of::<ffi::spank_t>()),
+    ];
+    for (name, value) in layout {
+        eq(name, value as i64);
+    }
+    c
+}
+
+#[test]
+fn our_header_matches_the_installed_spank_h() {
+    assert!(
+        std::path::Path::new("/usr/include/slurm/spank.h").exists(),
+        "install libslurm-dev (the test command does) to check the header against Slurm's"
+    );
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let src = dir.join("abi_check.c");
+    std::fs::write(&src, c_checks()).unwrap();
+    let out = Command::new("cc")
+        .args(["-std=gnu11", "-fsyntax-only", "-Werror"])
+        .arg(&src)
+        .output()
+        .expect("a C compiler (cc)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn the_checks_really_compare() {
+    // A wrong value must fail to compile, or the test above proves nothing.
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let src = dir.join("abi_check_wrong.c");
+    std::fs::write(
+        &src,
+        c_checks()
+            .replace("\"S_TASK_ID == 11\"", "\"x\"")
+            .replace("(S_TASK_ID) == 11LL", "(S_TASK_ID) == 12LL"),
+    )
+    .unwrap();
+    let out = Command::new("cc")
+        .args(["-std=gnu11", "-fsyntax-only"])
+        .arg(&src)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+}
+
+fn plugin_path() -> PathBuf {
+    // target/<profile>/deps/abi-HASH -> target/<profile>/libtfcluster.so
+    let exe = std::env::current_exe().unwrap();
+    exe.parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("libtfcluster.so")
+}
+
+#[test]
+fn exports_only_what_slurm_needs() {
+    let out = Command::new("nm")
+        .args(["-D", "--defined-only", "--format=posix"])
+        .arg(plugin_path())
+        .output()
+        .expect("nm (binutils)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut names: Vec<String> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "plugin_name",
+            "plugin_type",
+            "plugin_version",
+            "slurm_spank_init",
+            "slurm_spank_init_post_opt",
+            "slurm_spank_local_user_init",
+            "slurm_spank_task_init",
+        ]
+    );
+}
+
+#[test]
+fn plugin_version_is_the_installed_slurm_release() {
+    let header = std::fs::read_to_string("/usr/include/slurm/slurm_version.h").unwrap();
+    let line = header
+        .lines()
+        .find(|l| l.starts_with("#define SLURM_VERSION_NUMBER"))
+        .unwrap();
+    let installed = u32::from_str_radix(
+        line.split_whitespace()
+            .last()
+            .unwrap()
+            .trim_start_matches("0x"),
+        16,
+    )
+    .unwrap();
+    if std::env::var_os("TFCLUSTER_SLURM_VERSION").is_none() {
+        assert_eq!(
+            ffi::SLURM_VERSION_NUMBER >> 8,
+            installed >> 8,
+            "major.minor"
+        );
+    }
+    assert_eq!(tfcluster::plugin_version, ffi::SLURM_VERSION_NUMBER);
+    assert_eq!(&tfcluster::plugin_name, b"tfcluster\0");
+    assert_eq!(&tfcluster::plugin_type, b"spank\0");
+}

@@ -1,0 +1,58 @@
+//! Shared helpers for the table tests: build a step plan from plain strings, read a task's
+//! TF_CONFIG as JSON.
+#![allow(dead_code)]
+
+use serde_json::Value;
+use tfcluster::core::{GpuAction, Settings, Spec, StepInputs, StepPlan};
+
+/// A step: node list, tasks per node, distribution (None = srun without -m).
+pub fn step<'a>(
+    nodelist: &'a str,
+    tasks_per_node: &'a str,
+    distribution: Option<&'a str>,
+) -> StepInputs<'a> {
+    StepInputs {
+        nodelist,
+        tasks_per_node,
+        distribution,
+        job_id: 1234,
+        step_id: 0,
+        ..Default::default()
+    }
+}
+
+pub fn plan(spec: &str, admin: &[&str], step: &StepInputs) -> StepPlan {
+    try_plan(spec, admin, step).unwrap_or_else(|e| panic!("{spec}: {e}"))
+}
+
+pub fn try_plan(
+    spec: &str,
+    admin: &[&str],
+    step: &StepInputs,
+) -> tfcluster::core::Result<StepPlan> {
+    let spec = Spec::parse(Some(spec))?;
+    StepPlan::new(&spec, &Settings::from_plugstack(admin)?, step)
+}
+
+/// The global rank's (node, slot).
+pub fn where_is(plan: &StepPlan, rank: u32) -> (usize, usize) {
+    let p = plan.layout.ranks[rank as usize];
+    (p.node as usize, p.slot as usize)
+}
+
+/// TF_CONFIG of global rank `rank`, parsed.
+pub fn tf_config(plan: &StepPlan, rank: u32) -> Value {
+    let (node, slot) = where_is(plan, rank);
+    let env = plan.task(node, slot, None, None).unwrap();
+    serde_json::from_str(&env.tf_config).expect("valid JSON")
+}
+
+/// CUDA_VISIBLE_DEVICES of global rank `rank` given the node's and the task's lists.
+pub fn gpus(plan: &StepPlan, rank: u32, step: Option<&str>, task: Option<&str>) -> GpuAction {
+    let (node, slot) = where_is(plan, rank);
+    plan.task(node, slot, step, task).unwrap().gpus
+}
+
+pub fn set(v: &str) -> GpuAction {
+    GpuAction::Set(v.to_string())
+}

@@ -1,0 +1,98 @@
+//! Where each global rank runs, one layout per line. Every row of "Layouts" in
+//! shared/reference/slurm-observed.md (what a probe plugin saw Slurm 22.05 do) is here; T1-T5 are
+//! TensorFlow's tasks-per-node cases.
+
+#![allow(clippy::type_complexity)] // tables of cases
+
+use tfcluster::core::layout::{parse_counts, Distribution, Layout};
+
+/// (srun command it came from, SLURM_STEP_TASKS_PER_NODE, SLURM_DISTRIBUTION,
+///  SLURM_DIST_PLANESIZE, global ids per node in node order)
+#[rustfmt::skip]
+const OBSERVED: &[(&str, &str, Option<&str>, Option<&str>, &[&[u32]])] = &[
+    ("srun -N4 -n8",                         "2(x4)",   None,             None,      &[&[0, 1], &[2, 3], &[4, 5], &[6, 7]]),
+    ("srun -N2 -n3",                         "2,1",     None,             None,      &[&[0, 1], &[2]]),
+    ("srun -N2 -n4 -m block",                "2(x2)",   Some("block"),    None,      &[&[0, 1], &[2, 3]]),
+    ("srun -N2 -n4 -m cyclic",               "2(x2)",   Some("cyclic"),   None,      &[&[0, 2], &[1, 3]]),
+    ("srun -N3 -n7 -m cyclic",               "3,2(x2)", Some("cyclic"),   None,      &[&[0, 3, 6], &[1, 4], &[2, 5]]),
+    ("srun -N2 --ntasks-per-node=2 -m cyclic", "2(x2)", Some("cyclic"),   None,      &[&[0, 2], &[1, 3]]),
+    ("srun -N2 -n5 -m plane=2",              "3,2",     Some("plane"),    Some("2"), &[&[0, 1, 4], &[2, 3]]),
+    ("srun -N3 -n8 -m plane=2",              "4,2(x2)", Some("plane"),    Some("2"), &[&[0, 1, 6, 7], &[2, 3], &[4, 5]]),
+    ("srun -p shared -N4 -n8",               "5,1(x3)", None,             None,      &[&[0, 1, 2, 3, 4], &[5], &[6], &[7]]),
+    ("srun -p shared -N4 -n8 -m cyclic",     "5,1(x3)", Some("cyclic"),   None,      &[&[0, 4, 5, 6, 7], &[1], &[2], &[3]]),
+    ("srun -p shared -N3 -n7 -m plane=2",    "5,1(x2)", Some("plane"),    Some("2"), &[&[0, 1, 4, 5, 6], &[2], &[3]]),
+    ("salloc -N3 -n6; srun -N2 -n3 -r1",     "2,1",     Some("block"),    None,      &[&[0, 1], &[2]]),
+    ("srun -N2 -n4 -m block,Pack",           "3,1",     Some("block,pack"), None,    &[&[0, 1, 2], &[3]]),
+    // Second and third levels never move tasks between nodes
+    ("srun -N2 -n4 -m cyclic:block",         "2(x2)",   Some("cyclic:block"), None,  &[&[0, 2], &[1, 3]]),
+    ("srun -N2 -n4 -m block:cyclic",         "2(x2)",   Some("block:cyclic"), None,  &[&[0, 1], &[2, 3]]),
+    ("srun -N2 -n4 -m cyclic:cyclic:fcyclic","2(x2)",   Some("cyclic:cyclic:fcyclic"), None, &[&[0, 2], &[1, 3]]),
+    ("srun -N2 -n4 -m cyclic,nopack",        "2(x2)",   Some("cyclic,nopack"), None, &[&[0, 2], &[1, 3]]),
+    ("srun -N3 -n9 -m plane=4",              "4,4,1",   Some("plane=4"),  None,      &[&[0, 1, 2, 3], &[4, 5, 6, 7], &[8]]),
+];
+
+#[test]
+fn reproduces_every_layout_slurm_produced() {
+    for (cmd, tpn, dist, plane, want) in OBSERVED {
+        let counts = parse_counts("SLURM_STEP_TASKS_PER_NODE", tpn).unwrap();
+        let dist = Distribution::parse(*dist, *plane).unwrap();
+        let layout = Layout::build(&counts, dist).unwrap();
+        let got: Vec<&[u32]> = layout.nodes.iter().map(Vec::as_slice).collect();
+        assert_eq!(got, *want, "{cmd}");
+        for (node, gtids) in layout.nodes.iter().enumerate() {
+            for (slot, &rank) in gtids.iter().enumerate() {
+                let p = layout.ranks[rank as usize];
+                assert_eq!(
+                    (p.node as usize, p.slot as usize),
+                    (node, slot),
+                    "{cmd}: rank {rank}"
+                );
+            }
+        }
+    }
+}
+
+#[rustfmt::skip]
+const COUNTS: &[(&str, &[u32])] = &[
+    ("2",              &[2]),                                        // T1
+    ("2,1,3",          &[2, 1, 3]),                                  // T2
+    ("3(x2),2,1",      &[3, 3, 2, 1]),                               // T3
+    ("3(x2),2,11(x4)", &[3, 3, 2, 11, 11, 11, 11]),                  // T4
+    ("13(x10)",        &[13, 13, 13, 13, 13, 13, 13, 13, 13, 13]),  // T5
+    ("1,1",            &[1, 1]),                                     // never emitted, still valid
+];
+
+#[test]
+fn parses_count_lists() {
+    for (text, want) in COUNTS {
+        assert_eq!(
+            parse_counts("SLURM_STEP_TASKS_PER_NODE", text).unwrap(),
+            *want,
+            "{text}"
+        );
+    }
+}
+
+#[rustfmt::skip]
+const DISTRIBUTIONS: &[(Option<&str>, Option<&str>, Distribution)] = &[
+    (None,                    None,      Distribution::Block),
+    (Some("block"),           None,      Distribution::Block),
+    (Some("unknown"),         None,      Distribution::Block),
+    (Some("block,pack"),      None,      Distribution::Block),
+    (Some("cyclic"),          None,      Distribution::Cyclic),
+    (Some("cyclic:*:*"),      None,      Distribution::Cyclic),
+    (Some("plane"),           Some("2"), Distribution::Plane(2)),
+    (Some("plane=8"),         None,      Distribution::Plane(8)),
+    (Some("arbitrary"),       None,      Distribution::Arbitrary),
+];
+
+#[test]
+fn reads_slurm_distribution() {
+    for (dist, plane, want) in DISTRIBUTIONS {
+        assert_eq!(
+            Distribution::parse(*dist, *plane).unwrap(),
+            *want,
+            "{dist:?} {plane:?}"
+        );
+    }
+}

@@ -1,0 +1,79 @@
+//! `--tf-cluster` specs and the ranks each role gets: roles take contiguous slices of global
+//! ranks in TensorFlow's order (chief < evaluator < master < ps < worker), whatever order the
+//! user wrote them in.
+
+#![allow(clippy::type_complexity)] // tables of cases
+
+use tfcluster::core::{Role, Spec};
+use Role::*;
+
+/// (spec, step's tasks, [(role, first rank, count)])
+#[rustfmt::skip]
+const CASES: &[(&str, u32, &[(Role, u32, u32)])] = &[
+    ("",                           4, &[(Worker, 0, 4)]),
+    ("worker:*",                   4, &[(Worker, 0, 4)]),
+    ("worker:4",                   4, &[(Worker, 0, 4)]),
+    ("ps:1,worker:3",              4, &[(Ps, 0, 1), (Worker, 1, 3)]),
+    ("worker:3,ps:1",              4, &[(Ps, 0, 1), (Worker, 1, 3)]),
+    ("chief:1,ps:2,worker:*",     11, &[(Chief, 0, 1), (Ps, 1, 2), (Worker, 3, 8)]),
+    ("chief:1,ps:*,worker:2",      6, &[(Chief, 0, 1), (Ps, 1, 3), (Worker, 4, 2)]),
+    ("chief:1,evaluator:1,worker:*", 4, &[(Chief, 0, 1), (Evaluator, 1, 1), (Worker, 2, 2)]),
+    ("master:1,ps:1,worker:*",     3, &[(Master, 0, 1), (Ps, 1, 1), (Worker, 2, 1)]),
+    (" chief:1 , worker:* ",       2, &[(Chief, 0, 1), (Worker, 1, 1)]),
+    ("chief:1,worker:*,port_base=9000", 2, &[(Chief, 0, 1), (Worker, 1, 1)]),
+];
+
+#[test]
+fn roles_take_contiguous_rank_slices_in_tensorflow_order() {
+    for (text, tasks, want) in CASES {
+        let table = Spec::parse(Some(text)).unwrap().resolve(*tasks).unwrap();
+        let got: Vec<(Role, u32, u32)> = table
+            .slices
+            .iter()
+            .map(|s| (s.role, s.start, s.count))
+            .collect();
+        assert_eq!(got, *want, "{text:?} on {tasks} tasks");
+        assert_eq!(table.total(), *tasks);
+    }
+}
+
+#[test]
+fn no_spec_means_all_workers() {
+    assert_eq!(
+        Spec::parse(None).unwrap(),
+        Spec::parse(Some("worker:*")).unwrap()
+    );
+}
+
+#[test]
+fn rank_lookup() {
+    let table = Spec::parse(Some("chief:1,ps:2,worker:*"))
+        .unwrap()
+        .resolve(6)
+        .unwrap();
+    let got: Vec<_> = (0..7).map(|r| table.of_rank(r)).collect();
+    assert_eq!(
+        got,
+        [
+            Some((Chief, 0)),
+            Some((Ps, 0)),
+            Some((Ps, 1)),
+            Some((Worker, 0)),
+            Some((Worker, 1)),
+            Some((Worker, 2)),
+            None
+        ]
+    );
+}
+
+#[test]
+fn per_job_overrides_are_kept_for_settings() {
+    let spec = Spec::parse(Some("worker:*,port_base=9000,rpc_layer=grpc")).unwrap();
+    assert_eq!(
+        spec.overrides,
+        [
+            ("port_base".to_string(), "9000".to_string()),
+            ("rpc_layer".to_string(), "grpc".to_string())
+        ]
+    );
+}

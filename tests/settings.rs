@@ -1,0 +1,123 @@
+//! Admin settings and per-job overrides: ports, addresses, GPU policy, rpc_layer.
+
+#![allow(clippy::type_complexity)] // tables of cases
+
+mod common;
+use common::*;
+use serde_json::json;
+use tfcluster::core::ports::{PortPolicy, StepPorts};
+use tfcluster::core::GpuAction;
+
+#[rustfmt::skip]
+#[test]
+fn port_policies() {
+    let range = PortPolicy::Range { lo: 20000, hi: 32767, block: 64 };
+    // (policy, SLURM_STEP_RESV_PORTS, job, step, most tasks on a node, ports of slots 0..3)
+    let cases: &[(&PortPolicy, Option<&str>, u32, u32, usize, [u32; 3])] = &[
+        (&PortPolicy::Base(8888), None,                      7, 0, 3, [8888, 8889, 8890]),
+        (&PortPolicy::Base(8888), Some("12000-12003"),       7, 0, 3, [8888, 8889, 8890]), // port_base wins
+        (&range,                  Some("12000-12001,12010"), 7, 0, 3, [12000, 12001, 12010]),
+        (&range,                  None,                      0, 0, 3, [20000, 20001, 20002]),
+        (&range,                  None,                      0, 1, 3, [20064, 20065, 20066]),
+    ];
+    for (policy, resv, job, step, max_local, want) in cases {
+        let ports = StepPorts::plan(policy, *resv, *job, *step, *max_local, "n1").unwrap();
+        let got = [0, 1, 2].map(|slot| ports.of_slot(slot));
+        assert_eq!(got, *want, "{policy:?} {resv:?} job {job} step {step}");
+    }
+}
+
+#[test]
+fn steps_of_one_job_never_share_ports() {
+    let range = PortPolicy::Range {
+        lo: 20000,
+        hi: 32767,
+        block: 64,
+    };
+    for job in [1u32, 77, 4242, 999_999, u32::MAX] {
+        let mut seen = std::collections::HashSet::new();
+        for step in 0..100 {
+            let ports = StepPorts::plan(&range, None, job, step, 8, "n1").unwrap();
+            for slot in 0..8 {
+                let port = ports.of_slot(slot);
+                assert!(
+                    (20000..=32767).contains(&port),
+                    "job {job} step {step}: {port}"
+                );
+                assert!(
+                    seen.insert(port),
+                    "job {job} step {step} reuses port {port}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_step_wider_than_the_block_takes_a_wider_block() {
+    let range = PortPolicy::Range {
+        lo: 20000,
+        hi: 20999,
+        block: 8,
+    };
+    let ports = StepPorts::plan(&range, None, 0, 3, 100, "n1").unwrap();
+    assert_eq!(ports.of_slot(0), 20300);
+    assert_eq!(ports.of_slot(99), 20399);
+}
+
+#[test]
+fn address_template_and_rpc_layer() {
+    let p = plan(
+        "chief:1,worker:*",
+        &[
+            "address=%h-ib.example.org",
+            "port_base=9000",
+            "rpc_layer=grpc+verbs",
+        ],
+        &step("n[1-2]", "1(x2)", None),
+    );
+    assert_eq!(
+        tf_config(&p, 1),
+        json!({"cluster": {"chief": ["n1-ib.example.org:9000"], "worker": ["n2-ib.example.org:9000"]},
+               "rpc_layer": "grpc+verbs", "task": {"type": "worker", "index": 0}})
+    );
+}
+
+#[test]
+fn per_job_overrides_win_over_the_admin() {
+    let p = plan(
+        "worker:*,port_base=7000,rpc_layer=grpc",
+        &["port_base=9000"],
+        &step("a", "2", None),
+    );
+    assert_eq!(
+        tf_config(&p, 1)["cluster"]["worker"],
+        json!(["a:7000", "a:7001"])
+    );
+    assert_eq!(tf_config(&p, 1)["rpc_layer"], "grpc");
+}
+
+#[rustfmt::skip]
+#[test]
+fn gpu_roles_keep_parameter_servers_off_gpus() {
+    // chief, ps, worker, worker on one node with 4 GPUs; only chief and workers get GPUs.
+    let p = plan("chief:1,ps:1,worker:*,gpu_roles=chief+worker", &[], &step("a", "4", None));
+    let all = Some("0,1,2,3");
+    let got: Vec<GpuAction> = (0..4).map(|r| gpus(&p, r, all, all)).collect();
+    assert_eq!(got, [set("0"), set(""), set("1"), set("2")]);
+    // gpus=keep leaves Slurm's value alone
+    let p = plan("worker:*,gpus=keep", &[], &step("a", "2", None));
+    assert_eq!(gpus(&p, 1, all, all), GpuAction::Leave);
+    // gpu_roles=none hides GPUs from everyone
+    let p = plan("worker:*", &["gpu_roles=none"], &step("a", "2", None));
+    assert_eq!(gpus(&p, 1, all, all), set(""));
+}
+
+#[test]
+fn every_node_splits_its_own_gpus() {
+    // 3 tasks on a, 1 on b: a's tasks get one GPU each, b's task gets all of b's.
+    let p = plan("worker:*", &[], &step("a,b", "3,1", None));
+    assert_eq!(gpus(&p, 0, Some("0,1,2,3"), Some("0,1,2,3")), set("0"));
+    assert_eq!(gpus(&p, 2, Some("0,1,2,3"), Some("0,1,2,3")), set("2"));
+    assert_eq!(gpus(&p, 3, Some("4,5"), Some("4,5")), set("4,5"));
+}
