@@ -1,0 +1,419 @@
+//! End to end on a real Slurm cluster: srun/sbatch as users type them, and what every task
+//! really received. Needs the test cluster (tests/cluster/cluster.sh) with the plugin loaded;
+//! `make test` brings it up, runs these with `--include-ignored --test-threads=1`, and tears it
+//! down. Node names are `n9 n10 n011 n012`, for which Slurm orders a full allocation as
+//! n[011-012,9-10]: neither lexicographic nor numeric, and zero-padded.
+//!
+//! Each row: the srun arguments, then for every global rank `role:index@node gpus` (`-` when
+//! CUDA_VISIBLE_DEVICES is unset, `none` when it is empty). Every run also checks that all tasks
+//! share one cluster, each task finds itself in it at its own node, and no two tasks of a node
+//! share a port.
+
+#![allow(clippy::type_complexity)] // tables of cases
+
+use serde_json::Value;
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Once;
+
+const NEEDS: &str = "needs the test cluster: run `make test`";
+
+fn dir() -> PathBuf {
+    PathBuf::from(std::env::var("TFC_DIR").unwrap_or_else(|_| "/tmp/tfcluster-cluster".into()))
+}
+
+fn plugin() -> String {
+    std::env::var("TFC_PLUGIN").expect("TFC_PLUGIN: the plugin the cluster loads (make test sets it)")
+}
+
+/// Copies the task programs where every user (and every node) can read them.
+fn tools() -> PathBuf {
+    static COPY: Once = Once::new();
+    let tools = dir().join("tools");
+    COPY.call_once(|| {
+        std::fs::create_dir_all(&tools).unwrap();
+        for f in ["report.sh", "bind_port.py"] {
+            let to = tools.join(f);
+            std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cluster").join(f), &to).unwrap();
+            Command::new("chmod").arg("0755").arg(&to).status().unwrap();
+        }
+        Command::new("chmod").arg("0755").arg(&tools).status().unwrap();
+    });
+    tools
+}
+
+fn report() -> String {
+    tools().join("report.sh").display().to_string()
+}
+
+/// Runs a shell command line (with a time limit) from a directory every user can enter.
+fn sh(line: &str) -> Output {
+    Command::new("timeout")
+        .args(["120", "bash", "-c", line])
+        .current_dir("/tmp")
+        .env_remove("TF_CONFIG")
+        .output()
+        .unwrap()
+}
+
+#[derive(Debug)]
+struct Task {
+    rank: u32,
+    host: String,
+    gpus: String,
+    tf: Option<Value>,
+}
+
+struct Run {
+    code: i32,
+    stderr: String,
+    tasks: Vec<Task>,
+}
+
+fn parse(out: Output) -> Run {
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut tasks: Vec<Task> = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("TASK|"))
+        .map(|l| {
+            let f: Vec<&str> = l.splitn(4, '|').collect();
+            Task {
+                rank: f[0].parse().unwrap(),
+                host: f[1].to_string(),
+                gpus: match f[2] {
+                    "" => "none".into(),
+                    g => g.to_string(),
+                },
+                tf: (f[3] != "-").then(|| serde_json::from_str(f[3]).expect("TF_CONFIG is JSON")),
+            }
+        })
+        .collect();
+    tasks.sort_by_key(|t| t.rank);
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        tasks,
+    }
+}
+
+fn srun(args: &str) -> Run {
+    parse(sh(&format!("srun {args} {}", report())))
+}
+
+/// `role:index@host gpus` per rank, after checking the invariants every TF_CONFIG must meet.
+fn summary(run: &Run, what: &str) -> Vec<String> {
+    assert_eq!(run.code, 0, "{what}: srun failed:\n{}", run.stderr);
+    let clusters: HashSet<String> =
+        run.tasks.iter().map(|t| t.tf.as_ref().map(|v| v["cluster"].to_string()).unwrap_or_default()).collect();
+    assert_eq!(clusters.len(), 1, "{what}: tasks disagree on the cluster: {clusters:?}");
+    let mut endpoints = HashSet::new();
+    run.tasks
+        .iter()
+        .map(|t| {
+            let tf = t.tf.as_ref().unwrap_or_else(|| panic!("{what}: rank {} has no TF_CONFIG", t.rank));
+            let (role, index) = (tf["task"]["type"].as_str().unwrap(), tf["task"]["index"].as_u64().unwrap());
+            if role != "evaluator" {
+                let own = tf["cluster"][role][index as usize].as_str().unwrap();
+                let (host, _port) = own.rsplit_once(':').unwrap();
+                assert_eq!(host, t.host, "{what}: rank {} finds itself at {own}", t.rank);
+                assert!(endpoints.insert(own.to_string()), "{what}: {own} is used twice");
+            }
+            format!("{role}:{index}@{} {}", t.host, t.gpus)
+        })
+        .collect()
+}
+
+#[rustfmt::skip]
+const LAYOUTS: &[(&str, &str, &[&str])] = &[
+    ("block, 2 per node",
+     "-N4 -n8 --tf-cluster=chief:1,ps:1,worker:*",
+     &["chief:0@n011 -", "ps:0@n011 -", "worker:0@n012 -", "worker:1@n012 -",
+       "worker:2@n9 -", "worker:3@n9 -", "worker:4@n10 -", "worker:5@n10 -"]),
+    ("cyclic",
+     "-N4 -n8 -m cyclic --tf-cluster=chief:1,ps:1,worker:*",
+     &["chief:0@n011 -", "ps:0@n012 -", "worker:0@n9 -", "worker:1@n10 -",
+       "worker:2@n011 -", "worker:3@n012 -", "worker:4@n9 -", "worker:5@n10 -"]),
+    ("plane=2",
+     "-N3 -n8 -m plane=2 --tf-cluster=worker:*",
+     &["worker:0@n011 -", "worker:1@n011 -", "worker:2@n012 -", "worker:3@n012 -",
+       "worker:4@n9 -", "worker:5@n9 -", "worker:6@n011 -", "worker:7@n011 -"]),
+    ("packed uneven 5,1(x3)",
+     "-p shared -N4 -n8 --tf-cluster=ps:1,worker:*",
+     &["ps:0@n011 -", "worker:0@n011 -", "worker:1@n011 -", "worker:2@n011 -",
+       "worker:3@n011 -", "worker:4@n012 -", "worker:5@n9 -", "worker:6@n10 -"]),
+    ("packed uneven, cyclic",
+     "-p shared -N4 -n8 -m cyclic --tf-cluster=ps:1,worker:*",
+     &["ps:0@n011 -", "worker:0@n012 -", "worker:1@n9 -", "worker:2@n10 -",
+       "worker:3@n011 -", "worker:4@n011 -", "worker:5@n011 -", "worker:6@n011 -"]),
+    ("n9 before n10 (TensorFlow sorts n10 first)",
+     "-w n9,n10 -N2 -n2 --tf-cluster",
+     &["worker:0@n9 -", "worker:1@n10 -"]),
+    ("no SPEC: all workers",
+     "-N2 -n4 --tf-cluster",
+     &["worker:0@n011 -", "worker:1@n011 -", "worker:2@n012 -", "worker:3@n012 -"]),
+    ("ps:1,worker:3",
+     "-N2 -n4 --tf-cluster=ps:1,worker:3",
+     &["ps:0@n011 -", "worker:0@n011 -", "worker:1@n012 -", "worker:2@n012 -"]),
+    ("an evaluator",
+     "-N2 -n4 --tf-cluster=chief:1,evaluator:1,worker:*",
+     &["chief:0@n011 -", "evaluator:0@n011 -", "worker:0@n012 -", "worker:1@n012 -"]),
+    ("4 GPUs over 2 tasks",
+     "-N1 -n2 --gres=gpu:4 --tf-cluster",
+     &["worker:0@n011 0,1", "worker:1@n011 2,3"]),
+    ("4 GPUs over 3 tasks, one left unused",
+     "-N1 -n3 --gres=gpu:4 --tf-cluster",
+     &["worker:0@n011 0", "worker:1@n011 1", "worker:2@n011 2"]),
+    ("2 nodes x 4 GPUs over 2 tasks each",
+     "-N2 -n4 --gres=gpu:4 --tf-cluster=chief:1,worker:*",
+     &["chief:0@n011 0,1", "worker:0@n011 2,3", "worker:1@n012 0,1", "worker:2@n012 2,3"]),
+    ("--gpus-per-task=1: Slurm's binding kept",
+     "-N1 -n4 --gpus-per-task=1 --tf-cluster",
+     &["worker:0@n011 0", "worker:1@n011 1", "worker:2@n011 2", "worker:3@n011 3"]),
+    ("parameter servers off GPUs",
+     "-N1 -n4 --gres=gpu:4 --tf-cluster=chief:1,ps:1,worker:*,gpu_roles=chief+worker",
+     &["chief:0@n011 0", "ps:0@n011 none", "worker:0@n011 1", "worker:1@n011 2"]),
+];
+
+#[test]
+#[ignore = "needs the test cluster: run `make test`"]
+fn layouts_roles_and_gpus() {
+    let _ = NEEDS;
+    for (what, args, want) in LAYOUTS {
+        assert_eq!(summary(&srun(args), what), *want, "{what}: srun {args}");
+    }
+}
+
+#[test]
+#[ignore = "needs the test cluster: run `make test`"]
+fn a_step_on_a_subset_of_the_allocation() {
+    let out = dir().join("subset.out");
+    let run = sh(&format!(
+        "sbatch --wait -N3 -n6 -o {} --wrap 'srun -N2 -n3 -r1 --tf-cluster=ps:1,worker:* {}'",
+        out.display(),
+        report()
+    ));
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let run = parse(Output { stdout: std::fs::read(&out).unwrap(), ..run });
+    assert_eq!(summary(&run, "-r1"), ["ps:0@n012 -", "worker:0@n012 -", "worker:1@n9 -"]);
+}
+
+#[test]
+#[ignore = "needs the test cluster: run `make test`"]
+fn sbatch_option_applies_to_every_step_but_not_the_batch_script() {
+    let script = dir().join("two-steps.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/bash\n#SBATCH --tf-cluster=chief:1,worker:*\n#SBATCH -N2 -n4\n\
+             echo \"BATCH|${{TF_CONFIG--}}\"\nsrun -N2 -n2 {r}\nsrun -N2 -n4 {r}\n",
+            r = report()
+        ),
+    )
+    .unwrap();
+    let out = dir().join("two-steps.out");
+    let run = sh(&format!("sbatch --wait -o {} {}", out.display(), script.display()));
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(text.contains("BATCH|-"), "the batch script must not get a TF_CONFIG:\n{text}");
+    let (first, second): (Vec<&str>, Vec<&str>) = {
+        let lines: Vec<&str> = text.lines().filter(|l| l.starts_with("TASK|")).collect();
+        let (a, b) = lines.split_at(2);
+        (a.to_vec(), b.to_vec())
+    };
+    let step = |lines: Vec<&str>| {
+        let stdout = lines.join("\n").into_bytes();
+        parse(Output { stdout, stderr: vec![], status: run.status })
+    };
+    assert_eq!(summary(&step(first), "step 0"), ["chief:0@n011 -", "worker:0@n012 -"]);
+    assert_eq!(
+        summary(&step(second), "step 1"),
+        ["chief:0@n011 -", "worker:0@n011 -", "worker:1@n012 -", "worker:2@n012 -"]
+    );
+}
+
+#[test]
+#[ignore = "needs the test cluster: run `make test`"]
+fn the_environment_variable_form() {
+    let run = parse(sh(&format!(
+        "SLURM_SPANK__SLURM_SPANK_OPTION_tfcluster_tf_cluster=ps:1,worker:* srun -N2 -n2 {}",
+        report()
+    )));
+    assert_eq!(summary(&run, "env form"), ["ps:0@n011 -", "worker:0@n012 -"]);
+}
+
+#[test]
+#[ignore = "needs the test cluster: run `make test`"]
+fn without_the_option_nothing_changes() {
+    let names = |env: &str| -> Vec<String> {
+        let out = sh(&format!("{env} srun -N1 -n2 --gres=gpu:4 env"));
+        assert!(out.status.success());
+        let mut v: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| !l.starts_with("SLURM_") && l.contains('='))
+            .map(str::to_string)
+            .collect();
+        v.sort();
+        v
+    };
+    let with_plugin = names("");
+    let stack = PlugStack::set("");
+    let without_plugin = names("");
+    drop(stack);
+    assert_eq!(with_plugin, without_plugin);
+    assert!(with_plugin.contains(&"CUDA_VISIBLE_DEVICES=0,1,2,3".to_string()));
+    assert!(!with_plugin.iter().any(|l| l.starts_with("TF_CONFIG=")));
+}
+
+/// (srun arguments, srun's exit code, a line srun must print)
+#[rustfmt::skip]
+const BAD_INPUT: &[(&str, i32, &str)] = &[
+    ("-N1 -n2 --tf-cluster=ps", 255,
+     "srun: error: tfcluster: --tf-cluster: 'ps' is not ROLE:COUNT; write e.g. --tf-cluster=chief:1,ps:2,worker:*"),
+    ("-N1 -n2 --tf-cluster=ps", 255,
+     "srun: error: Invalid --tf-cluster argument: ps"),
+    ("-N1 -n2 --tf-cluster=boss:1,worker:*", 255,
+     "srun: error: tfcluster: --tf-cluster: unknown role 'boss'; allowed roles are chief, evaluator, master, ps, worker"),
+    ("-N1 -n2 --tf-cluster=chief:2,worker:*", 255,
+     "srun: error: tfcluster: --tf-cluster: chief:2 asks for 2 chief tasks; TensorFlow allows at most one chief"),
+    ("-N1 -n2 --tf-cluster=worker:*,port=1", 255,
+     "srun: error: tfcluster: --tf-cluster: 'port' is not a per-job setting; allowed: port_base, rpc_layer, gpus, gpu_roles"),
+    ("-N1 -n3 --tf-cluster=ps:1,worker:3", 1,
+     "srun: error: tfcluster: --tf-cluster asks for 4 tasks (ps:1,worker:3) but the step has 3; change the counts, use '*' for one role, or run srun with -n 4"),
+    ("-N1 -n3 --tf-cluster=chief:1,ps:2,worker:*", 1,
+     "srun: error: tfcluster: --tf-cluster: the fixed roles take 3 of the step's 3 tasks, leaving none for worker:*; run with more tasks (-n) or lower the fixed counts"),
+    ("-N2 -n2 -w n9,n10 -m arbitrary --tf-cluster", 1,
+     "slurmstepd-n9: error: tfcluster: distribution 'arbitrary' (-m arbitrary / SLURM_HOSTFILE) places tasks in an order that tfcluster cannot see from a compute node; use -m block, cyclic or plane=N [local task 0; TF_CONFIG not set]"),
+    ("-N1 -n2 --gres=gpu:1 --tf-cluster", 1,
+     "slurmstepd-n011: error: tfcluster: node n011 has 1 GPU(s) (0) for 2 GPU tasks; ask for at least 2 GPUs per node (--gres=gpu:2), fewer tasks per node, or keep some roles off GPUs (gpu_roles=) [local task 0; TF_CONFIG not set]"),
+    ("-N1 -n3 --resv-ports=1 --tf-cluster", 1,
+     "slurmstepd-n011: error: tfcluster: node n011 runs 3 tasks but SLURM_STEP_RESV_PORTS reserved only 1 ports; use srun --resv-ports=3 or more [local task 0; TF_CONFIG not set]"),
+];
+
+#[test]
+#[ignore = "needs the test cluster: run `make test`"]
+fn bad_input_fails_with_a_clear_message() {
+    for (args, code, line) in BAD_INPUT {
+        let run = srun(args);
+        assert_eq!(run.code, *code, "srun {args}:\n{}", run.stderr);
+        assert!(run.stderr.lines().any(|l| l == *line), "srun {args}: expected\n{line}\ngot:\n{}", run.stderr);
+        assert!(run.tasks.iter().all(|t| t.tf.is_none()), "srun {args}: a task got a TF_CONFIG");
+    }
+}
+
+#[test]
+#[ignore = "needs the test cluster: run `make test`"]
+fn a_user_who_is_not_root() {
+    let run = parse(sh(&format!("runuser -u nobody -- srun -N2 -n2 --tf-cluster=chief:1,worker:* {}", report())));
+    assert_eq!(summary(&run, "as nobody"), ["chief:0@n011 -", "worker:0@n012 -"]);
+}
+
+#[test]
+#[ignore = "needs the test cluster: run `make test`"]
+fn two_steps_sharing_a_node_get_different_ports() {
+    let bind = tools().join("bind_port.py");
+    let step = format!("srun --overlap --resv-ports=0 -n2 --tf-cluster /usr/bin/python3 {} &", bind.display());
+    let out = dir().join("ports.out");
+    let run = sh(&format!(
+        "sbatch --wait -N1 -n4 -o {} --wrap '{step} {step} wait'",
+        out.display()
+    ));
+    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let text = std::fs::read_to_string(&out).unwrap();
+    let bound: Vec<(&str, u32)> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("BOUND|"))
+        .map(|l| {
+            let f: Vec<&str> = l.split('|').collect();
+            (f[0], f[2].parse().unwrap())
+        })
+        .collect();
+    assert_eq!(bound.len(), 4, "every task of both steps bound its port:\n{text}");
+    let steps: HashSet<&str> = bound.iter().map(|(s, _)| *s).collect();
+    let ports: HashSet<u32> = bound.iter().map(|(_, p)| *p).collect();
+    assert_eq!((steps.len(), ports.len()), (2, 4), "{text}");
+    assert!(ports.iter().all(|p| (20000..=32767).contains(p)), "{ports:?}");
+}
+
+#[test]
+#[ignore = "needs the test cluster: run `make test`"]
+fn ports_come_from_slurm_reservations_when_present() {
+    // The test cluster sets MpiParams=ports=12000-12999, so Slurm reserves ports for each step.
+    let run = srun("-N2 -n4 --tf-cluster");
+    summary(&run, "reserved ports");
+    let tf = run.tasks[0].tf.as_ref().unwrap();
+    for entry in tf["cluster"]["worker"].as_array().unwrap() {
+        let port: u32 = entry.as_str().unwrap().rsplit_once(':').unwrap().1.parse().unwrap();
+        assert!((12000..=12999).contains(&port), "{entry}");
+    }
+}
+
+#[test]
+#[ignore = "needs the test cluster: run `make test`"]
+fn admin_settings_from_plugstack_conf() {
+    let stack = PlugStack::set(&format!("required {} address=%h.tfc port_base=9000 rpc_layer=grpc", plugin()));
+    let run = srun("-N2 -n2 --tf-cluster=chief:1,worker:*");
+    drop(stack);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        run.tasks[1].tf.as_ref().unwrap().to_string(),
+        r#"{"cluster":{"chief":["n011.tfc:9000"],"worker":["n012.tfc:9000"]},"rpc_layer":"grpc","task":{"index":0,"type":"worker"}}"#
+    );
+}
+
+#[test]
+#[ignore = "needs the test cluster: run `make test`"]
+fn a_bad_admin_setting_is_named_and_only_affects_the_option() {
+    let stack = PlugStack::set(&format!("required {} port_bsae=9000", plugin()));
+    let with = srun("-N1 -n1 --tf-cluster");
+    let without = srun("-N1 -n1");
+    drop(stack);
+    assert_eq!(with.code, 255);
+    assert!(with.stderr.contains(
+        "srun: error: tfcluster: plugstack.conf: unknown tfcluster setting 'port_bsae'; known: port_base, port_range, port_block, address, gpus, gpu_roles, rpc_layer"
+    ), "{}", with.stderr);
+    assert_eq!(without.code, 0, "{}", without.stderr);
+}
+
+#[test]
+#[ignore = "needs the test cluster: run `make test`"]
+fn optional_still_shows_the_error_and_sets_no_tf_config() {
+    let stack = PlugStack::set(&format!("optional {}", plugin()));
+    let run = srun("-N1 -n3 --tf-cluster=ps:1,worker:3");
+    drop(stack);
+    assert!(run.stderr.contains("srun: error: tfcluster: --tf-cluster asks for 4 tasks (ps:1,worker:3) but the step has 3"), "{}", run.stderr);
+    assert!(run.stderr.contains("[local task 0; TF_CONFIG not set]"), "{}", run.stderr);
+    assert_eq!(run.tasks.len(), 3);
+    assert!(run.tasks.iter().all(|t| t.tf.is_none()));
+}
+
+#[test]
+#[ignore = "needs the test cluster: run `make test`"]
+fn srun_verbose_shows_what_each_task_got() {
+    let out = sh(&format!("srun -v -N2 -n2 --gres=gpu:2 --tf-cluster=chief:1,worker:* {}", report()));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for line in [
+        "srun: tfcluster: 2 tasks as chief:1,worker:1",
+        "tfcluster: rank 0 is chief:0 at n011:",
+        "tfcluster: rank 1 is worker:0 at n012:",
+    ] {
+        assert!(stderr.contains(line), "expected {line:?} in:\n{stderr}");
+    }
+}
+
+/// Replaces the cluster's plugstack.conf (srun and slurmstepd re-read it for every step) and
+/// restores the plugin line when dropped.
+struct PlugStack;
+
+impl PlugStack {
+    fn set(line: &str) -> PlugStack {
+        std::fs::write(dir().join("etc/plugstack.conf"), format!("{line}\n")).unwrap();
+        PlugStack
+    }
+}
+
+impl Drop for PlugStack {
+    fn drop(&mut self) {
+        std::fs::write(dir().join("etc/plugstack.conf"), format!("required {}\n", plugin())).unwrap();
+    }
+}
