@@ -24,7 +24,8 @@ fn dir() -> PathBuf {
 }
 
 fn plugin() -> String {
-    std::env::var("TFC_PLUGIN").expect("TFC_PLUGIN: the plugin the cluster loads (make test sets it)")
+    std::env::var("TFC_PLUGIN")
+        .expect("TFC_PLUGIN: the plugin the cluster loads (make test sets it)")
 }
 
 /// Copies the task programs where every user (and every node) can read them.
@@ -35,10 +36,20 @@ fn tools() -> PathBuf {
         std::fs::create_dir_all(&tools).unwrap();
         for f in ["report.sh", "bind_port.py"] {
             let to = tools.join(f);
-            std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/cluster").join(f), &to).unwrap();
+            std::fs::copy(
+                Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("tests/cluster")
+                    .join(f),
+                &to,
+            )
+            .unwrap();
             Command::new("chmod").arg("0755").arg(&to).status().unwrap();
         }
-        Command::new("chmod").arg("0755").arg(&tools).status().unwrap();
+        Command::new("chmod")
+            .arg("0755")
+            .arg(&tools)
+            .status()
+            .unwrap();
     });
     tools
 }
@@ -104,20 +115,43 @@ fn srun(args: &str) -> Run {
 /// `role:index@host gpus` per rank, after checking the invariants every TF_CONFIG must meet.
 fn summary(run: &Run, what: &str) -> Vec<String> {
     assert_eq!(run.code, 0, "{what}: srun failed:\n{}", run.stderr);
-    let clusters: HashSet<String> =
-        run.tasks.iter().map(|t| t.tf.as_ref().map(|v| v["cluster"].to_string()).unwrap_or_default()).collect();
-    assert_eq!(clusters.len(), 1, "{what}: tasks disagree on the cluster: {clusters:?}");
+    let clusters: HashSet<String> = run
+        .tasks
+        .iter()
+        .map(|t| {
+            t.tf.as_ref()
+                .map(|v| v["cluster"].to_string())
+                .unwrap_or_default()
+        })
+        .collect();
+    assert_eq!(
+        clusters.len(),
+        1,
+        "{what}: tasks disagree on the cluster: {clusters:?}"
+    );
     let mut endpoints = HashSet::new();
     run.tasks
         .iter()
         .map(|t| {
-            let tf = t.tf.as_ref().unwrap_or_else(|| panic!("{what}: rank {} has no TF_CONFIG", t.rank));
-            let (role, index) = (tf["task"]["type"].as_str().unwrap(), tf["task"]["index"].as_u64().unwrap());
+            let tf =
+                t.tf.as_ref()
+                    .unwrap_or_else(|| panic!("{what}: rank {} has no TF_CONFIG", t.rank));
+            let (role, index) = (
+                tf["task"]["type"].as_str().unwrap(),
+                tf["task"]["index"].as_u64().unwrap(),
+            );
             if role != "evaluator" {
                 let own = tf["cluster"][role][index as usize].as_str().unwrap();
                 let (host, _port) = own.rsplit_once(':').unwrap();
-                assert_eq!(host, t.host, "{what}: rank {} finds itself at {own}", t.rank);
-                assert!(endpoints.insert(own.to_string()), "{what}: {own} is used twice");
+                assert_eq!(
+                    host, t.host,
+                    "{what}: rank {} finds itself at {own}",
+                    t.rank
+                );
+                assert!(
+                    endpoints.insert(own.to_string()),
+                    "{what}: {own} is used twice"
+                );
             }
             format!("{role}:{index}@{} {}", t.host, t.gpus)
         })
@@ -135,7 +169,7 @@ const LAYOUTS: &[(&str, &str, &[&str])] = &[
      &["chief:0@n011 -", "ps:0@n012 -", "worker:0@n9 -", "worker:1@n10 -",
        "worker:2@n011 -", "worker:3@n012 -", "worker:4@n9 -", "worker:5@n10 -"]),
     ("plane=2",
-     "-N3 -n8 -m plane=2 --tf-cluster=worker:*",
+     "-w n011,n012,n9 -N3 -n8 -m plane=2 --tf-cluster=worker:*",
      &["worker:0@n011 -", "worker:1@n011 -", "worker:2@n012 -", "worker:3@n012 -",
        "worker:4@n9 -", "worker:5@n9 -", "worker:6@n011 -", "worker:7@n011 -"]),
     ("packed uneven 5,1(x3)",
@@ -150,28 +184,28 @@ const LAYOUTS: &[(&str, &str, &[&str])] = &[
      "-w n9,n10 -N2 -n2 --tf-cluster",
      &["worker:0@n9 -", "worker:1@n10 -"]),
     ("no SPEC: all workers",
-     "-N2 -n4 --tf-cluster",
+     "-w n011,n012 -N2 -n4 --tf-cluster",
      &["worker:0@n011 -", "worker:1@n011 -", "worker:2@n012 -", "worker:3@n012 -"]),
     ("ps:1,worker:3",
-     "-N2 -n4 --tf-cluster=ps:1,worker:3",
+     "-w n011,n012 -N2 -n4 --tf-cluster=ps:1,worker:3",
      &["ps:0@n011 -", "worker:0@n011 -", "worker:1@n012 -", "worker:2@n012 -"]),
     ("an evaluator",
-     "-N2 -n4 --tf-cluster=chief:1,evaluator:1,worker:*",
+     "-w n011,n012 -N2 -n4 --tf-cluster=chief:1,evaluator:1,worker:*",
      &["chief:0@n011 -", "evaluator:0@n011 -", "worker:0@n012 -", "worker:1@n012 -"]),
     ("4 GPUs over 2 tasks",
-     "-N1 -n2 --gres=gpu:4 --tf-cluster",
+     "-w n011 -N1 -n2 --gres=gpu:4 --tf-cluster",
      &["worker:0@n011 0,1", "worker:1@n011 2,3"]),
     ("4 GPUs over 3 tasks, one left unused",
-     "-N1 -n3 --gres=gpu:4 --tf-cluster",
+     "-w n011 -N1 -n3 --gres=gpu:4 --tf-cluster",
      &["worker:0@n011 0", "worker:1@n011 1", "worker:2@n011 2"]),
     ("2 nodes x 4 GPUs over 2 tasks each",
-     "-N2 -n4 --gres=gpu:4 --tf-cluster=chief:1,worker:*",
+     "-w n011,n012 -N2 -n4 --gres=gpu:4 --tf-cluster=chief:1,worker:*",
      &["chief:0@n011 0,1", "worker:0@n011 2,3", "worker:1@n012 0,1", "worker:2@n012 2,3"]),
     ("--gpus-per-task=1: Slurm's binding kept",
-     "-N1 -n4 --gpus-per-task=1 --tf-cluster",
+     "-w n011 -N1 -n4 --gpus-per-task=1 --tf-cluster",
      &["worker:0@n011 0", "worker:1@n011 1", "worker:2@n011 2", "worker:3@n011 3"]),
     ("parameter servers off GPUs",
-     "-N1 -n4 --gres=gpu:4 --tf-cluster=chief:1,ps:1,worker:*,gpu_roles=chief+worker",
+     "-w n011 -N1 -n4 --gres=gpu:4 --tf-cluster=chief:1,ps:1,worker:*,gpu_roles=chief+worker",
      &["chief:0@n011 0", "ps:0@n011 none", "worker:0@n011 1", "worker:1@n011 2"]),
 ];
 
@@ -189,13 +223,23 @@ fn layouts_roles_and_gpus() {
 fn a_step_on_a_subset_of_the_allocation() {
     let out = dir().join("subset.out");
     let run = sh(&format!(
-        "sbatch --wait -N3 -n6 -o {} --wrap 'srun -N2 -n3 -r1 --tf-cluster=ps:1,worker:* {}'",
+        "sbatch --wait -w n011,n012,n9 -N3 -n6 -o {} --wrap 'srun -N2 -n3 -r1 --tf-cluster=ps:1,worker:* {}'",
         out.display(),
         report()
     ));
-    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
-    let run = parse(Output { stdout: std::fs::read(&out).unwrap(), ..run });
-    assert_eq!(summary(&run, "-r1"), ["ps:0@n012 -", "worker:0@n012 -", "worker:1@n9 -"]);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let run = parse(Output {
+        stdout: std::fs::read(&out).unwrap(),
+        ..run
+    });
+    assert_eq!(
+        summary(&run, "-r1"),
+        ["ps:0@n012 -", "worker:0@n012 -", "worker:1@n9 -"]
+    );
 }
 
 #[test]
@@ -205,17 +249,28 @@ fn sbatch_option_applies_to_every_step_but_not_the_batch_script() {
     std::fs::write(
         &script,
         format!(
-            "#!/bin/bash\n#SBATCH --tf-cluster=chief:1,worker:*\n#SBATCH -N2 -n4\n\
+            "#!/bin/bash\n#SBATCH --tf-cluster=chief:1,worker:*\n#SBATCH -w n011,n012 -N2 -n4\n\
              echo \"BATCH|${{TF_CONFIG--}}\"\nsrun -N2 -n2 {r}\nsrun -N2 -n4 {r}\n",
             r = report()
         ),
     )
     .unwrap();
     let out = dir().join("two-steps.out");
-    let run = sh(&format!("sbatch --wait -o {} {}", out.display(), script.display()));
-    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    let run = sh(&format!(
+        "sbatch --wait -o {} {}",
+        out.display(),
+        script.display()
+    ));
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
     let text = std::fs::read_to_string(&out).unwrap();
-    assert!(text.contains("BATCH|-"), "the batch script must not get a TF_CONFIG:\n{text}");
+    assert!(
+        text.contains("BATCH|-"),
+        "the batch script must not get a TF_CONFIG:\n{text}"
+    );
     let (first, second): (Vec<&str>, Vec<&str>) = {
         let lines: Vec<&str> = text.lines().filter(|l| l.starts_with("TASK|")).collect();
         let (a, b) = lines.split_at(2);
@@ -223,12 +278,24 @@ fn sbatch_option_applies_to_every_step_but_not_the_batch_script() {
     };
     let step = |lines: Vec<&str>| {
         let stdout = lines.join("\n").into_bytes();
-        parse(Output { stdout, stderr: vec![], status: run.status })
+        parse(Output {
+            stdout,
+            stderr: vec![],
+            status: run.status,
+        })
     };
-    assert_eq!(summary(&step(first), "step 0"), ["chief:0@n011 -", "worker:0@n012 -"]);
+    assert_eq!(
+        summary(&step(first), "step 0"),
+        ["chief:0@n011 -", "worker:0@n012 -"]
+    );
     assert_eq!(
         summary(&step(second), "step 1"),
-        ["chief:0@n011 -", "worker:0@n011 -", "worker:1@n012 -", "worker:2@n012 -"]
+        [
+            "chief:0@n011 -",
+            "worker:0@n011 -",
+            "worker:1@n012 -",
+            "worker:2@n012 -"
+        ]
     );
 }
 
@@ -236,10 +303,13 @@ fn sbatch_option_applies_to_every_step_but_not_the_batch_script() {
 #[ignore = "needs the test cluster: run `make test`"]
 fn the_environment_variable_form() {
     let run = parse(sh(&format!(
-        "SLURM_SPANK__SLURM_SPANK_OPTION_tfcluster_tf_cluster=ps:1,worker:* srun -N2 -n2 {}",
+        "SLURM_SPANK__SLURM_SPANK_OPTION_tfcluster_tf_cluster=ps:1,worker:* srun -w n011,n012 -N2 -n2 {}",
         report()
     )));
-    assert_eq!(summary(&run, "env form"), ["ps:0@n011 -", "worker:0@n012 -"]);
+    assert_eq!(
+        summary(&run, "env form"),
+        ["ps:0@n011 -", "worker:0@n012 -"]
+    );
 }
 
 #[test]
@@ -284,9 +354,9 @@ const BAD_INPUT: &[(&str, i32, &str)] = &[
      "srun: error: tfcluster: --tf-cluster: the fixed roles take 3 of the step's 3 tasks, leaving none for worker:*; run with more tasks (-n) or lower the fixed counts"),
     ("-N2 -n2 -w n9,n10 -m arbitrary --tf-cluster", 1,
      "slurmstepd-n9: error: tfcluster: distribution 'arbitrary' (-m arbitrary / SLURM_HOSTFILE) places tasks in an order that tfcluster cannot see from a compute node; use -m block, cyclic or plane=N [local task 0; TF_CONFIG not set]"),
-    ("-N1 -n2 --gres=gpu:1 --tf-cluster", 1,
+    ("-w n011 -N1 -n2 --gres=gpu:1 --tf-cluster", 1,
      "slurmstepd-n011: error: tfcluster: node n011 has 1 GPU(s) (0) for 2 GPU tasks; ask for at least 2 GPUs per node (--gres=gpu:2), fewer tasks per node, or keep some roles off GPUs (gpu_roles=) [local task 0; TF_CONFIG not set]"),
-    ("-N1 -n3 --resv-ports=1 --tf-cluster", 1,
+    ("-w n011 -N1 -n3 --resv-ports=1 --tf-cluster", 1,
      "slurmstepd-n011: error: tfcluster: node n011 runs 3 tasks but SLURM_STEP_RESV_PORTS reserved only 1 ports; use srun --resv-ports=3 or more [local task 0; TF_CONFIG not set]"),
 ];
 
@@ -296,29 +366,49 @@ fn bad_input_fails_with_a_clear_message() {
     for (args, code, line) in BAD_INPUT {
         let run = srun(args);
         assert_eq!(run.code, *code, "srun {args}:\n{}", run.stderr);
-        assert!(run.stderr.lines().any(|l| l == *line), "srun {args}: expected\n{line}\ngot:\n{}", run.stderr);
-        assert!(run.tasks.iter().all(|t| t.tf.is_none()), "srun {args}: a task got a TF_CONFIG");
+        assert!(
+            run.stderr.lines().any(|l| l == *line),
+            "srun {args}: expected\n{line}\ngot:\n{}",
+            run.stderr
+        );
+        assert!(
+            run.tasks.iter().all(|t| t.tf.is_none()),
+            "srun {args}: a task got a TF_CONFIG"
+        );
     }
 }
 
 #[test]
 #[ignore = "needs the test cluster: run `make test`"]
 fn a_user_who_is_not_root() {
-    let run = parse(sh(&format!("runuser -u nobody -- srun -N2 -n2 --tf-cluster=chief:1,worker:* {}", report())));
-    assert_eq!(summary(&run, "as nobody"), ["chief:0@n011 -", "worker:0@n012 -"]);
+    let run = parse(sh(&format!(
+        "runuser -u nobody -- srun -w n011,n012 -N2 -n2 --tf-cluster=chief:1,worker:* {}",
+        report()
+    )));
+    assert_eq!(
+        summary(&run, "as nobody"),
+        ["chief:0@n011 -", "worker:0@n012 -"]
+    );
 }
 
 #[test]
 #[ignore = "needs the test cluster: run `make test`"]
 fn two_steps_sharing_a_node_get_different_ports() {
     let bind = tools().join("bind_port.py");
-    let step = format!("srun --overlap --resv-ports=0 -n2 --tf-cluster /usr/bin/python3 {} &", bind.display());
+    let step = format!(
+        "srun --overlap --resv-ports=0 -n2 --tf-cluster /usr/bin/python3 {} &",
+        bind.display()
+    );
     let out = dir().join("ports.out");
     let run = sh(&format!(
         "sbatch --wait -N1 -n4 -o {} --wrap '{step} {step} wait'",
         out.display()
     ));
-    assert!(run.status.success(), "{}", String::from_utf8_lossy(&run.stderr));
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
     let text = std::fs::read_to_string(&out).unwrap();
     let bound: Vec<(&str, u32)> = text
         .lines()
@@ -328,11 +418,18 @@ fn two_steps_sharing_a_node_get_different_ports() {
             (f[0], f[2].parse().unwrap())
         })
         .collect();
-    assert_eq!(bound.len(), 4, "every task of both steps bound its port:\n{text}");
+    assert_eq!(
+        bound.len(),
+        4,
+        "every task of both steps bound its port:\n{text}"
+    );
     let steps: HashSet<&str> = bound.iter().map(|(s, _)| *s).collect();
     let ports: HashSet<u32> = bound.iter().map(|(_, p)| *p).collect();
     assert_eq!((steps.len(), ports.len()), (2, 4), "{text}");
-    assert!(ports.iter().all(|p| (20000..=32767).contains(p)), "{ports:?}");
+    assert!(
+        ports.iter().all(|p| (20000..=32767).contains(p)),
+        "{ports:?}"
+    );
 }
 
 #[test]
@@ -343,7 +440,14 @@ fn ports_come_from_slurm_reservations_when_present() {
     summary(&run, "reserved ports");
     let tf = run.tasks[0].tf.as_ref().unwrap();
     for entry in tf["cluster"]["worker"].as_array().unwrap() {
-        let port: u32 = entry.as_str().unwrap().rsplit_once(':').unwrap().1.parse().unwrap();
+        let port: u32 = entry
+            .as_str()
+            .unwrap()
+            .rsplit_once(':')
+            .unwrap()
+            .1
+            .parse()
+            .unwrap();
         assert!((12000..=12999).contains(&port), "{entry}");
     }
 }
@@ -351,8 +455,11 @@ fn ports_come_from_slurm_reservations_when_present() {
 #[test]
 #[ignore = "needs the test cluster: run `make test`"]
 fn admin_settings_from_plugstack_conf() {
-    let stack = PlugStack::set(&format!("required {} address=%h.tfc port_base=9000 rpc_layer=grpc", plugin()));
-    let run = srun("-N2 -n2 --tf-cluster=chief:1,worker:*");
+    let stack = PlugStack::set(&format!(
+        "required {} address=%h.tfc port_base=9000 rpc_layer=grpc",
+        plugin()
+    ));
+    let run = srun("-w n011,n012 -N2 -n2 --tf-cluster=chief:1,worker:*");
     drop(stack);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(
@@ -382,7 +489,11 @@ fn optional_still_shows_the_error_and_sets_no_tf_config() {
     let run = srun("-N1 -n3 --tf-cluster=ps:1,worker:3");
     drop(stack);
     assert!(run.stderr.contains("srun: error: tfcluster: --tf-cluster asks for 4 tasks (ps:1,worker:3) but the step has 3"), "{}", run.stderr);
-    assert!(run.stderr.contains("[local task 0; TF_CONFIG not set]"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("[local task 0; TF_CONFIG not set]"),
+        "{}",
+        run.stderr
+    );
     assert_eq!(run.tasks.len(), 3);
     assert!(run.tasks.iter().all(|t| t.tf.is_none()));
 }
@@ -390,7 +501,10 @@ fn optional_still_shows_the_error_and_sets_no_tf_config() {
 #[test]
 #[ignore = "needs the test cluster: run `make test`"]
 fn srun_verbose_shows_what_each_task_got() {
-    let out = sh(&format!("srun -v -N2 -n2 --gres=gpu:2 --tf-cluster=chief:1,worker:* {}", report()));
+    let out = sh(&format!(
+        "srun -v -w n011,n012 -N2 -n2 --gres=gpu:2 --tf-cluster=chief:1,worker:* {}",
+        report()
+    ));
     let stderr = String::from_utf8_lossy(&out.stderr);
     for line in [
         "srun: tfcluster: 2 tasks as chief:1,worker:1",
@@ -414,6 +528,10 @@ impl PlugStack {
 
 impl Drop for PlugStack {
     fn drop(&mut self) {
-        std::fs::write(dir().join("etc/plugstack.conf"), format!("required {}\n", plugin())).unwrap();
+        std::fs::write(
+            dir().join("etc/plugstack.conf"),
+            format!("required {}\n", plugin()),
+        )
+        .unwrap();
     }
 }

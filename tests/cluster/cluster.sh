@@ -19,8 +19,9 @@
 #   TFC_DIR     state directory (default /tmp/tfcluster-cluster)
 set -euo pipefail
 
-NODES=(${TFC_NODES:-n9 n10 n011 n012})
 DIR=${TFC_DIR:-/tmp/tfcluster-cluster}
+# A running cluster keeps the names it was started with, so `down` always undoes what `up` did.
+if [ -s "$DIR/nodes" ] && [ "${1:-}" != up ]; then NODES=($(cat "$DIR/nodes")); else NODES=(${TFC_NODES:-n9 n10 n011 n012}); fi
 BRIDGE=tfcbr0
 NET=10.77.0
 HOSTS_BEGIN="# >>> tfcluster test cluster"
@@ -209,6 +210,10 @@ up() {
     local start=$SECONDS
     install_packages
     mkdir -p "$DIR"
+    if [ -s "$DIR/nodes" ] && [ "$(cat "$DIR/nodes")" != "${NODES[*]}" ]; then
+        die "a cluster with nodes '$(cat "$DIR/nodes")' is up; run '$0 down' first"
+    fi
+    echo "${NODES[*]}" > "$DIR/nodes"
     write_config
     write_hosts_block add
     start_munge
@@ -220,22 +225,29 @@ up() {
     log "up: ${NODES[*]} ($((SECONDS - start)) s); plugstack: $(cat "$DIR/etc/plugstack.conf")"
 }
 
-kill_pidfile() {
-    local f=$1
-    [ -f "$f" ] || return 0
-    local pid
-    pid=$(cat "$f")
-    if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
-        kill "$pid" 2>/dev/null || true
-        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-        kill -9 "$pid" 2>/dev/null || true
-    fi
-    rm -f "$f"
+# Stops the processes whose PIDs these files hold (TERM, then KILL after 10 s) and removes the files.
+kill_pidfiles() {
+    local pids=() f pid
+    for f in "$@"; do
+        [ -f "$f" ] || continue
+        pid=$(cat "$f")
+        if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then kill "$pid" 2>/dev/null && pids+=("$pid"); fi
+        rm -f "$f"
+    done
+    for _ in $(seq 100); do
+        local alive=0
+        for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+        [ $alive = 0 ] && return 0
+        sleep 0.1
+    done
+    for pid in "${pids[@]}"; do kill -9 "$pid" 2>/dev/null || true; done
 }
 
 down() {
     local start=$SECONDS
-    for name in "${NODES[@]}"; do kill_pidfile "$DIR/slurmd-$name.run.pid"; done
+    local f=()
+    for name in "${NODES[@]}"; do f+=("$DIR/slurmd-$name.run.pid"); done
+    kill_pidfiles "${f[@]}"
     for name in "${NODES[@]}"; do
         local ns=tfc-$name
         if ip netns list 2>/dev/null | grep -qw "^$ns"; then
@@ -244,15 +256,14 @@ down() {
             ip netns delete "$ns"
         fi
     done
-    kill_pidfile "$DIR/slurmctld.run.pid"
-    kill_pidfile "$DIR/munged.pid"
+    kill_pidfiles "$DIR/slurmctld.run.pid" "$DIR/munged.pid"
     ip link show "$BRIDGE" >/dev/null 2>&1 && ip link delete "$BRIDGE"
     write_hosts_block remove
     if [ -L "$SLURM_CONF_LINK" ] && [ "$(readlink "$SLURM_CONF_LINK")" = "$DIR/etc/slurm.conf" ]; then
         rm -f "$SLURM_CONF_LINK"
         [ -e "$SLURM_CONF_LINK.tfc-saved" ] && mv "$SLURM_CONF_LINK.tfc-saved" "$SLURM_CONF_LINK"
     fi
-    rm -rf "$DIR/state" "$DIR/spool" "$DIR/dev"
+    rm -rf "$DIR/state" "$DIR/spool" "$DIR/dev" "$DIR/nodes"
     log "down ($((SECONDS - start)) s)"
 }
 

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The demo: install what is missing, build the plugin, start a local 4-node Slurm cluster that
+# loads it, run one distributed step and show what each task received, then tear it all down.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+bash tests/setup.sh
+command -v cargo >/dev/null || export PATH="$HOME/.cargo/bin:$PATH"
+cargo build --release --quiet
+plugin=$PWD/target/release/libtfcluster.so
+
+export TFC_NODES="node1 node2 node3 node4"
+trap '"$root/tests/cluster/cluster.sh" down' EXIT
+tests/cluster/cluster.sh up "$plugin"
+
+show='import json, os
+tf = json.loads(os.environ["TF_CONFIG"])
+t = tf["task"]
+print("rank %s on %-6s %-9s listens on %-12s CUDA_VISIBLE_DEVICES=%s" % (
+    os.environ["SLURM_PROCID"], os.uname().nodename, "%s:%d" % (t["type"], t["index"]),
+    tf["cluster"][t["type"]][t["index"]], os.environ.get("CUDA_VISIBLE_DEVICES", "(unset)")))
+if os.environ["SLURM_PROCID"] == "0":
+    print("TF_CONFIG of rank 0:", json.dumps(tf))'
+
+cmd="srun -N2 -n4 --gres=gpu:4 --tf-cluster=ps:1,worker:3 python3 -c '<print role, address, GPUs>'"
+echo
+echo "plugstack.conf: required $plugin"
+echo "\$ $cmd"
+cd /tmp
+out=$(srun -N2 -n4 --gres=gpu:4 --tf-cluster=ps:1,worker:3 /usr/bin/python3 -c "$show")
+grep '^rank' <<<"$out" | sort -n -k2
+grep '^TF_CONFIG' <<<"$out"
+echo
+echo "\$ srun -N2 -n4 --tf-cluster=ps:1,worker:5 true    # a spec that does not fit the step"
+srun -N2 -n4 --tf-cluster=ps:1,worker:5 true || echo "(srun exited with $?; nothing was launched)"
+echo

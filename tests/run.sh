@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Every test of tfcluster, on a fresh Debian 12 as root:
+#   1. installs what is missing (tests/setup.sh);
+#   2. lints (rustfmt, clippy) where those tools are installed;
+#   3. unit, table, property, ABI and symbol tests (cargo test);
+#   4. brings up a real 4-node Slurm cluster with the freshly built plugin, runs the end-to-end
+#      tests (tests/cluster.rs) against it, and tears it down whatever happens.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+bash tests/setup.sh
+command -v cargo >/dev/null || export PATH="$HOME/.cargo/bin:$PATH"
+
+if cargo fmt --version >/dev/null 2>&1; then cargo fmt --all -- --check; fi
+if cargo clippy --version >/dev/null 2>&1; then cargo clippy --all-targets --quiet -- -D warnings; fi
+
+cargo test
+plugin=$PWD/target/debug/libtfcluster.so
+
+trap '"$root/tests/cluster/cluster.sh" down' EXIT
+tests/cluster/cluster.sh up "$plugin"
+TFC_PLUGIN=$plugin cargo test --test cluster -- --include-ignored --test-threads=1
