@@ -168,3 +168,24 @@ fn listed(e: &Error) {
         | BadSetting { .. } => {}
     }
 }
+
+#[test]
+fn the_size_check_covers_the_longest_task_of_any_role() {
+    // "chief" + index 0 renders 1 byte shorter than "ps" + index 11998. Pad rpc_layer until the
+    // chief's TF_CONFIG is exactly at the limit: the plan must still fail, for the last ps.
+    let one_node = step("a", "12000", None);
+    let short = plan("chief:1,ps:*,port_base=1000,rpc_layer=x", &[], &one_node);
+    let chief = "TF_CONFIG=".len() + short.task(0, 0, None, None).unwrap().tf_config.len() + 1;
+    let rpc = "x".repeat(1 + 131072 - chief); // the chief's TF_CONFIG is now exactly 131072 bytes
+    let err = try_plan(
+        &format!("chief:1,ps:*,port_base=1000,rpc_layer={rpc}"),
+        &[],
+        &one_node,
+    )
+    .expect_err("the last ps does not fit");
+    assert_eq!(
+        err.to_string(),
+        "TF_CONFIG for 12000 tasks would be 131073 bytes, over Linux's limit of 131072 bytes for one \
+         environment variable; use fewer tasks or shorter node addresses"
+    );
+}

@@ -118,15 +118,10 @@ impl StepPlan {
             settings,
             cluster_json,
         };
-        // Fail for the whole step now if the largest TF_CONFIG cannot be passed to execve.
-        let longest = plan
-            .roles
-            .slices
-            .iter()
-            .map(|s| (s.role, s.count.saturating_sub(1)))
-            .max_by_key(|&(r, i)| (r.name().len(), i));
-        if let Some((role, index)) = longest {
-            plan.render(role, index)?;
+        // Fail for the whole step now if any task's TF_CONFIG cannot be passed to execve: the
+        // longest is some role's last index (role names and index digits both vary).
+        for slice in &plan.roles.slices {
+            plan.render(slice.role, slice.count - 1)?;
         }
         Ok(plan)
     }

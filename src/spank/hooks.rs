@@ -80,8 +80,9 @@ pub fn init(sp: &Spank, args: &[String]) -> c_int {
     if matches!(ctx, Context::Local | Context::Remote | Context::Allocator) {
         let cb: ffi::spank_opt_cb_f = Some(crate::option_callback);
         if let Err(e) = sp.register_option(OPTION_NAME, "SPEC", OPTION_USAGE, 2, cb) {
+            // Not fatal: jobs without the option must keep running even if, say, another
+            // plugin already owns --tf-cluster.
             log::error(&format!("cannot register --{OPTION_NAME}: {e}"));
-            return -1;
         }
     }
     0
