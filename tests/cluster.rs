@@ -11,61 +11,14 @@
 
 #![allow(clippy::type_complexity)] // tables of cases
 
+mod common;
+use common::cluster::{dir, plugin, sh, tool, PlugStack};
 use serde_json::Value;
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::sync::Once;
-
-const NEEDS: &str = "needs the test cluster: run `make test`";
-
-fn dir() -> PathBuf {
-    PathBuf::from(std::env::var("TFC_DIR").unwrap_or_else(|_| "/tmp/tfcluster-cluster".into()))
-}
-
-fn plugin() -> String {
-    std::env::var("TFC_PLUGIN")
-        .expect("TFC_PLUGIN: the plugin the cluster loads (make test sets it)")
-}
-
-/// Copies the task programs where every user (and every node) can read them.
-fn tools() -> PathBuf {
-    static COPY: Once = Once::new();
-    let tools = dir().join("tools");
-    COPY.call_once(|| {
-        std::fs::create_dir_all(&tools).unwrap();
-        for f in ["report.sh", "bind_port.py"] {
-            let to = tools.join(f);
-            std::fs::copy(
-                Path::new(env!("CARGO_MANIFEST_DIR"))
-                    .join("tests/cluster")
-                    .join(f),
-                &to,
-            )
-            .unwrap();
-            Command::new("chmod").arg("0755").arg(&to).status().unwrap();
-        }
-        Command::new("chmod")
-            .arg("0755")
-            .arg(&tools)
-            .status()
-            .unwrap();
-    });
-    tools
-}
+use std::process::Output;
 
 fn report() -> String {
-    tools().join("report.sh").display().to_string()
-}
-
-/// Runs a shell command line (with a time limit) from a directory every user can enter.
-fn sh(line: &str) -> Output {
-    Command::new("timeout")
-        .args(["120", "bash", "-c", line])
-        .current_dir("/tmp")
-        .env_remove("TF_CONFIG")
-        .output()
-        .unwrap()
+    tool("report.sh")
 }
 
 #[derive(Debug)]
@@ -210,16 +163,15 @@ const LAYOUTS: &[(&str, &str, &[&str])] = &[
 ];
 
 #[test]
-#[ignore = "needs the test cluster: run `make test`"]
+#[ignore = "needs the test cluster: run tests/run.sh"]
 fn layouts_roles_and_gpus() {
-    let _ = NEEDS;
     for (what, args, want) in LAYOUTS {
         assert_eq!(summary(&srun(args), what), *want, "{what}: srun {args}");
     }
 }
 
 #[test]
-#[ignore = "needs the test cluster: run `make test`"]
+#[ignore = "needs the test cluster: run tests/run.sh"]
 fn a_step_on_a_subset_of_the_allocation() {
     let out = dir().join("subset.out");
     let run = sh(&format!(
@@ -243,7 +195,7 @@ fn a_step_on_a_subset_of_the_allocation() {
 }
 
 #[test]
-#[ignore = "needs the test cluster: run `make test`"]
+#[ignore = "needs the test cluster: run tests/run.sh"]
 fn sbatch_option_applies_to_every_step_but_not_the_batch_script() {
     let script = dir().join("two-steps.sh");
     std::fs::write(
@@ -300,7 +252,7 @@ fn sbatch_option_applies_to_every_step_but_not_the_batch_script() {
 }
 
 #[test]
-#[ignore = "needs the test cluster: run `make test`"]
+#[ignore = "needs the test cluster: run tests/run.sh"]
 fn the_environment_variable_form() {
     let run = parse(sh(&format!(
         "SLURM_SPANK__SLURM_SPANK_OPTION_tfcluster_tf_cluster=ps:1,worker:* srun -w n011,n012 -N2 -n2 {}",
@@ -313,7 +265,7 @@ fn the_environment_variable_form() {
 }
 
 #[test]
-#[ignore = "needs the test cluster: run `make test`"]
+#[ignore = "needs the test cluster: run tests/run.sh"]
 fn without_the_option_nothing_changes() {
     let names = |env: &str| -> Vec<String> {
         let out = sh(&format!("{env} srun -N1 -n2 --gres=gpu:4 env"));
@@ -361,7 +313,7 @@ const BAD_INPUT: &[(&str, i32, &str)] = &[
 ];
 
 #[test]
-#[ignore = "needs the test cluster: run `make test`"]
+#[ignore = "needs the test cluster: run tests/run.sh"]
 fn bad_input_fails_with_a_clear_message() {
     for (args, code, line) in BAD_INPUT {
         let run = srun(args);
@@ -379,7 +331,7 @@ fn bad_input_fails_with_a_clear_message() {
 }
 
 #[test]
-#[ignore = "needs the test cluster: run `make test`"]
+#[ignore = "needs the test cluster: run tests/run.sh"]
 fn a_user_who_is_not_root() {
     let run = parse(sh(&format!(
         "runuser -u nobody -- srun -w n011,n012 -N2 -n2 --tf-cluster=chief:1,worker:* {}",
@@ -392,13 +344,10 @@ fn a_user_who_is_not_root() {
 }
 
 #[test]
-#[ignore = "needs the test cluster: run `make test`"]
+#[ignore = "needs the test cluster: run tests/run.sh"]
 fn two_steps_sharing_a_node_get_different_ports() {
-    let bind = tools().join("bind_port.py");
-    let step = format!(
-        "srun --overlap --resv-ports=0 -n2 --tf-cluster /usr/bin/python3 {} &",
-        bind.display()
-    );
+    let bind = tool("bind_port.py");
+    let step = format!("srun --overlap --resv-ports=0 -n2 --tf-cluster /usr/bin/python3 {bind} &");
     let out = dir().join("ports.out");
     let run = sh(&format!(
         "sbatch --wait -N1 -n4 -o {} --wrap '{step} {step} wait'",
@@ -433,7 +382,7 @@ fn two_steps_sharing_a_node_get_different_ports() {
 }
 
 #[test]
-#[ignore = "needs the test cluster: run `make test`"]
+#[ignore = "needs the test cluster: run tests/run.sh"]
 fn ports_come_from_slurm_reservations_when_present() {
     // The test cluster sets MpiParams=ports=12000-12999, so Slurm reserves ports for each step.
     let run = srun("-N2 -n4 --tf-cluster");
@@ -453,7 +402,7 @@ fn ports_come_from_slurm_reservations_when_present() {
 }
 
 #[test]
-#[ignore = "needs the test cluster: run `make test`"]
+#[ignore = "needs the test cluster: run tests/run.sh"]
 fn admin_settings_from_plugstack_conf() {
     let stack = PlugStack::set(&format!(
         "required {} address=%h.tfc port_base=9000 rpc_layer=grpc",
@@ -469,7 +418,7 @@ fn admin_settings_from_plugstack_conf() {
 }
 
 #[test]
-#[ignore = "needs the test cluster: run `make test`"]
+#[ignore = "needs the test cluster: run tests/run.sh"]
 fn a_bad_admin_setting_is_named_and_only_affects_the_option() {
     let stack = PlugStack::set(&format!("required {} port_bsae=9000", plugin()));
     let with = srun("-N1 -n1 --tf-cluster");
@@ -483,7 +432,7 @@ fn a_bad_admin_setting_is_named_and_only_affects_the_option() {
 }
 
 #[test]
-#[ignore = "needs the test cluster: run `make test`"]
+#[ignore = "needs the test cluster: run tests/run.sh"]
 fn optional_still_shows_the_error_and_sets_no_tf_config() {
     let stack = PlugStack::set(&format!("optional {}", plugin()));
     let run = srun("-N1 -n3 --tf-cluster=ps:1,worker:3");
@@ -499,7 +448,7 @@ fn optional_still_shows_the_error_and_sets_no_tf_config() {
 }
 
 #[test]
-#[ignore = "needs the test cluster: run `make test`"]
+#[ignore = "needs the test cluster: run tests/run.sh"]
 fn srun_verbose_shows_what_each_task_got() {
     let out = sh(&format!(
         "srun -v -w n011,n012 -N2 -n2 --gres=gpu:2 --tf-cluster=chief:1,worker:* {}",
@@ -512,26 +461,5 @@ fn srun_verbose_shows_what_each_task_got() {
         "tfcluster: rank 1 is worker:0 at n012:",
     ] {
         assert!(stderr.contains(line), "expected {line:?} in:\n{stderr}");
-    }
-}
-
-/// Replaces the cluster's plugstack.conf (srun and slurmstepd re-read it for every step) and
-/// restores the plugin line when dropped.
-struct PlugStack;
-
-impl PlugStack {
-    fn set(line: &str) -> PlugStack {
-        std::fs::write(dir().join("etc/plugstack.conf"), format!("{line}\n")).unwrap();
-        PlugStack
-    }
-}
-
-impl Drop for PlugStack {
-    fn drop(&mut self) {
-        std::fs::write(
-            dir().join("etc/plugstack.conf"),
-            format!("required {}\n", plugin()),
-        )
-        .unwrap();
     }
 }

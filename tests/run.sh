@@ -3,8 +3,10 @@
 #   1. installs what is missing (tests/setup.sh);
 #   2. lints (rustfmt, clippy) where those tools are installed;
 #   3. unit, table, property, ABI and symbol tests (cargo test);
-#   4. brings up a real 4-node Slurm cluster with the freshly built plugin, runs the end-to-end
-#      tests (tests/cluster.rs) against it, and tears it down whatever happens.
+#   4. makes (once per machine) a TensorFlow virtualenv (tests/tensorflow/setup.sh);
+#   5. brings up a real 4-node Slurm cluster with the freshly built plugin, runs the end-to-end
+#      tests (tests/cluster.rs) and the TensorFlow tests (tests/tensorflow.rs) on it, and tears
+#      it down whatever happens.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -16,7 +18,10 @@ if cargo clippy --version >/dev/null 2>&1; then cargo clippy --all-targets --qui
 
 cargo test
 plugin=$PWD/target/debug/libtfcluster.so
+python=$(bash tests/tensorflow/setup.sh)
 
 trap '"$root/tests/cluster/cluster.sh" down' EXIT
 tests/cluster/cluster.sh up "$plugin"
-TFC_PLUGIN=$plugin cargo test --test cluster -- --include-ignored --test-threads=1
+export TFC_PLUGIN=$plugin TFC_PYTHON=$python
+cargo test --test cluster -- --include-ignored --test-threads=1
+cargo test --test tensorflow -- --include-ignored --test-threads=1

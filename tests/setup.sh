@@ -6,7 +6,7 @@ set -euo pipefail
 [ "$(id -u)" = 0 ] || { echo "setup: run as root (apt-get, namespaces, munge)" >&2; exit 1; }
 
 packages=(slurmctld slurmd slurm-client munge libslurm-dev libclang-dev gcc libc6-dev binutils
-          make python3 iproute2 util-linux procps)
+          make python3 python3-venv iproute2 util-linux procps)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -2,6 +2,8 @@
 //! TF_CONFIG as JSON.
 #![allow(dead_code)]
 
+pub mod cluster;
+
 use serde_json::Value;
 use tfcluster::core::{GpuAction, Settings, Spec, StepInputs, StepPlan};
 

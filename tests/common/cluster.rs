@@ -1,0 +1,87 @@
+//! Helpers for the tests that run on the real test cluster (tests/cluster/cluster.sh).
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Once;
+
+/// The cluster's state directory (TFC_DIR, as for cluster.sh).
+pub fn dir() -> PathBuf {
+    PathBuf::from(std::env::var("TFC_DIR").unwrap_or_else(|_| "/tmp/tfcluster-cluster".into()))
+}
+
+/// The plugin the cluster loads (set by tests/run.sh).
+pub fn plugin() -> String {
+    std::env::var("TFC_PLUGIN")
+        .expect("TFC_PLUGIN: the plugin the cluster loads (tests/run.sh sets it)")
+}
+
+/// A task program from tests/cluster or tests/tensorflow, copied where every user and every
+/// node can read it (the checkout may be under a private home directory).
+pub fn tool(name: &str) -> String {
+    static COPY: Once = Once::new();
+    let tools = dir().join("tools");
+    COPY.call_once(|| {
+        std::fs::create_dir_all(&tools).unwrap();
+        for sub in ["tests/cluster", "tests/tensorflow"] {
+            let from = Path::new(env!("CARGO_MANIFEST_DIR")).join(sub);
+            for entry in std::fs::read_dir(from).unwrap() {
+                let path = entry.unwrap().path();
+                if path.extension().is_some_and(|e| e == "py" || e == "sh") {
+                    std::fs::copy(&path, tools.join(path.file_name().unwrap())).unwrap();
+                }
+            }
+        }
+        Command::new("chmod")
+            .args(["-R", "a+rX"])
+            .arg(&tools)
+            .status()
+            .unwrap();
+        Command::new("chmod")
+            .arg("a+x")
+            .arg(tools.join("report.sh"))
+            .status()
+            .unwrap();
+    });
+    tools.join(name).display().to_string()
+}
+
+/// Runs a shell command line (bounded in time) from a directory every user can enter.
+pub fn sh(line: &str) -> Output {
+    Command::new("timeout")
+        .args(["300", "bash", "-c", line])
+        .current_dir("/tmp")
+        .env_remove("TF_CONFIG")
+        .output()
+        .unwrap()
+}
+
+/// Lines of `text` that start with `PREFIX|`, split on `|` (without the prefix).
+pub fn records<'a>(text: &'a str, prefix: &str) -> Vec<Vec<&'a str>> {
+    let prefix = format!("{prefix}|");
+    text.lines()
+        .filter_map(|l| l.strip_prefix(prefix.as_str()))
+        .map(|l| l.split('|').collect())
+        .collect()
+}
+
+/// Replaces the cluster's plugstack.conf (srun and slurmstepd re-read it for every step) and
+/// restores the plugin line when dropped.
+pub struct PlugStack;
+
+impl PlugStack {
+    pub fn set(line: &str) -> PlugStack {
+        std::fs::write(dir().join("etc/plugstack.conf"), format!("{line}\n")).unwrap();
+        PlugStack
+    }
+}
+
+impl Drop for PlugStack {
+    fn drop(&mut self) {
+        std::fs::write(
+            dir().join("etc/plugstack.conf"),
+            format!("required {}\n", plugin()),
+        )
+        .unwrap();
+    }
+}

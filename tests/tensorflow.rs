@@ -1,0 +1,219 @@
+//! Real TensorFlow on the real test cluster, driven only by what tfcluster injects. The
+//! programs in tests/tensorflow/ contain no Slurm code: they build everything from TF_CONFIG.
+//! Needs the cluster and a TensorFlow virtualenv (TFC_PYTHON); tests/run.sh provides both.
+
+mod common;
+use common::cluster::{dir, records, sh, tool};
+use serde_json::{json, Value};
+use std::collections::HashSet;
+
+fn python() -> String {
+    std::env::var("TFC_PYTHON").expect("TFC_PYTHON: the virtualenv's python (tests/run.sh sets it)")
+}
+
+/// Runs a TensorFlow program as every task of a step; bounded in time, and a failing task
+/// takes the step down rather than leaving its peers waiting.
+fn tf_step(srun_args: &str, program: &str) -> (String, String) {
+    let out = sh(&format!(
+        "srun -t 5 --kill-on-bad-exit=1 {srun_args} {} {}",
+        python(),
+        tool(program)
+    ));
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    assert!(
+        out.status.success(),
+        "srun {srun_args} {program} failed:\n{stdout}\n{stderr}"
+    );
+    (stdout, stderr)
+}
+
+/// (what, srun arguments, roles that train)
+#[rustfmt::skip]
+const MWMS: &[(&str, &str, &[&str])] = &[
+    ("one worker per node on 4 nodes",  "-N4 -n4 --tf-cluster",                                 &["worker"; 4]),
+    ("two workers per node",            "-w n011,n012 -N2 -n4 --tf-cluster",                    &["worker"; 4]),
+    ("a chief and workers",             "-w n011,n012 -N2 -n3 --tf-cluster=chief:1,worker:*",   &["chief", "worker", "worker"]),
+];
+
+#[test]
+#[ignore = "needs the test cluster and TensorFlow: run tests/run.sh"]
+fn multi_worker_mirrored_strategy_trains_across_nodes() {
+    for (what, args, roles) in MWMS {
+        let (stdout, _) = tf_step(args, "mwms_train.py");
+        let results = records(&stdout, "RESULT");
+        assert_eq!(
+            results.len(),
+            roles.len(),
+            "{what}: every task reports\n{stdout}"
+        );
+        // Every task ends with the same loss and weights ...
+        let finals: HashSet<(&str, &str)> = results.iter().map(|r| (r[2], r[3])).collect();
+        assert_eq!(finals.len(), 1, "{what}: tasks disagree: {finals:?}");
+        // ... although each trained on its own data: alone, each would have learnt different weights.
+        let alone: HashSet<&str> = results.iter().map(|r| r[4]).collect();
+        assert_eq!(
+            alone.len(),
+            roles.len(),
+            "{what}: the workers' data must differ"
+        );
+        // Each saw the whole cluster and its own role.
+        let mut seen: Vec<&str> = results.iter().map(|r| r[0]).collect();
+        seen.sort();
+        assert_eq!(seen, *roles, "{what}");
+        let clusters: HashSet<&str> = results.iter().map(|r| r[5]).collect();
+        assert_eq!(clusters.len(), 1, "{what}");
+    }
+}
+
+#[rustfmt::skip]
+const PS: &[(&str, &str, &[&str])] = &[
+    ("one parameter server",  "-w n011,n012 -N2 -n4 --tf-cluster=chief:1,ps:1,worker:2",     &["chief|0", "ps|0", "worker|0", "worker|1"]),
+    ("two parameter servers", "-w n011,n012,n9 -N3 -n5 --tf-cluster=chief:1,ps:2,worker:2",  &["chief|0", "ps|0", "ps|1", "worker|0", "worker|1"]),
+];
+
+#[test]
+#[ignore = "needs the test cluster and TensorFlow: run tests/run.sh"]
+fn parameter_server_strategy_trains_and_every_task_exits() {
+    for (i, (what, args, roles)) in PS.iter().enumerate() {
+        let done = dir().join(format!("ps-done-{i}-{}", std::process::id()));
+        let _ = std::fs::remove_file(&done);
+        let (stdout, _) = tf_step(
+            &format!("--export=ALL,TFC_DONE_FILE={} {args}", done.display()),
+            "ps_train.py",
+        );
+        let mut seen: Vec<String> = records(&stdout, "ROLE")
+            .iter()
+            .map(|r| r.join("|"))
+            .collect();
+        seen.sort();
+        assert_eq!(seen, *roles, "{what}");
+        let result = &records(&stdout, "RESULT")[0];
+        let loss: f64 = result[0].parse().unwrap();
+        assert!(
+            loss < 0.5,
+            "{what}: training did not converge (loss {loss})"
+        );
+        assert_eq!(result[1], "60", "{what}: every scheduled step ran");
+        let _ = std::fs::remove_file(&done);
+    }
+}
+
+#[test]
+#[ignore = "needs the test cluster and TensorFlow: run tests/run.sh"]
+fn the_program_sees_its_own_gpus() {
+    let (stdout, _) = tf_step(
+        "-w n011,n012 -N2 -n4 --gres=gpu:4 --tf-cluster",
+        "gpus_seen.py",
+    );
+    let mut got: Vec<String> = records(&stdout, "GPUS")
+        .iter()
+        .map(|r| format!("{} {}", r[0], r[1]))
+        .collect();
+    got.sort();
+    assert_eq!(got, ["0 0,1", "1 2,3", "2 0,1", "3 2,3"]);
+}
+
+fn oracle(srun_args: &str) -> Vec<(String, Value, Value, Value, Value)> {
+    let (stdout, _) = tf_step(
+        &format!("--export=ALL,TFC_PORT_BASE=8888 {srun_args} --tf-cluster=chief:1,worker:*,port_base=8888"),
+        "oracle.py",
+    );
+    let parse = |s: &str| serde_json::from_str::<Value>(s).unwrap();
+    let mut rows: Vec<_> = records(&stdout, "ORACLE")
+        .iter()
+        .map(|r| {
+            (
+                r[0].parse::<u32>().unwrap(),
+                r[1].to_string(),
+                parse(r[2]),
+                parse(r[3]),
+                parse(r[4]),
+                parse(r[5]),
+            )
+        })
+        .collect();
+    rows.sort_by_key(|r| r.0);
+    rows.into_iter()
+        .map(|(_, host, ours, theirs, our_task, their_task)| {
+            (host, ours, theirs, our_task, their_task)
+        })
+        .collect()
+}
+
+/// The host a cluster spec says `task` ([type, index]) runs on.
+fn host_of(cluster: &Value, task: &Value) -> String {
+    let entry = cluster[task[0].as_str().unwrap()][task[1].as_u64().unwrap() as usize]
+        .as_str()
+        .unwrap();
+    entry.rsplit_once(':').unwrap().0.to_string()
+}
+
+#[test]
+#[ignore = "needs the test cluster and TensorFlow: run tests/run.sh"]
+fn tensorflows_resolver_agrees_on_block_layouts_over_sorted_names() {
+    let rows = oracle("-w n011,n012 -N2 -n4");
+    assert_eq!(rows.len(), 4);
+    for (host, ours, theirs, our_task, their_task) in &rows {
+        assert_eq!(ours, theirs, "on {host}");
+        assert_eq!(our_task, their_task, "on {host}");
+    }
+    assert_eq!(
+        rows[0].1,
+        json!({"chief": ["n011:8888"], "worker": ["n011:8889", "n012:8888", "n012:8889"]})
+    );
+}
+
+#[test]
+#[ignore = "needs the test cluster and TensorFlow: run tests/run.sh"]
+fn tfcluster_is_right_where_tensorflows_resolver_is_wrong() {
+    for (what, args) in [
+        ("cyclic", "-w n011,n012 -N2 -n4 -m cyclic"),
+        ("n9 before n10", "-w n9,n10 -N2 -n2"),
+    ] {
+        let rows = oracle(args);
+        let mut tensorflow_wrong = 0;
+        for (host, ours, theirs, our_task, their_task) in &rows {
+            assert_eq!(
+                host_of(ours, our_task),
+                *host,
+                "{what}: tfcluster must place the task where it runs"
+            );
+            if host_of(theirs, their_task) != *host {
+                tensorflow_wrong += 1;
+            }
+        }
+        assert!(
+            tensorflow_wrong > 0,
+            "{what}: expected TensorFlow's resolver to misplace some rank: {rows:?}"
+        );
+    }
+}
+
+#[test]
+#[ignore = "needs the test cluster and TensorFlow: run tests/run.sh"]
+fn an_evaluator_beside_training_workers() {
+    let (stdout, _) = tf_step(
+        "-w n011,n012 -N2 -n4 --tf-cluster=chief:1,evaluator:1,worker:*",
+        "mwms_train.py",
+    );
+    let eval = records(&stdout, "EVALUATOR");
+    assert_eq!(eval.len(), 1, "{stdout}");
+    assert_eq!(
+        (eval[0][0], eval[0][1], eval[0][2]),
+        ("evaluator", "0", "False"),
+        "not in the cluster it sees"
+    );
+    let results = records(&stdout, "RESULT");
+    assert_eq!(
+        results.len(),
+        3,
+        "the chief and two workers train without it"
+    );
+    let finals: HashSet<&str> = results.iter().map(|r| r[3]).collect();
+    assert_eq!(finals.len(), 1);
+    let cluster: Value = serde_json::from_str(results[0][5]).unwrap();
+    assert!(cluster.get("evaluator").is_none());
+}
