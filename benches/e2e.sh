@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# End-to-end launch cost on the running test cluster (benches/run.sh brings it up).
+#   launch: `srun -N4 -n32 true` and `srun -N4 -n4 true` in three modes, interleaved run by
+#           run: the plugin loaded and --tf-cluster given; loaded, option not given; not in
+#           plugstack.conf at all. Prints the median wall time of each and the ratios.
+#   memory: slurmstepd's resident memory on one node (8 tasks) in the same three modes.
+# Output: JSON lines. Usage: benches/e2e.sh PLUGIN.so [RUNS]
+set -euo pipefail
+plugin=$1
+runs=${2:-15}
+dir=${TFC_DIR:-/tmp/tfcluster-cluster}
+stack=$dir/etc/plugstack.conf
+cd /tmp
+
+mode_stack() {
+    case $1 in
+        option|loaded) echo "required $plugin" > "$stack" ;;
+        none) : > "$stack" ;;
+    esac
+}
+mode_flag() { [ "$1" = option ] && echo "--tf-cluster=chief:1,ps:1,worker:*" || true; }
+
+ms() { echo $(( $(date +%s%N) / 1000000 )); }
+
+median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+
+for n in 32 4; do
+    declare -A times=()
+    for i in $(seq "$runs"); do
+        for mode in option loaded none; do
+            mode_stack "$mode"
+            t0=$(ms)
+            srun -N4 -n"$n" $(mode_flag "$mode") true
+            times[$mode]+="$(( $(ms) - t0 )) "
+        done
+    done
+    o=$(tr ' ' '\n' <<<"${times[option]}" | grep . | median)
+    l=$(tr ' ' '\n' <<<"${times[loaded]}" | grep . | median)
+    z=$(tr ' ' '\n' <<<"${times[none]}" | grep . | median)
+    awk -v n="$n" -v o="$o" -v l="$l" -v z="$z" -v r="$runs" 'BEGIN {
+        printf "{\"launch\":\"srun -N4 -n%d true\",\"runs\":%d,\"option_ms\":%s,\"loaded_ms\":%s,\"none_ms\":%s,\"ratio_option_vs_none\":%.3f,\"ratio_option_vs_loaded\":%.3f}\n",
+            n, r, o, l, z, o / z, o / l }'
+    unset times
+done
+
+# slurmstepd's memory while 8 tasks sleep on one node.
+node=$(sinfo -h -N -o '%N' | head -1)
+for mode in option loaded none; do
+    mode_stack "$mode"
+    srun -w "$node" -N1 -n8 $(mode_flag "$mode") sleep 3 &
+    sleep 1.5
+    rss=0
+    for pid in $(ip netns pids "tfc-$node"); do
+        if [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = slurmstepd ]; then
+            kb=$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status")
+            [ "${kb:-0}" -gt "$rss" ] && rss=$kb
+        fi
+    done
+    wait
+    echo "{\"memory\":\"$mode\",\"slurmstepd_rss_kb\":$rss}"
+done
+mode_stack option

@@ -1,0 +1,118 @@
+//! What tfcluster costs per task, in process: `cargo bench --bench per_task` (or `make bench`).
+//!
+//! Steps of 4 to 6238 tasks (the largest whose TF_CONFIG fits Linux's 131072-byte limit with
+//! these names), 8 tasks per node on nodes named `gpu-node0001`..., 4 GPUs per node. For each:
+//! - **one task, cold**: everything one task would do alone: parse the step's variables, expand
+//!   the host list, rebuild the layout, assign roles, ports and GPUs, render its TF_CONFIG;
+//! - **plugin, per task**: what the plugin really spends per task: the step is planned once per
+//!   node in slurmstepd (shared by the node's 8 tasks), then each task renders its own;
+//! - **copy baseline**: copying a buffer as large as the TF_CONFIG, measured in the same run.
+//!
+//! Prints a table and, with `--json`, one JSON object per line for benches/run.sh.
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+use tfcluster::core::{Settings, Spec, StepInputs, StepPlan};
+
+const PER_NODE: u32 = 8;
+
+struct Step {
+    tasks: u32,
+    nodelist: String,
+    tasks_per_node: String,
+}
+
+fn step(tasks: u32) -> Step {
+    let nodes = tasks.div_ceil(PER_NODE);
+    let last = tasks - (nodes - 1) * PER_NODE;
+    let tasks_per_node = match (nodes, last) {
+        (1, n) => n.to_string(),
+        (n, l) if l == PER_NODE => format!("{PER_NODE}(x{n})"),
+        (n, l) if n == 2 => format!("{PER_NODE},{l}"),
+        (n, l) => format!("{PER_NODE}(x{}),{l}", n - 1),
+    };
+    Step {
+        tasks,
+        nodelist: format!("gpu-node[0001-{nodes:04}]"),
+        tasks_per_node,
+    }
+}
+
+fn inputs(s: &Step) -> StepInputs<'_> {
+    StepInputs {
+        nodelist: &s.nodelist,
+        tasks_per_node: &s.tasks_per_node,
+        distribution: Some("block"),
+        job_id: 421337,
+        step_id: 0,
+        ..Default::default()
+    }
+}
+
+/// Median time of one call of `f`, from batches sized to take about 20 ms each.
+fn measure<T>(mut f: impl FnMut() -> T) -> Duration {
+    let start = Instant::now();
+    let mut calls = 0u32;
+    while start.elapsed() < Duration::from_millis(20) {
+        black_box(f());
+        calls += 1;
+    }
+    let per_batch = calls.max(1);
+    let mut samples: Vec<Duration> = (0..15)
+        .map(|_| {
+            let t = Instant::now();
+            for _ in 0..per_batch {
+                black_box(f());
+            }
+            t.elapsed() / per_batch
+        })
+        .collect();
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+fn main() {
+    let json = std::env::args().any(|a| a == "--json");
+    let spec = Spec::parse(Some("chief:1,ps:2,worker:*")).unwrap();
+    let admin = Settings::default();
+    let gpus = Some("0,1,2,3,4,5,6,7");
+    if !json {
+        println!(
+            "{:>6} {:>9} {:>16} {:>16} {:>14} {:>10}",
+            "tasks", "bytes", "one task cold", "plugin per task", "copy baseline", "ratio"
+        );
+    }
+    for tasks in [4, 64, 512, 4096, 6238] {
+        let s = step(tasks);
+        // The rank in the middle of the step: a worker on a node in the middle.
+        let node = (tasks / PER_NODE / 2) as usize;
+        let cold = measure(|| {
+            let plan = StepPlan::new(&spec, &admin, &inputs(&s)).unwrap();
+            plan.task(node, 0, gpus, gpus).unwrap()
+        });
+        let plan = StepPlan::new(&spec, &admin, &inputs(&s)).unwrap();
+        let local = plan.layout.nodes[node].len() as u32;
+        let render = measure(|| plan.task(node, 0, gpus, gpus).unwrap());
+        let plan_time = measure(|| StepPlan::new(&spec, &admin, &inputs(&s)).unwrap());
+        let per_task = plan_time / local + render;
+        let bytes = plan.task(node, 0, gpus, gpus).unwrap().tf_config.len();
+        let source = vec![b'x'; bytes];
+        let copy = measure(|| source.clone());
+        let ratio = per_task.as_secs_f64() / copy.as_secs_f64();
+        if json {
+            println!(
+                "{{\"tasks\":{tasks},\"bytes\":{bytes},\"cold_ns\":{},\"per_task_ns\":{},\"copy_ns\":{},\"ratio\":{ratio:.2}}}",
+                cold.as_nanos(),
+                per_task.as_nanos(),
+                copy.as_nanos()
+            );
+        } else {
+            println!(
+                "{tasks:>6} {bytes:>9} {:>13.1} us {:>13.1} us {:>11.2} us {ratio:>9.1}x",
+                cold.as_secs_f64() * 1e6,
+                per_task.as_secs_f64() * 1e6,
+                copy.as_secs_f64() * 1e6,
+            );
+        }
+    }
+}
