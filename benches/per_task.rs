@@ -17,7 +17,6 @@ use tfcluster::core::{Settings, Spec, StepInputs, StepPlan};
 const PER_NODE: u32 = 8;
 
 struct Step {
-    tasks: u32,
     nodelist: String,
     tasks_per_node: String,
 }
@@ -32,7 +31,6 @@ fn step(tasks: u32) -> Step {
         (n, l) => format!("{PER_NODE}(x{}),{l}", n - 1),
     };
     Step {
-        tasks,
         nodelist: format!("gpu-node[0001-{nodes:04}]"),
         tasks_per_node,
     }
@@ -58,7 +56,7 @@ fn measure<T>(mut f: impl FnMut() -> T) -> Duration {
         calls += 1;
     }
     let per_batch = calls.max(1);
-    let mut samples: Vec<Duration> = (0..15)
+    let mut samples: Vec<Duration> = (0..31)
         .map(|_| {
             let t = Instant::now();
             for _ in 0..per_batch {
@@ -82,7 +80,18 @@ fn main() {
             "tasks", "bytes", "one task cold", "plugin per task", "copy baseline", "ratio"
         );
     }
-    for tasks in [4, 64, 512, 4096, 6238] {
+    // The largest step whose every TF_CONFIG fits, found by bisection.
+    let fits = |n: u32| StepPlan::new(&spec, &admin, &inputs(&step(n))).is_ok();
+    let (mut lo, mut hi) = (4096u32, 20000u32);
+    while lo < hi {
+        let mid = (lo + hi).div_ceil(2);
+        if fits(mid) {
+            lo = mid
+        } else {
+            hi = mid - 1
+        }
+    }
+    for tasks in [4, 64, 512, 4096, lo] {
         let s = step(tasks);
         // The rank in the middle of the step: a worker on a node in the middle.
         let node = (tasks / PER_NODE / 2) as usize;
@@ -91,7 +100,7 @@ fn main() {
             plan.task(node, 0, gpus, gpus).unwrap()
         });
         let plan = StepPlan::new(&spec, &admin, &inputs(&s)).unwrap();
-        let local = plan.layout.nodes[node].len() as u32;
+        let local = plan.layout.node(node).unwrap().len() as u32;
         let render = measure(|| plan.task(node, 0, gpus, gpus).unwrap());
         let plan_time = measure(|| StepPlan::new(&spec, &admin, &inputs(&s)).unwrap());
         let per_task = plan_time / local + render;

@@ -37,9 +37,9 @@ fn reproduces_every_layout_slurm_produced() {
         let counts = parse_counts("SLURM_STEP_TASKS_PER_NODE", tpn).unwrap();
         let dist = Distribution::parse(*dist, *plane).unwrap();
         let layout = Layout::build(&counts, dist).unwrap();
-        let got: Vec<&[u32]> = layout.nodes.iter().map(Vec::as_slice).collect();
+        let got: Vec<&[u32]> = layout.nodes().collect();
         assert_eq!(got, *want, "{cmd}");
-        for (node, gtids) in layout.nodes.iter().enumerate() {
+        for (node, gtids) in layout.nodes().enumerate() {
             for (slot, &rank) in gtids.iter().enumerate() {
                 let p = layout.ranks[rank as usize];
                 assert_eq!(

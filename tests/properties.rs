@@ -64,7 +64,7 @@ proptest! {
         let total: u32 = counts.iter().sum();
         prop_assert_eq!(layout.ranks.len() as u32, total);
         let mut seen = HashSet::new();
-        for (node, gtids) in layout.nodes.iter().enumerate() {
+        for (node, gtids) in layout.nodes().enumerate() {
             prop_assert_eq!(gtids.len() as u32, counts[node]);
             for (slot, &rank) in gtids.iter().enumerate() {
                 prop_assert!(seen.insert(rank));
@@ -78,7 +78,7 @@ proptest! {
             Distribution::Plane(p) => Some(p),
             Distribution::Arbitrary => unreachable!(),
         };
-        prop_assert_eq!(layout.nodes, reference(&counts, chunk));
+        prop_assert_eq!(layout.nodes().map(<[u32]>::to_vec).collect::<Vec<_>>(), reference(&counts, chunk));
     }
 
     #[test]
@@ -123,7 +123,7 @@ proptest! {
         let plan = StepPlan::new(&spec, &Settings::default(), &step).unwrap();
         let mut clusters = HashSet::new();
         let mut endpoints = HashSet::new();
-        for (node, gtids) in plan.layout.nodes.iter().enumerate() {
+        for (node, gtids) in plan.layout.nodes().enumerate() {
             for slot in 0..gtids.len() {
                 let env = plan.task(node, slot, None, None).unwrap();
                 let v: serde_json::Value = serde_json::from_str(&env.tf_config).unwrap();

@@ -86,7 +86,12 @@ fn expand_groups(
         None => {
             for range in ranges {
                 for n in range.lo..=range.hi {
-                    push(out, format!("{prefix}{}{suffix}", range.format(n)))?;
+                    let mut host =
+                        String::with_capacity(prefix.len() + range.width + suffix.len() + 4);
+                    host.push_str(prefix);
+                    range.push(&mut host, n);
+                    host.push_str(suffix);
+                    push(out, host)?;
                 }
             }
             Ok(())
@@ -96,7 +101,10 @@ fn expand_groups(
             let (head, tail) = (&prefix[..open], &prefix[close + 1..]);
             for range in parse_ranges(&prefix[open + 1..close])? {
                 for n in range.lo..=range.hi {
-                    let next = format!("{head}{}{tail}", range.format(n));
+                    let mut next = String::with_capacity(prefix.len() + 8);
+                    next.push_str(head);
+                    range.push(&mut next, n);
+                    next.push_str(tail);
                     expand_groups(&next, ranges, suffix, out)?;
                 }
             }
@@ -122,8 +130,23 @@ pub struct Range {
 }
 
 impl Range {
-    fn format(&self, n: u64) -> String {
-        format!("{n:0width$}", width = self.width)
+    /// Appends `n` zero-padded to the range's width (Slurm's `%0*lu`), without `fmt`: this
+    /// runs once per host.
+    fn push(&self, out: &mut String, mut n: u64) {
+        let mut digits = [0u8; 20];
+        let mut i = digits.len();
+        loop {
+            i -= 1;
+            digits[i] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        for _ in (digits.len() - i)..self.width {
+            out.push('0');
+        }
+        out.push_str(std::str::from_utf8(&digits[i..]).expect("ASCII digits"));
     }
 
     pub fn len(&self) -> u64 {

@@ -112,8 +112,11 @@ pub struct Placement {
 pub struct Layout {
     /// Indexed by global rank.
     pub ranks: Vec<Placement>,
-    /// Indexed by node, then local slot: the global ranks (Slurm's `SLURM_GTIDS` per node).
-    pub nodes: Vec<Vec<u32>>,
+    /// Every node's global ranks in local-slot order, node after node (Slurm's `SLURM_GTIDS`
+    /// per node); node i's are `gtids[starts[i]..starts[i + 1]]`. Flat, so a step of thousands
+    /// of nodes costs two allocations, not one per node.
+    gtids: Vec<u32>,
+    starts: Vec<usize>,
 }
 
 impl Layout {
@@ -134,20 +137,37 @@ impl Layout {
         Ok(Self::round_robin(counts, total as usize, chunk))
     }
 
+    /// The global ranks on `node`, by local slot.
+    pub fn node(&self, node: usize) -> Option<&[u32]> {
+        Some(&self.gtids[*self.starts.get(node)?..*self.starts.get(node + 1)?])
+    }
+
+    /// Every node's global ranks, in node order.
+    pub fn nodes(&self) -> impl ExactSizeIterator<Item = &[u32]> + '_ {
+        self.starts.windows(2).map(|w| &self.gtids[w[0]..w[1]])
+    }
+
     fn empty(counts: &[u32], total: usize) -> Layout {
+        let mut starts = Vec::with_capacity(counts.len() + 1);
+        let mut at = 0;
+        starts.push(0);
+        for &c in counts {
+            at += c as usize;
+            starts.push(at);
+        }
         Layout {
             ranks: Vec::with_capacity(total),
-            nodes: counts
-                .iter()
-                .map(|&c| Vec::with_capacity(c as usize))
-                .collect(),
+            gtids: vec![0; total],
+            starts,
         }
     }
 
-    fn assign(&mut self, node: usize) {
+    /// Gives the next global rank to `node`, at its next free slot (`filled[node]`).
+    fn assign(&mut self, node: usize, filled: &mut [u32]) {
         let rank = self.ranks.len() as u32;
-        let slot = self.nodes[node].len() as u32;
-        self.nodes[node].push(rank);
+        let slot = filled[node];
+        self.gtids[self.starts[node] + slot as usize] = rank;
+        filled[node] += 1;
         self.ranks.push(Placement {
             node: node as u32,
             slot,
@@ -157,9 +177,15 @@ impl Layout {
     fn block(counts: &[u32], total: usize) -> Layout {
         let mut layout = Self::empty(counts, total);
         for (node, &count) in counts.iter().enumerate() {
-            for _ in 0..count {
-                layout.assign(node);
+            for slot in 0..count {
+                layout.ranks.push(Placement {
+                    node: node as u32,
+                    slot,
+                });
             }
+        }
+        for (rank, g) in layout.gtids.iter_mut().enumerate() {
+            *g = rank as u32;
         }
         layout
     }
@@ -169,15 +195,16 @@ impl Layout {
     /// the number of tasks whatever the counts.
     fn round_robin(counts: &[u32], total: usize, chunk: u32) -> Layout {
         let mut layout = Self::empty(counts, total);
+        let mut filled = vec![0u32; counts.len()];
         let mut open: Vec<usize> = (0..counts.len()).filter(|&n| counts[n] > 0).collect();
         while !open.is_empty() {
             for &node in &open {
-                let room = counts[node] as usize - layout.nodes[node].len();
-                for _ in 0..room.min(chunk as usize) {
-                    layout.assign(node);
+                let room = counts[node] - filled[node];
+                for _ in 0..room.min(chunk) {
+                    layout.assign(node, &mut filled);
                 }
             }
-            open.retain(|&n| layout.nodes[n].len() < counts[n] as usize);
+            open.retain(|&n| filled[n] < counts[n]);
         }
         layout
     }

@@ -11,7 +11,7 @@ use super::layout::{parse_counts, Distribution, Layout};
 use super::ports::StepPorts;
 use super::settings::Settings;
 use super::spec::{Role, RoleTable, Spec};
-use super::tf_config;
+use super::tf_config::{self, ClusterJson};
 
 /// The step as Slurm describes it in the environment of slurmstepd.
 #[derive(Debug, Clone, Copy, Default)]
@@ -74,8 +74,7 @@ impl StepPlan {
         let roles = spec.resolve(tasks)?;
 
         let (busiest, max_local) = layout
-            .nodes
-            .iter()
+            .nodes()
             .enumerate()
             .map(|(n, gtids)| (n, gtids.len()))
             .max_by_key(|&(n, len)| (len, std::cmp::Reverse(n)))
@@ -89,27 +88,22 @@ impl StepPlan {
             &hosts[busiest],
         )?;
 
-        let addresses: Vec<String> = hosts.iter().map(|h| settings.address.render(h)).collect();
-        let endpoint = |rank: u32| {
-            let p = layout.ranks[rank as usize];
-            format!(
-                "{}:{}",
-                addresses[p.node as usize],
-                ports.of_slot(p.slot as usize)
-            )
-        };
-        let cluster_json = {
-            let jobs: Vec<(Role, Vec<String>)> = roles
-                .slices
-                .iter()
-                .filter(|s| s.role.in_cluster())
-                .map(|s| (s.role, (s.start..s.start + s.count).map(endpoint).collect()))
-                .collect();
-            tf_config::render_cluster(
-                jobs.iter()
-                    .map(|(r, list)| (*r, list.iter().map(String::as_str))),
-            )
-        };
+        // Each node's escaped `"address:` once; an endpoint is that plus the port.
+        let prefixes: Vec<String> = hosts
+            .iter()
+            .map(|h| tf_config::endpoint_prefix(&settings.address.render(h)))
+            .collect();
+        let mut cluster = ClusterJson::with_capacity(
+            layout.ranks.len() * (prefixes.iter().map(String::len).max().unwrap_or(0) + 7),
+        );
+        for slice in roles.slices.iter().filter(|s| s.role.in_cluster()) {
+            cluster.job(slice.role);
+            for rank in slice.start..slice.start + slice.count {
+                let p = layout.ranks[rank as usize];
+                cluster.endpoint(&prefixes[p.node as usize], ports.of_slot(p.slot as usize));
+            }
+        }
+        let cluster_json = cluster.finish();
         let plan = StepPlan {
             hosts,
             layout,
@@ -121,7 +115,13 @@ impl StepPlan {
         // Fail for the whole step now if any task's TF_CONFIG cannot be passed to execve: the
         // longest is some role's last index (role names and index digits both vary).
         for slice in &plan.roles.slices {
-            plan.render(slice.role, slice.count - 1)?;
+            tf_config::check_size(
+                &plan.cluster_json,
+                slice.role,
+                slice.count - 1,
+                plan.settings.rpc_layer.as_deref(),
+                plan.tasks(),
+            )?;
         }
         Ok(plan)
     }
@@ -147,14 +147,10 @@ impl StepPlan {
     }
 
     fn node(&self, node: usize) -> Result<&[u32]> {
-        self.layout
-            .nodes
-            .get(node)
-            .map(Vec::as_slice)
-            .ok_or(Error::NodeOutOfRange {
-                node,
-                nodes: self.hosts.len(),
-            })
+        self.layout.node(node).ok_or(Error::NodeOutOfRange {
+            node,
+            nodes: self.hosts.len(),
+        })
     }
 
     fn render(&self, role: Role, index: u32) -> Result<String> {

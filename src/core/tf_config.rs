@@ -2,9 +2,10 @@
 //! plus `"rpc_layer"` when set.
 //!
 //! The cluster part is the same for every task of a step, so it is rendered once per node
-//! ([`render_cluster`]) and each task only appends its own `task` part ([`render`]). Lists are
-//! dense, keys in TensorFlow's job order. Strings go through serde_json, so any byte a host name
-//! may hold is escaped correctly.
+//! ([`ClusterJson`]) and each task only appends its own `task` part ([`render`]). Lists are
+//! dense, keys in TensorFlow's job order. Addresses go through serde_json once per node (any
+//! byte a host name may hold is escaped correctly); ports are digits and need no escaping, so
+//! an endpoint is the node's escaped `"address:` prefix followed by the port.
 
 use super::error::{Error, Result};
 use super::spec::Role;
@@ -13,33 +14,93 @@ use super::spec::Role;
 pub const ENV_STRING_LIMIT: usize = 131072;
 const NAME: &str = "TF_CONFIG";
 
-/// Renders the `{"ROLE":[...],...}` object from `(role, addresses)` in TensorFlow's order.
-pub fn render_cluster<'a, I, A>(jobs: I) -> String
-where
-    I: IntoIterator<Item = (Role, A)>,
-    A: IntoIterator<Item = &'a str>,
-{
-    let mut out = String::with_capacity(4096);
-    out.push('{');
-    for (i, (role, addresses)) in jobs.into_iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        push_json_str(&mut out, role.name());
-        out.push_str(":[");
-        for (j, address) in addresses.into_iter().enumerate() {
-            if j > 0 {
-                out.push(',');
-            }
-            push_json_str(&mut out, address);
-        }
-        out.push(']');
-    }
-    out.push('}');
+/// `"address:` (JSON-escaped, quote opened): the prefix of every endpoint of one node.
+pub fn endpoint_prefix(address: &str) -> String {
+    let mut out = String::with_capacity(address.len() + 3);
+    push_json_str(&mut out, address);
+    out.pop(); // the closing quote: the port and its quote follow
+    out.push(':');
     out
 }
 
-/// The whole TF_CONFIG of one task; refuses values Linux would not let `execve` pass.
+/// Builds the `{"ROLE":["addr:port",...],...}` object, role by role in TensorFlow's order.
+pub struct ClusterJson {
+    out: String,
+    jobs: usize,
+    tasks_in_job: usize,
+}
+
+impl ClusterJson {
+    pub fn with_capacity(bytes: usize) -> ClusterJson {
+        let mut out = String::with_capacity(bytes + 2);
+        out.push('{');
+        ClusterJson {
+            out,
+            jobs: 0,
+            tasks_in_job: 0,
+        }
+    }
+
+    pub fn job(&mut self, role: Role) {
+        if self.jobs > 0 {
+            self.out.push_str("],");
+        }
+        self.jobs += 1;
+        self.tasks_in_job = 0;
+        push_json_str(&mut self.out, role.name());
+        self.out.push_str(":[");
+    }
+
+    /// One endpoint: a node's [`endpoint_prefix`] and a port.
+    pub fn endpoint(&mut self, prefix: &str, port: u32) {
+        if self.tasks_in_job > 0 {
+            self.out.push(',');
+        }
+        self.tasks_in_job += 1;
+        self.out.push_str(prefix);
+        push_number(&mut self.out, port);
+        self.out.push('"');
+    }
+
+    pub fn finish(mut self) -> String {
+        if self.jobs > 0 {
+            self.out.push(']');
+        }
+        self.out.push('}');
+        self.out
+    }
+}
+
+/// The length `TF_CONFIG=<value>\0` will have, without rendering it.
+pub fn env_string_len(cluster: &str, role: Role, index: u32, rpc_layer: Option<&str>) -> usize {
+    let rpc = rpc_layer.map_or(0, |r| ",\"rpc_layer\":".len() + json_str_len(r));
+    NAME.len() + 1 // TF_CONFIG=
+        + "{\"cluster\":".len() + cluster.len() + rpc
+        + ",\"task\":{\"type\":".len() + json_str_len(role.name())
+        + ",\"index\":".len() + digits(index) + "}}".len()
+        + 1 // NUL
+}
+
+/// Refuses a TF_CONFIG that Linux would not let `execve` pass.
+pub fn check_size(
+    cluster: &str,
+    role: Role,
+    index: u32,
+    rpc_layer: Option<&str>,
+    tasks: u32,
+) -> Result<()> {
+    let bytes = env_string_len(cluster, role, index, rpc_layer);
+    if bytes > ENV_STRING_LIMIT {
+        return Err(Error::TfConfigTooLarge {
+            tasks,
+            bytes,
+            limit: ENV_STRING_LIMIT,
+        });
+    }
+    Ok(())
+}
+
+/// The whole TF_CONFIG of one task.
 pub fn render(
     cluster: &str,
     role: Role,
@@ -47,6 +108,7 @@ pub fn render(
     rpc_layer: Option<&str>,
     tasks: u32,
 ) -> Result<String> {
+    check_size(cluster, role, index, rpc_layer, tasks)?;
     let mut out = String::with_capacity(cluster.len() + 64);
     out.push_str("{\"cluster\":");
     out.push_str(cluster);
@@ -57,28 +119,59 @@ pub fn render(
     out.push_str(",\"task\":{\"type\":");
     push_json_str(&mut out, role.name());
     out.push_str(",\"index\":");
-    out.push_str(&index.to_string());
+    push_number(&mut out, index);
     out.push_str("}}");
-    let bytes = NAME.len() + 1 + out.len() + 1;
-    if bytes > ENV_STRING_LIMIT {
-        return Err(Error::TfConfigTooLarge {
-            tasks,
-            bytes,
-            limit: ENV_STRING_LIMIT,
-        });
-    }
+    debug_assert_eq!(
+        NAME.len() + 1 + out.len() + 1,
+        env_string_len(cluster, role, index, rpc_layer)
+    );
     Ok(out)
+}
+
+fn is_plain(s: &str) -> bool {
+    s.bytes()
+        .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\')
 }
 
 fn push_json_str(out: &mut String, s: &str) {
     // Plain names (the common case) need no escaping; serde_json handles the rest.
-    if s.bytes()
-        .all(|b| b >= 0x20 && b != b'"' && b != b'\\' && b < 0x7f)
-    {
+    if is_plain(s) {
         out.push('"');
         out.push_str(s);
         out.push('"');
     } else {
         out.push_str(&serde_json::Value::from(s).to_string());
     }
+}
+
+fn json_str_len(s: &str) -> usize {
+    if is_plain(s) {
+        s.len() + 2
+    } else {
+        serde_json::Value::from(s).to_string().len()
+    }
+}
+
+fn digits(mut n: u32) -> usize {
+    let mut d = 1;
+    while n >= 10 {
+        n /= 10;
+        d += 1;
+    }
+    d
+}
+
+/// Decimal digits without going through `fmt` (this runs once per endpoint).
+fn push_number(out: &mut String, mut n: u32) {
+    let mut buf = [0u8; 10];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.push_str(std::str::from_utf8(&buf[i..]).expect("ASCII digits"));
 }

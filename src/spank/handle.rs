@@ -183,6 +183,8 @@ impl Spank {
     }
 }
 
+/// One copy; a NUL (which Slurm's variables and the core's JSON never hold) becomes a space
+/// rather than a panic.
 fn cstring(s: &str) -> CString {
-    CString::new(s.replace('\0', " ")).expect("no NUL left")
+    CString::new(s).unwrap_or_else(|_| CString::new(s.replace('\0', " ")).expect("no NUL left"))
 }
