@@ -27,7 +27,7 @@ fn step(tasks: u32) -> Step {
     let tasks_per_node = match (nodes, last) {
         (1, n) => n.to_string(),
         (n, l) if l == PER_NODE => format!("{PER_NODE}(x{n})"),
-        (n, l) if n == 2 => format!("{PER_NODE},{l}"),
+        (2, l) => format!("{PER_NODE},{l}"),
         (n, l) => format!("{PER_NODE}(x{}),{l}", n - 1),
     };
     Step {
