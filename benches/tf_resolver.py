@@ -1,9 +1,11 @@
 """TensorFlow's SlurmClusterResolver on the layouts of benches/per_task.rs, in process:
 the whole work one task does with it (read the Slurm variables, expand, build the cluster spec).
+Usage: tf_resolver.py TASKS... (the step sizes per_task.rs measured).
 Prints one JSON object per line: {"tasks": N, "resolver_ns": median ns per task}."""
 import json
 import os
 import statistics
+import sys
 import timeit
 
 from tensorflow.python.distribute.cluster_resolver.slurm_cluster_resolver import SlurmClusterResolver
@@ -30,7 +32,7 @@ def step_env(tasks):
     }
 
 
-for tasks in (4, 64, 512, 4096, 6238):
+for tasks in map(int, sys.argv[1:]):
     os.environ.update(step_env(tasks))
 
     def one_task():

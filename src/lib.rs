@@ -117,3 +117,33 @@ pub unsafe extern "C" fn option_callback(
         spank::hooks::option(optarg, remote)
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::guard;
+    use std::ffi::{c_char, CStr};
+    use std::sync::Mutex;
+
+    static LOGGED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+    /// Stands in for Slurm's `slurm_error(fmt, ...)` in this test binary; the plugin always
+    /// calls it as `("%s", message)`, so two pointer arguments are the whole call.
+    #[no_mangle]
+    extern "C" fn slurm_error(_fmt: *const c_char, msg: *const c_char) {
+        let msg = unsafe { CStr::from_ptr(msg) }
+            .to_string_lossy()
+            .into_owned();
+        LOGGED.lock().unwrap().push(msg);
+    }
+
+    #[test]
+    fn a_panicking_hook_returns_minus_one_and_says_so() {
+        let rc = guard("slurm_spank_task_init", || panic!("index out of bounds"));
+        assert_eq!(rc, -1);
+        assert_eq!(
+            LOGGED.lock().unwrap().last().unwrap(),
+            "tfcluster: internal error in slurm_spank_task_init: index out of bounds (please report)"
+        );
+        assert_eq!(guard("slurm_spank_init", || 0), 0);
+    }
+}

@@ -5,8 +5,8 @@
 #   3. unit, table, property, ABI and symbol tests (cargo test);
 #   4. makes (once per machine) a TensorFlow virtualenv (tests/tensorflow/setup.sh);
 #   5. brings up a real 4-node Slurm cluster with the freshly built plugin, runs the end-to-end
-#      tests (tests/cluster.rs) and the TensorFlow tests (tests/tensorflow.rs) on it, and tears
-#      it down whatever happens.
+#      tests (tests/cluster.rs), the install and packaging tests (tests/install.rs) and the
+#      TensorFlow tests (tests/tensorflow.rs) on it, and tears it down whatever happens.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -24,4 +24,5 @@ trap '"$root/tests/cluster/cluster.sh" down' EXIT
 tests/cluster/cluster.sh up "$plugin"
 export TFC_PLUGIN=$plugin TFC_PYTHON=$python
 cargo test --test cluster -- --include-ignored --test-threads=1
+cargo test --test install -- --include-ignored --test-threads=1
 cargo test --test tensorflow -- --include-ignored --test-threads=1

@@ -21,9 +21,8 @@ use std::ffi::{c_char, c_int, CStr};
 use std::sync::{Mutex, MutexGuard};
 
 pub const OPTION_NAME: &str = "tf-cluster";
-const OPTION_USAGE: &str = "[tfcluster] Set TF_CONFIG and split GPUs for distributed TensorFlow: \
-    SPEC is ROLE:COUNT,... with roles chief, evaluator, master, ps, worker and COUNT a number or * \
-    (rest), e.g. --tf-cluster=chief:1,ps:1,worker:*; no SPEC means all workers";
+const OPTION_USAGE: &str =
+    "[tfcluster] TF_CONFIG + GPU split for TensorFlow: SPEC=ROLE:COUNT,... e.g. chief:1,ps:2,worker:*";
 
 /// Everything the plugin remembers inside one process (srun, or one slurmstepd and the task
 /// children it forks, which inherit a copy).

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Every performance figure in README's "Performance" section, measured in one run
+# (`make bench`; root on Debian 12, like the tests). Prints Markdown tables.
+#   1. per task, in process (benches/per_task.rs) against copying the output;
+#   2. TensorFlow's SlurmClusterResolver on the same layouts, and TensorFlow's import time;
+#   3. end to end on the 4-node test cluster: launch time with/without the option/plugin, and
+#      slurmstepd's memory (benches/e2e.sh);
+#   4. the size of the plugin.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+bash tests/setup.sh
+command -v cargo >/dev/null || export PATH="$HOME/.cargo/bin:$PATH"
+cargo build --release --quiet
+plugin=$root/target/release/libtfcluster.so
+python=$(bash tests/tensorflow/setup.sh)
+tmp=$(mktemp -d)
+
+echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(uname -r)"
+echo
+
+cargo bench --quiet --bench per_task -- --json > "$tmp/rust.jsonl"
+"$python" benches/tf_resolver.py $(sed 's/.*"tasks":\([0-9]*\).*/\1/' "$tmp/rust.jsonl") 2>/dev/null > "$tmp/tf.jsonl"
+"$python" - "$tmp/rust.jsonl" "$tmp/tf.jsonl" <<'PY'
+import json, sys
+rust = {r["tasks"]: r for r in map(json.loads, open(sys.argv[1]))}
+tf = {r["tasks"]: r for r in map(json.loads, open(sys.argv[2]))}
+print("| tasks in the step | TF_CONFIG bytes | one task, cold | plugin, per task | copy of the output | plugin / copy | TensorFlow's resolver | resolver / plugin |")
+print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+for n, r in rust.items():
+    t = tf[n]
+    print(f"| {n} | {r['bytes']} | {r['cold_ns']/1e3:.1f} us | {r['per_task_ns']/1e3:.1f} us | {r['copy_ns']/1e3:.2f} us "
+          f"| {r['ratio']:.1f}x | {t['resolver_ns']/1e3:.0f} us "
+          f"| {t['resolver_ns']/r['per_task_ns']:.0f}x |")
+PY
+echo
+
+median_ms() { # command; median wall time of 7 runs
+    local t=()
+    for _ in 1 2 3 4 5 6 7; do
+        local s=$(date +%s%N); "$@" >/dev/null 2>&1; t+=($(( ($(date +%s%N) - s) / 1000000 )))
+    done
+    printf '%s\n' "${t[@]}" | sort -n | sed -n 4p
+}
+echo "| process start-up | median of 7 |"
+echo "|---|---:|"
+echo "| \`python -c pass\` | $(median_ms "$python" -c pass) ms |"
+echo "| \`python -c 'import tensorflow'\` | $(median_ms "$python" -c 'import tensorflow') ms |"
+echo
+
+trap '"$root/tests/cluster/cluster.sh" down' EXIT
+tests/cluster/cluster.sh up "$plugin" 2>/dev/null
+bash benches/e2e.sh "$plugin" "${BENCH_RUNS:-15}" > "$tmp/e2e.jsonl"
+"$python" - "$tmp/e2e.jsonl" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+print("| launch (median) | --tf-cluster given | plugin loaded, no option | no plugin | given / no plugin |")
+print("|---|---:|---:|---:|---:|")
+for r in rows:
+    if "launch" in r:
+        print(f"| `{r['launch']}` ({r['runs']} runs each, interleaved) | {r['option_ms']:.0f} ms | {r['loaded_ms']:.0f} ms | {r['none_ms']:.0f} ms | {r['ratio_option_vs_none']:.3f} |")
+print()
+mem = {r["memory"]: r["slurmstepd_rss_kb"] for r in rows if "memory" in r}
+print("| slurmstepd resident memory, 8 tasks on one node | --tf-cluster given | plugin loaded, no option | no plugin |")
+print("|---|---:|---:|---:|")
+print(f"| VmRSS | {mem['option']} KiB | {mem['loaded']} KiB | {mem['none']} KiB |")
+PY
+echo
+echo "plugin: $(stat -c %s "$plugin") bytes ($(basename "$plugin"), release build)"
+rm -rf "$tmp"
