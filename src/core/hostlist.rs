@@ -15,6 +15,7 @@
 //! The same range syntax is used for `SLURM_STEP_RESV_PORTS` (`12000-12003,12010`).
 
 use super::error::{Error, Result};
+use super::text::{is_decimal, push_decimal};
 
 /// Slurm's `MAX_RANGE` (`MAX_SLURM_NODES`): the most hosts one range may produce. Also the cap
 /// on a whole list, so that input like `a[1-65536]b[1-65536]` cannot exhaust memory.
@@ -130,23 +131,8 @@ pub struct Range {
 }
 
 impl Range {
-    /// Appends `n` zero-padded to the range's width (Slurm's `%0*lu`), without `fmt`: this
-    /// runs once per host.
-    fn push(&self, out: &mut String, mut n: u64) {
-        let mut digits = [0u8; 20];
-        let mut i = digits.len();
-        loop {
-            i -= 1;
-            digits[i] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
-        for _ in (digits.len() - i)..self.width {
-            out.push('0');
-        }
-        out.push_str(std::str::from_utf8(&digits[i..]).expect("ASCII digits"));
+    fn push(&self, out: &mut String, n: u64) {
+        push_decimal(out, n, self.width);
     }
 
     pub fn len(&self) -> u64 {
@@ -188,7 +174,7 @@ fn parse_range(text: &str) -> std::result::Result<Range, String> {
 }
 
 fn number(digits: &str, range: &str) -> std::result::Result<u64, String> {
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+    if !is_decimal(digits) {
         return Err(format!("'{range}' is not a number or a LO-HI range"));
     }
     digits

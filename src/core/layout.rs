@@ -15,6 +15,7 @@
 //! Levels after `:` (socket/core binding) never change which node a task is on.
 
 use super::error::{Error, Result};
+use super::text::decimal;
 
 /// The node-level task distribution.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,12 +76,12 @@ pub fn parse_counts(var: &'static str, value: &str) -> Result<Vec<u32>> {
                     .ok_or_else(|| fail("a '(x' has no ')'"))?;
                 (
                     count,
-                    number(reps).ok_or_else(|| fail("the repeat count is not a number"))?,
+                    decimal::<u32>(reps).ok_or_else(|| fail("the repeat count is not a number"))?,
                 )
             }
             None => (item, 1),
         };
-        let count = number(count).ok_or_else(|| fail("a count is not a number"))?;
+        let count = decimal::<u32>(count).ok_or_else(|| fail("a count is not a number"))?;
         if reps == 0 {
             return Err(fail("a repeat count is 0"));
         }
@@ -90,13 +91,6 @@ pub fn parse_counts(var: &'static str, value: &str) -> Result<Vec<u32>> {
         counts.extend(std::iter::repeat(count).take(reps as usize));
     }
     Ok(counts)
-}
-
-fn number(text: &str) -> Option<u32> {
-    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    text.parse().ok()
 }
 
 /// Where one global rank runs.

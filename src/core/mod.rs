@@ -13,6 +13,7 @@ pub mod plan;
 pub mod ports;
 pub mod settings;
 pub mod spec;
+pub mod text;
 pub mod tf_config;
 
 pub use error::{Error, Result};

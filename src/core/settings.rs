@@ -7,6 +7,7 @@ use super::address::AddressFormat;
 use super::error::{Error, Result};
 use super::ports::PortPolicy;
 use super::spec::Role;
+use super::text::decimal;
 
 pub const ADMIN_KEYS: &str =
     "port_base, port_range, port_block, address, gpus, gpu_roles, rpc_layer";
@@ -177,9 +178,5 @@ impl Settings {
 }
 
 fn port(text: &str) -> Option<u16> {
-    let text = text.trim();
-    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    text.parse::<u16>().ok().filter(|&p| p >= 1)
+    decimal::<u16>(text.trim()).filter(|&p| p >= 1)
 }

@@ -9,6 +9,7 @@
 //! it even asks for an allocation. Fitting the counts to the step is [`Spec::resolve`].
 
 use super::error::{Error, Result};
+use super::text::decimal;
 use std::fmt;
 
 /// A TensorFlow job name. The declaration order is TensorFlow's rank order: the resolver sorts
@@ -220,8 +221,8 @@ fn parse_count(role: Role, text: &str) -> Result<Count> {
     if text == "*" {
         return Ok(Count::Rest);
     }
-    match text.parse::<u32>() {
-        Ok(n) if n >= 1 && text.bytes().all(|b| b.is_ascii_digit()) => Ok(Count::Fixed(n)),
+    match decimal::<u32>(text) {
+        Some(n) if n >= 1 => Ok(Count::Fixed(n)),
         _ => Err(Error::BadCount {
             role: role.to_string(),
             count: text.to_string(),

@@ -9,6 +9,7 @@
 
 use super::error::{Error, Result};
 use super::spec::Role;
+use super::text::push_decimal;
 
 /// Linux's `MAX_ARG_STRLEN`: the most bytes one environment string `NAME=value\0` may have.
 pub const ENV_STRING_LIMIT: usize = 131072;
@@ -58,7 +59,7 @@ impl ClusterJson {
         }
         self.tasks_in_job += 1;
         self.out.push_str(prefix);
-        push_number(&mut self.out, port);
+        push_decimal(&mut self.out, port.into(), 0);
         self.out.push('"');
     }
 
@@ -119,7 +120,7 @@ pub fn render(
     out.push_str(",\"task\":{\"type\":");
     push_json_str(&mut out, role.name());
     out.push_str(",\"index\":");
-    push_number(&mut out, index);
+    push_decimal(&mut out, index.into(), 0);
     out.push_str("}}");
     debug_assert_eq!(
         NAME.len() + 1 + out.len() + 1,
@@ -159,19 +160,4 @@ fn digits(mut n: u32) -> usize {
         d += 1;
     }
     d
-}
-
-/// Decimal digits without going through `fmt` (this runs once per endpoint).
-fn push_number(out: &mut String, mut n: u32) {
-    let mut buf = [0u8; 10];
-    let mut i = buf.len();
-    loop {
-        i -= 1;
-        buf[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.push_str(std::str::from_utf8(&buf[i..]).expect("ASCII digits"));
 }
