@@ -96,11 +96,14 @@ impl StepPlan {
         let mut cluster = ClusterJson::with_capacity(
             layout.ranks.len() * (prefixes.iter().map(String::len).max().unwrap_or(0) + 7),
         );
+        let suffixes: Vec<String> = (0..max_local)
+            .map(|slot| tf_config::endpoint_suffix(ports.of_slot(slot)))
+            .collect();
         for slice in roles.slices.iter().filter(|s| s.role.in_cluster()) {
             cluster.job(slice.role);
             for rank in slice.start..slice.start + slice.count {
                 let p = layout.ranks[rank as usize];
-                cluster.endpoint(&prefixes[p.node as usize], ports.of_slot(p.slot as usize));
+                cluster.endpoint(&prefixes[p.node as usize], &suffixes[p.slot as usize]);
             }
         }
         let cluster_json = cluster.finish();

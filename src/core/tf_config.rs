@@ -24,6 +24,15 @@ pub fn endpoint_prefix(address: &str) -> String {
     out
 }
 
+/// `PORT"`: the end of every endpoint of one local slot. A step has as many distinct ports as
+/// tasks on its busiest node, so they are rendered once, not once per endpoint.
+pub fn endpoint_suffix(port: u32) -> String {
+    let mut out = String::with_capacity(7);
+    push_decimal(&mut out, port.into(), 0);
+    out.push('"');
+    out
+}
+
 /// Builds the `{"ROLE":["addr:port",...],...}` object, role by role in TensorFlow's order.
 pub struct ClusterJson {
     out: String,
@@ -52,15 +61,14 @@ impl ClusterJson {
         self.out.push_str(":[");
     }
 
-    /// One endpoint: a node's [`endpoint_prefix`] and a port.
-    pub fn endpoint(&mut self, prefix: &str, port: u32) {
+    /// One endpoint: a node's [`endpoint_prefix`] and a slot's [`endpoint_suffix`].
+    pub fn endpoint(&mut self, prefix: &str, suffix: &str) {
         if self.tasks_in_job > 0 {
             self.out.push(',');
         }
         self.tasks_in_job += 1;
         self.out.push_str(prefix);
-        push_decimal(&mut self.out, port.into(), 0);
-        self.out.push('"');
+        self.out.push_str(suffix);
     }
 
     pub fn finish(mut self) -> String {
