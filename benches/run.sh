@@ -9,8 +9,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-bash tests/setup.sh
-command -v cargo >/dev/null || export PATH="$HOME/.cargo/bin:$PATH"
+. tests/setup.sh
 cargo build --release --quiet
 plugin=$root/target/release/libtfcluster.so
 python=$(bash tests/tensorflow/setup.sh)

@@ -113,8 +113,9 @@ pub unsafe extern "C" fn option_callback(
     optarg: *const c_char,
     remote: c_int,
 ) -> c_int {
-    guard("the --tf-cluster callback", || unsafe {
-        spank::hooks::option(optarg, remote)
+    guard("the --tf-cluster callback", || {
+        let arg = unsafe { handle::c_string(optarg) };
+        spank::hooks::option(arg, remote != 0)
     })
 }
 

@@ -10,8 +10,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-bash tests/setup.sh
-command -v cargo >/dev/null || export PATH="$HOME/.cargo/bin:$PATH"
+. tests/setup.sh
 
 if cargo fmt --version >/dev/null 2>&1; then cargo fmt --all -- --check; fi
 if cargo clippy --version >/dev/null 2>&1; then cargo clippy --all-targets --quiet -- -D warnings; fi

@@ -2,6 +2,8 @@
 # Installs what building and testing tfcluster needs on Debian 12 (as root), if missing:
 # Slurm 22.05 + munge (the test cluster, and the headers the build reads its version from),
 # libclang (bindgen), a C compiler and binutils (the ABI and symbol tests), and Rust.
+# Sourced (`. tests/setup.sh`) by tests/run.sh, tests/demo.sh and benches/run.sh, so that cargo
+# is on their PATH afterwards.
 set -euo pipefail
 [ "$(id -u)" = 0 ] || { echo "setup: run as root (apt-get, namespaces, munge)" >&2; exit 1; }
 
@@ -16,8 +18,8 @@ if [ ${#missing[@]} -gt 0 ]; then
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-if ! command -v cargo >/dev/null; then
-    [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
+if ! command -v cargo >/dev/null && [ -x "$HOME/.cargo/bin/cargo" ]; then
+    export PATH="$HOME/.cargo/bin:$PATH"
 fi
 if ! command -v cargo >/dev/null; then
     echo "setup: installing Debian's cargo (tfcluster needs Rust >= 1.77; use rustup if Debian's is older)" >&2

@@ -73,6 +73,23 @@ pub unsafe fn args(ac: c_int, argv: *mut *mut c_char) -> Vec<String> {
         .collect()
 }
 
+/// A C string Slurm passed (an option's argument), copied; `None` for NULL.
+///
+/// # Safety
+/// `ptr` must be NULL or point to a NUL-terminated string valid for the call.
+pub unsafe fn c_string(ptr: *const c_char) -> Option<String> {
+    if ptr.is_null() {
+        None
+    } else {
+        // SAFETY: non-NULL and NUL-terminated per the caller's contract.
+        Some(
+            unsafe { CStr::from_ptr(ptr) }
+                .to_string_lossy()
+                .into_owned(),
+        )
+    }
+}
+
 /// The handle Slurm passes to a hook, valid for the duration of that call.
 pub struct Spank(ffi::spank_t);
 

@@ -17,7 +17,7 @@ use super::ffi::{self, tfc_spank_item as item};
 use super::handle::{self, Context, Spank};
 use super::log;
 use crate::core::{Error, GpuAction, Settings, Spec, StepInputs, StepPlan};
-use std::ffi::{c_char, c_int, CStr};
+use std::ffi::c_int;
 use std::sync::{Mutex, MutexGuard};
 
 pub const OPTION_NAME: &str = "tf-cluster";
@@ -89,21 +89,11 @@ pub fn init(sp: &Spank, args: &[String]) -> c_int {
 
 /// The option callback: in srun/sbatch/salloc a bad spec fails the command ("Invalid
 /// --tf-cluster argument") before anything is submitted. It runs twice in slurmstepd, so it
-/// only records the latest value.
-///
-/// # Safety
-/// `optarg` is NULL or a C string valid for the call.
-pub unsafe fn option(optarg: *const c_char, remote: c_int) -> c_int {
-    let arg = if optarg.is_null() {
-        String::new()
-    } else {
-        // SAFETY: non-NULL and NUL-terminated per the SPANK contract.
-        unsafe { CStr::from_ptr(optarg) }
-            .to_string_lossy()
-            .into_owned()
-    };
+/// only records the latest value. `None` (no SPEC) and `""` both mean all workers.
+pub fn option(optarg: Option<String>, remote: bool) -> c_int {
+    let arg = optarg.unwrap_or_default();
     let mut state = state();
-    if remote == 0 {
+    if !remote {
         let checked = Spec::parse(Some(&arg)).and_then(|spec| {
             settings(&state)?
                 .with_overrides(&spec.overrides)
