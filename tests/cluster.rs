@@ -332,6 +332,20 @@ fn bad_input_fails_with_a_clear_message() {
 
 #[test]
 #[ignore = "needs the test cluster: run tests/run.sh"]
+fn a_heterogeneous_step_is_refused() {
+    let r = report();
+    let run = parse(sh(&format!(
+        "srun -w n011 -N1 -n2 --tf-cluster {r} : -w n012 -N1 -n1 {r}"
+    )));
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let line = "slurmstepd-n011: error: tfcluster: heterogeneous jobs are not supported; \
+                run TensorFlow in a single-component job [local task 0; TF_CONFIG not set]";
+    assert!(run.stderr.lines().any(|l| l == line), "{}", run.stderr);
+    assert!(run.tasks.is_empty(), "no task ran");
+}
+
+#[test]
+#[ignore = "needs the test cluster: run tests/run.sh"]
 fn a_user_who_is_not_root() {
     let run = parse(sh(&format!(
         "runuser -u nobody -- srun -w n011,n012 -N2 -n2 --tf-cluster=chief:1,worker:* {}",
