@@ -305,7 +305,7 @@ const BAD_INPUT: &[(&str, i32, &str)] = &[
     ("-N1 -n3 --tf-cluster=chief:1,ps:2,worker:*", 1,
      "srun: error: tfcluster: --tf-cluster: the fixed roles take 3 of the step's 3 tasks, leaving none for worker:*; run with more tasks (-n) or lower the fixed counts"),
     ("-N2 -n2 -w n9,n10 -m arbitrary --tf-cluster", 1,
-     "slurmstepd-n9: error: tfcluster: distribution 'arbitrary' (-m arbitrary / SLURM_HOSTFILE) places tasks in an order that tfcluster cannot see from a compute node; use -m block, cyclic or plane=N [local task 0; TF_CONFIG not set]"),
+     "slurmstepd-n9: error: tfcluster: distribution 'arbitrary' without SLURM_HOSTFILE (e.g. -m arbitrary -w LIST) places tasks in an order tfcluster cannot see; list the hosts in a file named by SLURM_HOSTFILE, or use -m block, cyclic or plane=N [local task 0; TF_CONFIG not set]"),
     ("-w n011 -N1 -n2 --gres=gpu:1 --tf-cluster", 1,
      "slurmstepd-n011: error: tfcluster: node n011 has 1 GPU(s) (0) for 2 GPU tasks; ask for at least 2 GPUs per node (--gres=gpu:2), fewer tasks per node, or keep some roles off GPUs (gpu_roles=) [local task 0; TF_CONFIG not set]"),
     ("-w n011 -N1 -n3 --resv-ports=1 --tf-cluster", 1,
@@ -328,6 +328,38 @@ fn bad_input_fails_with_a_clear_message() {
             "srun {args}: a task got a TF_CONFIG"
         );
     }
+}
+
+#[test]
+#[ignore = "needs the test cluster: run tests/run.sh"]
+fn arbitrary_distribution_follows_the_host_file() {
+    // Rank k runs on the k-th line's host; Slurm lists the nodes as n[011-012,9].
+    let file = dir().join("hostfile");
+    std::fs::write(&file, "n012\nn9\nn012\nn011\nn9\n").unwrap();
+    let env = format!("SLURM_HOSTFILE={}", file.display());
+    let run = parse(sh(&format!(
+        "{env} srun -m arbitrary -n5 --tf-cluster=ps:1,worker:* {}",
+        report()
+    )));
+    assert_eq!(
+        summary(&run, "arbitrary"),
+        [
+            "ps:0@n012 -",
+            "worker:0@n9 -",
+            "worker:1@n012 -",
+            "worker:2@n011 -",
+            "worker:3@n9 -"
+        ]
+    );
+    // srun's hand-over to the nodes does not reach the program.
+    let out = sh(&format!(
+        "{env} srun -m arbitrary -n5 --tf-cluster printenv TFCLUSTER_TASK_HOSTS"
+    ));
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 }
 
 #[test]

@@ -3,7 +3,12 @@
 
 mod common;
 use common::*;
-use tfcluster::core::layout::{parse_counts, Distribution};
+use tfcluster::core::hostlist;
+use tfcluster::core::layout::{parse_counts, Distribution, Layout};
+
+fn hosts(names: &[&str]) -> Vec<String> {
+    names.iter().map(|s| s.to_string()).collect()
+}
 use tfcluster::core::ports::{parse_port_list, PortPolicy, StepPorts};
 use tfcluster::core::{Error, Result, Settings, Spec};
 
@@ -76,7 +81,15 @@ fn every_error_message() {
         (step_err("worker:*", &[], "a,b", "2", None),
          "the step lists 2 nodes (SLURM_STEP_NODELIST) but 1 task counts (SLURM_STEP_TASKS_PER_NODE); this step's environment is inconsistent"),
         (step_err("worker:*", &[], "a,b", "1(x2)", Some("arbitrary")),
-         "distribution 'arbitrary' (-m arbitrary / SLURM_HOSTFILE) places tasks in an order that tfcluster cannot see from a compute node; use -m block, cyclic or plane=N"),
+         "distribution 'arbitrary' without SLURM_HOSTFILE (e.g. -m arbitrary -w LIST) places tasks in an order tfcluster cannot see; list the hosts in a file named by SLURM_HOSTFILE, or use -m block, cyclic or plane=N"),
+        (hostlist::hostfile_task_hosts("n1\nn2\n", 3).map(|_| ()),
+         "SLURM_HOSTFILE lists 2 hosts for 3 tasks; list one host per task"),
+        (Layout::from_task_hosts(&hosts(&["a", "b"]), &[1, 1], &hosts(&["a", "c"])).map(|_| ()),
+         "SLURM_HOSTFILE puts task 1 on c, which is not one of the step's nodes (a,b)"),
+        (Layout::from_task_hosts(&hosts(&["a", "b"]), &[1, 1], &hosts(&["a", "a"])).map(|_| ()),
+         "SLURM_HOSTFILE puts 2 tasks on a but Slurm started 1 there; refusing to hand out a wrong TF_CONFIG"),
+        (Layout::from_task_hosts(&hosts(&["a", "b"]), &[2, 1], &hosts(&["a", "b"])).map(|_| ()),
+         "SLURM_HOSTFILE puts 1 tasks on a but Slurm started 2 there; refusing to hand out a wrong TF_CONFIG"),
         (Distribution::parse(Some("zigzag:block"), None).map(|_| ()),
          "unknown task distribution 'zigzag:block' (SLURM_DISTRIBUTION); use -m block, cyclic or plane=N"),
         (Distribution::parse(Some("plane"), None).map(|_| ()),
@@ -153,6 +166,9 @@ fn listed(e: &Error) {
         | TooManyTasks { .. }
         | NoNodes
         | ArbitraryDistribution
+        | HostfileTooShort { .. }
+        | TaskHostNotInStep { .. }
+        | TaskHostCount { .. }
         | UnknownDistribution { .. }
         | BadPlaneSize { .. }
         | LayoutMismatch { .. }

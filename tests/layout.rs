@@ -52,6 +52,39 @@ fn reproduces_every_layout_slurm_produced() {
     }
 }
 
+/// `SLURM_HOSTFILE=f srun -m arbitrary -n5`, f = node3,node1,node3,node2,node1: Slurm lists
+/// the nodes sorted (node[1-3], counts 2,1,2) and gives rank k to the k-th line's host.
+#[test]
+fn arbitrary_follows_the_host_file() {
+    let names = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let layout = Layout::from_task_hosts(
+        &names(&["node1", "node2", "node3"]),
+        &[2, 1, 2],
+        &names(&["node3", "node1", "node3", "node2", "node1"]),
+    )
+    .unwrap();
+    let got: Vec<&[u32]> = layout.nodes().collect();
+    assert_eq!(got, [&[1, 4][..], &[3], &[0, 2]]);
+}
+
+#[test]
+fn host_files_are_read_like_slurm() {
+    use tfcluster::core::hostlist::hostfile_task_hosts;
+    assert_eq!(
+        hostfile_task_hosts("n3\nn1\nn3\n", 3).unwrap(),
+        ["n3", "n1", "n3"]
+    );
+    assert_eq!(
+        hostfile_task_hosts("n3,n1\nn[1-2]\n", 3).unwrap(),
+        ["n3", "n1", "n1"]
+    );
+    assert_eq!(
+        hostfile_task_hosts("a\nb\nc\nd\n", 2).unwrap(),
+        ["a", "b"],
+        "extra lines unused"
+    );
+}
+
 #[rustfmt::skip]
 const COUNTS: &[(&str, &[u32])] = &[
     ("2",              &[2]),                                        // T1

@@ -82,6 +82,27 @@ proptest! {
     }
 
     #[test]
+    fn host_files_place_exactly_what_slurm_started_or_say_why(
+        counts in prop::collection::vec(0u32..4, 1..5),
+        picks in prop::collection::vec(0usize..6, 0..14),
+    ) {
+        let hosts: Vec<String> = (0..counts.len()).map(|i| format!("n{i}")).collect();
+        // Task hosts drawn from the step's nodes and one stranger ("n5" when fewer nodes).
+        let task_hosts: Vec<String> = picks.iter().map(|&p| format!("n{}", p.min(5))).collect();
+        match Layout::from_task_hosts(&hosts, &counts, &task_hosts) {
+            Ok(layout) => {
+                for (node, gtids) in layout.nodes().enumerate() {
+                    prop_assert_eq!(gtids.len() as u32, counts[node]);
+                    for &rank in gtids {
+                        prop_assert_eq!(&task_hosts[rank as usize], &hosts[node]);
+                    }
+                }
+            }
+            Err(e) => prop_assert!(!e.to_string().is_empty()),
+        }
+    }
+
+    #[test]
     fn parsers_never_panic(text in grammar_text()) {
         let _ = expand(&text);
         let _ = parse_counts("SLURM_STEP_TASKS_PER_NODE", &text);

@@ -70,10 +70,30 @@ pub enum Error {
     #[error("the step has no nodes (SLURM_STEP_NODELIST is empty)")]
     NoNodes,
     #[error(
-        "distribution 'arbitrary' (-m arbitrary / SLURM_HOSTFILE) places tasks in an order that \
-         tfcluster cannot see from a compute node; use -m block, cyclic or plane=N"
+        "distribution 'arbitrary' without SLURM_HOSTFILE (e.g. -m arbitrary -w LIST) places tasks \
+         in an order tfcluster cannot see; list the hosts in a file named by SLURM_HOSTFILE, or use \
+         -m block, cyclic or plane=N"
     )]
     ArbitraryDistribution,
+    #[error("SLURM_HOSTFILE lists {entries} hosts for {tasks} tasks; list one host per task")]
+    HostfileTooShort { entries: usize, tasks: u32 },
+    #[error(
+        "SLURM_HOSTFILE puts task {rank} on {host}, which is not one of the step's nodes ({nodes})"
+    )]
+    TaskHostNotInStep {
+        rank: usize,
+        host: String,
+        nodes: String,
+    },
+    #[error(
+        "SLURM_HOSTFILE puts {listed} tasks on {host} but Slurm started {started} there; \
+         refusing to hand out a wrong TF_CONFIG"
+    )]
+    TaskHostCount {
+        host: String,
+        listed: u32,
+        started: u32,
+    },
     #[error(
         "unknown task distribution '{value}' (SLURM_DISTRIBUTION); use -m block, cyclic or plane=N"
     )]

@@ -34,6 +34,20 @@ pub fn expand(list: &str) -> Result<Vec<String>> {
     Ok(hosts)
 }
 
+/// The host of each of a step's `tasks` tasks from a `SLURM_HOSTFILE` (one host per line or
+/// comma separated; hostlist ranges allowed): the first `tasks` entries, in file order.
+pub fn hostfile_task_hosts(text: &str, tasks: u32) -> Result<Vec<String>> {
+    let mut hosts = expand(text)?;
+    if hosts.len() < tasks as usize {
+        return Err(Error::HostfileTooShort {
+            entries: hosts.len(),
+            tasks,
+        });
+    }
+    hosts.truncate(tasks as usize);
+    Ok(hosts)
+}
+
 /// Splits on separators outside brackets.
 fn tokens(list: &str) -> std::result::Result<Vec<&str>, String> {
     let mut out = Vec::new();

@@ -131,6 +131,50 @@ impl Layout {
         Ok(Self::round_robin(counts, total as usize, chunk))
     }
 
+    /// Arbitrary distribution: rank k runs on `task_hosts[k]` (the order of the user's
+    /// `SLURM_HOSTFILE`, as srun reads it). The result must match Slurm's per-node `counts`.
+    pub fn from_task_hosts(
+        hosts: &[String],
+        counts: &[u32],
+        task_hosts: &[String],
+    ) -> Result<Layout> {
+        let index: std::collections::HashMap<&str, usize> = hosts
+            .iter()
+            .enumerate()
+            .map(|(i, h)| (h.as_str(), i))
+            .rev()
+            .collect();
+        let total = counts.iter().map(|&c| c as usize).sum();
+        let mut layout = Self::empty(counts, total);
+        let mut filled = vec![0u32; counts.len()];
+        for (rank, host) in task_hosts.iter().enumerate() {
+            let node = *index
+                .get(host.as_str())
+                .ok_or_else(|| Error::TaskHostNotInStep {
+                    rank,
+                    host: host.clone(),
+                    nodes: hosts.join(","),
+                })?;
+            if filled[node] == counts[node] {
+                let listed = task_hosts.iter().filter(|h| *h == host).count() as u32;
+                return Err(Error::TaskHostCount {
+                    host: host.clone(),
+                    listed,
+                    started: counts[node],
+                });
+            }
+            layout.assign(node, &mut filled);
+        }
+        if let Some(node) = (0..counts.len()).find(|&n| filled[n] != counts[n]) {
+            return Err(Error::TaskHostCount {
+                host: hosts[node].clone(),
+                listed: filled[node],
+                started: counts[node],
+            });
+        }
+        Ok(layout)
+    }
+
     /// The global ranks on `node`, by local slot.
     pub fn node(&self, node: usize) -> Option<&[u32]> {
         Some(&self.gtids[*self.starts.get(node)?..*self.starts.get(node + 1)?])

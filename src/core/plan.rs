@@ -26,6 +26,9 @@ pub struct StepInputs<'a> {
     pub plane_size: Option<&'a str>,
     /// `SLURM_STEP_RESV_PORTS`
     pub resv_ports: Option<&'a str>,
+    /// Arbitrary distribution only: every task's host in rank order (comma separated), which
+    /// srun reads from `SLURM_HOSTFILE` and passes on.
+    pub task_hosts: Option<&'a str>,
     pub job_id: u32,
     pub step_id: u32,
 }
@@ -69,7 +72,12 @@ impl StepPlan {
             });
         }
         let dist = Distribution::parse(step.distribution, step.plane_size)?;
-        let layout = Layout::build(&counts, dist)?;
+        let layout = match (dist, step.task_hosts) {
+            (Distribution::Arbitrary, Some(list)) => {
+                Layout::from_task_hosts(&hosts, &counts, &hostlist::expand(list)?)?
+            }
+            _ => Layout::build(&counts, dist)?,
+        };
         let tasks = layout.ranks.len() as u32;
         let roles = spec.resolve(tasks)?;
 

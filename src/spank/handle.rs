@@ -73,6 +73,21 @@ pub unsafe fn args(ac: c_int, argv: *mut *mut c_char) -> Vec<String> {
         .collect()
 }
 
+/// srun only: sets a variable in srun's own environment, which srun copies into the step's
+/// environment, so slurmstepd can read it with [`Spank::getenv`]. This is how the srun side hands
+/// facts only it can see to the nodes. Never used in slurmstepd or a task, whose environment is
+/// Slurm's array, not the process environment.
+pub fn set_srun_env(name: &str, value: &str) -> Result<(), std::io::Error> {
+    let (name, value) = (cstring(name), cstring(value));
+    // SAFETY: valid C strings; setenv copies them. srun calls SPANK hooks from its main thread
+    // before it starts the I/O threads of the step launch.
+    if unsafe { libc::setenv(name.as_ptr(), value.as_ptr(), 1) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
 /// A C string Slurm passed (an option's argument), copied; `None` for NULL.
 ///
 /// # Safety

@@ -16,11 +16,14 @@
 use super::ffi::{self, tfc_spank_item as item};
 use super::handle::{self, Context, Spank};
 use super::log;
-use crate::core::{Error, GpuAction, Settings, Spec, StepInputs, StepPlan};
+use crate::core::{hostlist, Error, GpuAction, Settings, Spec, StepInputs, StepPlan};
 use std::ffi::c_int;
 use std::sync::{Mutex, MutexGuard};
 
 pub const OPTION_NAME: &str = "tf-cluster";
+/// srun -> slurmstepd: every task's host in rank order, for `-m arbitrary` (SLURM_HOSTFILE).
+/// Removed from each task's environment before exec.
+const TASK_HOSTS_VAR: &str = "TFCLUSTER_TASK_HOSTS";
 const OPTION_USAGE: &str =
     "[tfcluster] TF_CONFIG + GPU split for TensorFlow: SPEC=ROLE:COUNT,... e.g. chief:1,ps:2,worker:*";
 
@@ -122,6 +125,10 @@ pub fn local_user_init(sp: &Spank) -> c_int {
             return 0;
         }
     };
+    if let Err(e) = pass_hostfile_order(tasks) {
+        log::error(&e);
+        return -1;
+    }
     match Spec::parse(Some(&arg)).and_then(|spec| spec.resolve(tasks)) {
         Ok(roles) => {
             let text: Vec<String> = roles
@@ -137,6 +144,20 @@ pub fn local_user_init(sp: &Spank) -> c_int {
             -1
         }
     }
+}
+
+/// srun, with `-m arbitrary`: the nodes cannot see the task order, which only the user's
+/// SLURM_HOSTFILE holds; read it here and pass it on in the step's environment.
+fn pass_hostfile_order(tasks: u32) -> Result<(), String> {
+    let arbitrary = std::env::var("SLURM_DISTRIBUTION").is_ok_and(|d| d.starts_with("arbitrary"));
+    let Some(path) = std::env::var_os("SLURM_HOSTFILE").filter(|_| arbitrary) else {
+        return Ok(());
+    };
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| format!("cannot read SLURM_HOSTFILE {}: {e}", path.to_string_lossy()))?;
+    let hosts = hostlist::hostfile_task_hosts(&text, tasks).map_err(|e| e.to_string())?;
+    handle::set_srun_env(TASK_HOSTS_VAR, &hosts.join(","))
+        .map_err(|e| format!("cannot pass the task order to the nodes: {e}"))
 }
 
 /// slurmstepd, once per node before the tasks fork: plan the step.
@@ -190,12 +211,14 @@ fn plan_node(sp: &Spank, arg: &str, settings: Result<Settings, Error>) -> Result
     );
     let (distribution, plane_size) = (env("SLURM_DISTRIBUTION")?, env("SLURM_DIST_PLANESIZE")?);
     let resv_ports = env("SLURM_STEP_RESV_PORTS")?;
+    let task_hosts = env(TASK_HOSTS_VAR)?;
     let inputs = StepInputs {
         nodelist: &nodelist,
         tasks_per_node: &tasks_per_node,
         distribution: distribution.as_deref(),
         plane_size: plane_size.as_deref(),
         resv_ports: resv_ports.as_deref(),
+        task_hosts: task_hosts.as_deref(),
         job_id: item(item::TFC_S_JOB_ID, "the job id")?,
         step_id: item(item::TFC_S_JOB_STEPID, "the step id")?,
     };
@@ -225,6 +248,8 @@ fn plan_node(sp: &Spank, arg: &str, settings: Result<Settings, Error>) -> Result
 pub fn task_init(sp: &Spank) -> c_int {
     let state = state();
     let Some(planned) = &state.plan else { return 0 };
+    // srun's hand-over to the nodes is not for the program.
+    let _ = sp.unsetenv(TASK_HOSTS_VAR);
     match apply(sp, planned) {
         Ok(()) => 0,
         Err(msg) => {
