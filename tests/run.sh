@@ -15,8 +15,10 @@ cd "$root"
 if cargo fmt --version >/dev/null 2>&1; then cargo fmt --all -- --check; fi
 if cargo clippy --version >/dev/null 2>&1; then cargo clippy --all-targets --quiet -- -D warnings; fi
 
-cargo test
+# The plugin itself (cargo test builds only the library the tests link, not the .so).
+cargo build
 plugin=$PWD/target/debug/libtfcluster.so
+cargo test
 python=$(bash tests/tensorflow/setup.sh)
 
 trap '"$root/tests/cluster/cluster.sh" down' EXIT
