@@ -142,11 +142,18 @@ fn the_checks_really_compare() {
 fn plugin_path() -> PathBuf {
     // target/<profile>/deps/abi-HASH -> target/<profile>/libtfcluster.so
     let exe = std::env::current_exe().unwrap();
-    exe.parent()
+    let so = exe
+        .parent()
         .unwrap()
         .parent()
         .unwrap()
-        .join("libtfcluster.so")
+        .join("libtfcluster.so");
+    assert!(
+        so.exists(),
+        "{} is not built: run `cargo build` first (tests/run.sh does)",
+        so.display()
+    );
+    so
 }
 
 #[test]
