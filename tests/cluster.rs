@@ -253,6 +253,19 @@ fn sbatch_option_applies_to_every_step_but_not_the_batch_script() {
 
 #[test]
 #[ignore = "needs the test cluster: run tests/run.sh"]
+fn salloc_option_applies_to_its_steps() {
+    let run = parse(sh(&format!(
+        "salloc -w n011,n012 -N2 -n2 --tf-cluster=chief:1,worker:* srun {}",
+        report()
+    )));
+    assert_eq!(
+        summary(&run, "salloc"),
+        ["chief:0@n011 -", "worker:0@n012 -"]
+    );
+}
+
+#[test]
+#[ignore = "needs the test cluster: run tests/run.sh"]
 fn the_environment_variable_form() {
     let run = parse(sh(&format!(
         "SLURM_SPANK__SLURM_SPANK_OPTION_tfcluster_tf_cluster=ps:1,worker:* srun -w n011,n012 -N2 -n2 {}",
