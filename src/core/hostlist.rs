@@ -148,14 +148,6 @@ impl Range {
     fn push(&self, out: &mut String, n: u64) {
         push_decimal(out, n, self.width);
     }
-
-    pub fn len(&self) -> u64 {
-        self.hi - self.lo + 1
-    }
-
-    pub fn is_empty(&self) -> bool {
-        false
-    }
 }
 
 /// Parses `r1,r2-r3,...` (the inside of a bracket group, or a port list).
