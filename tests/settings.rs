@@ -6,7 +6,7 @@ mod common;
 use common::*;
 use serde_json::json;
 use tfcluster::core::ports::{PortPolicy, StepPorts};
-use tfcluster::core::GpuAction;
+use tfcluster::core::{GpuAction, Settings};
 
 #[rustfmt::skip]
 #[test]
@@ -25,6 +25,28 @@ fn port_policies() {
         let got = [0, 1, 2].map(|slot| ports.of_slot(slot));
         assert_eq!(got, *want, "{policy:?} {resv:?} job {job} step {step}");
     }
+}
+
+#[rustfmt::skip]
+#[test]
+fn port_words_combine_in_any_order() {
+    let range = |lo, hi, block| PortPolicy::Range { lo, hi, block };
+    let cases: &[(&[&str], PortPolicy)] = &[
+        (&[],                                                   range(20000, 32767, 64)),
+        (&["port_range=30000-30999"],                           range(30000, 30999, 64)),
+        (&["port_block=16", "port_range=30000-30999"],          range(30000, 30999, 16)),
+        (&["port_range=30000-30999", "port_block=16"],          range(30000, 30999, 16)),
+        (&["port_base=9000", "port_range=30000-30999"],         PortPolicy::Base(9000)),
+        (&["port_range=30000-30999", "port_base=9000"],         PortPolicy::Base(9000)),
+    ];
+    for (words, want) in cases {
+        assert_eq!(Settings::from_plugstack(words).unwrap().ports(), *want, "{words:?}");
+    }
+    // A job's port_base wins over the admin's range; the admin's block survives a port_base.
+    let admin = Settings::from_plugstack(&["port_base=9000", "port_block=16"]).unwrap();
+    assert_eq!(admin.port_block, 16);
+    let job = Settings::default().with_overrides(&[("port_base".into(), "7000".into())]).unwrap();
+    assert_eq!(job.ports(), PortPolicy::Base(7000));
 }
 
 #[test]

@@ -88,7 +88,7 @@ impl StepPlan {
             .max_by_key(|&(n, len)| (len, std::cmp::Reverse(n)))
             .expect("at least one node");
         let ports = StepPorts::plan(
-            &settings.ports,
+            &settings.ports(),
             step.resv_ports,
             step.job_id,
             step.step_id,

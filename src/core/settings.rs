@@ -57,7 +57,11 @@ impl RoleSet {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Settings {
-    pub ports: PortPolicy,
+    /// `port_base=`: TensorFlow's scheme; when set it wins over the range.
+    pub port_base: Option<u16>,
+    /// `port_range=LO-HI` and `port_block=N`: the automatic scheme.
+    pub port_range: (u16, u16),
+    pub port_block: u16,
     pub address: AddressFormat,
     pub gpus: GpuPolicy,
     pub gpu_roles: RoleSet,
@@ -67,11 +71,9 @@ pub struct Settings {
 impl Default for Settings {
     fn default() -> Self {
         Settings {
-            ports: PortPolicy::Range {
-                lo: DEFAULT_PORT_RANGE.0,
-                hi: DEFAULT_PORT_RANGE.1,
-                block: DEFAULT_PORT_BLOCK,
-            },
+            port_base: None,
+            port_range: DEFAULT_PORT_RANGE,
+            port_block: DEFAULT_PORT_BLOCK,
             address: AddressFormat::default(),
             gpus: GpuPolicy::Split,
             gpu_roles: RoleSet::ALL,
@@ -81,6 +83,18 @@ impl Default for Settings {
 }
 
 impl Settings {
+    /// The port scheme these settings give, whatever order their words came in.
+    pub fn ports(&self) -> PortPolicy {
+        match self.port_base {
+            Some(base) => PortPolicy::Base(u32::from(base)),
+            None => PortPolicy::Range {
+                lo: self.port_range.0,
+                hi: self.port_range.1,
+                block: self.port_block,
+            },
+        }
+    }
+
     /// Parses plugstack.conf arguments (`key=value` words).
     pub fn from_plugstack<S: AsRef<str>>(args: &[S]) -> Result<Settings> {
         let mut settings = Settings::default();
@@ -118,8 +132,8 @@ impl Settings {
         };
         match key {
             "port_base" => {
-                let base = port(value).ok_or_else(|| bad("expected a port number 1-65535"))?;
-                self.ports = PortPolicy::Base(u32::from(base));
+                self.port_base =
+                    Some(port(value).ok_or_else(|| bad("expected a port number 1-65535"))?);
             }
             "port_range" => {
                 let (lo, hi) = value
@@ -127,17 +141,11 @@ impl Settings {
                     .and_then(|(lo, hi)| Some((port(lo)?, port(hi)?)))
                     .filter(|(lo, hi)| lo <= hi)
                     .ok_or_else(|| bad("expected LO-HI with 1 <= LO <= HI <= 65535"))?;
-                let block = match self.ports {
-                    PortPolicy::Range { block, .. } => block,
-                    PortPolicy::Base(_) => DEFAULT_PORT_BLOCK,
-                };
-                self.ports = PortPolicy::Range { lo, hi, block };
+                self.port_range = (lo, hi);
             }
             "port_block" => {
-                let n = port(value).ok_or_else(|| bad("expected a number of ports 1-65535"))?;
-                if let PortPolicy::Range { block, .. } = &mut self.ports {
-                    *block = n;
-                }
+                self.port_block =
+                    port(value).ok_or_else(|| bad("expected a number of ports 1-65535"))?;
             }
             "address" => {
                 self.address = AddressFormat::parse(value).ok_or_else(|| {
