@@ -33,8 +33,8 @@ const OPTION_USAGE: &str =
 struct State {
     /// The plugstack.conf settings, or why they are invalid.
     settings: Option<Result<Settings, Error>>,
-    /// The `--tf-cluster` value when the option was given (`Some("")` for no SPEC).
-    option: Option<String>,
+    /// The `--tf-cluster` value, parsed, when the option was given (or why it does not parse).
+    option: Option<Result<Spec, Error>>,
     /// slurmstepd: the step's plan for this node, or the message to report in each task.
     plan: Option<Result<Node, String>>,
 }
@@ -94,10 +94,10 @@ pub fn init(sp: &Spank, args: &[String]) -> c_int {
 /// --tf-cluster argument") before anything is submitted. It runs twice in slurmstepd, so it
 /// only records the latest value. `None` (no SPEC) and `""` both mean all workers.
 pub fn option(optarg: Option<String>, remote: bool) -> c_int {
-    let arg = optarg.unwrap_or_default();
     let mut state = state();
+    let spec = Spec::parse(optarg.as_deref());
     if !remote {
-        let checked = Spec::parse(Some(&arg)).and_then(|spec| {
+        let checked = spec.clone().and_then(|spec| {
             settings(&state)?
                 .with_overrides(&spec.overrides)
                 .map(|_| ())
@@ -107,13 +107,16 @@ pub fn option(optarg: Option<String>, remote: bool) -> c_int {
             return -1;
         }
     }
-    state.option = Some(arg);
+    // In slurmstepd an error is kept and reported by each task (a failing remote callback is
+    // only logged by slurmd, and the job would run as if the option were absent).
+    state.option = Some(spec);
     0
 }
 
 /// srun: the step's task count is known here; reject a spec that cannot fit before launch.
 pub fn local_user_init(sp: &Spank) -> c_int {
-    let Some(arg) = state().option.clone() else {
+    // The callback already refused a spec that does not parse.
+    let Some(Ok(spec)) = state().option.clone() else {
         return 0;
     };
     let tasks = match sp.item_u32(item::TFC_S_JOB_TOTAL_TASK_COUNT) {
@@ -125,25 +128,24 @@ pub fn local_user_init(sp: &Spank) -> c_int {
             return 0;
         }
     };
+    let roles = match spec.resolve(tasks) {
+        Ok(roles) => roles,
+        Err(e) => {
+            log::error(&e.to_string());
+            return -1;
+        }
+    };
     if let Err(e) = pass_hostfile_order(tasks) {
         log::error(&e);
         return -1;
     }
-    match Spec::parse(Some(&arg)).and_then(|spec| spec.resolve(tasks)) {
-        Ok(roles) => {
-            let text: Vec<String> = roles
-                .slices
-                .iter()
-                .map(|s| format!("{}:{}", s.role, s.count))
-                .collect();
-            log::verbose(&format!("{tasks} tasks as {}", text.join(",")));
-            0
-        }
-        Err(e) => {
-            log::error(&e.to_string());
-            -1
-        }
-    }
+    let text: Vec<String> = roles
+        .slices
+        .iter()
+        .map(|s| format!("{}:{}", s.role, s.count))
+        .collect();
+    log::verbose(&format!("{tasks} tasks as {}", text.join(",")));
+    0
 }
 
 /// srun, with `-m arbitrary`: the nodes cannot see the task order, which only the user's
@@ -166,13 +168,13 @@ pub fn init_post_opt(sp: &Spank) -> c_int {
         return 0;
     }
     let mut state = state();
-    let Some(arg) = state.option.clone() else {
+    let Some(spec) = state.option.clone() else {
         return 0;
     };
     if !is_task_step(sp) {
         return 0;
     }
-    let planned = plan_node(sp, &arg, settings(&state));
+    let planned = plan_node(sp, spec, settings(&state));
     state.plan = Some(planned);
     0
 }
@@ -186,7 +188,11 @@ fn is_task_step(sp: &Spank) -> bool {
     }
 }
 
-fn plan_node(sp: &Spank, arg: &str, settings: Result<Settings, Error>) -> Result<Node, String> {
+fn plan_node(
+    sp: &Spank,
+    spec: Result<Spec, Error>,
+    settings: Result<Settings, Error>,
+) -> Result<Node, String> {
     let env = |name: &str| {
         sp.getenv(name)
             .map_err(|e| format!("cannot read {name} from the job environment: {e}"))
@@ -203,7 +209,7 @@ fn plan_node(sp: &Spank, arg: &str, settings: Result<Settings, Error>) -> Result
             "heterogeneous jobs are not supported; run TensorFlow in a single-component job".into(),
         );
     }
-    let spec = Spec::parse(Some(arg)).map_err(|e| e.to_string())?;
+    let spec = spec.map_err(|e| e.to_string())?;
     let settings = settings.map_err(|e| e.to_string())?;
     let (nodelist, tasks_per_node) = (
         required("SLURM_STEP_NODELIST")?,
