@@ -94,6 +94,8 @@ fn every_error_message() {
          "unknown task distribution 'zigzag:block' (SLURM_DISTRIBUTION); use -m block, cyclic or plane=N"),
         (Distribution::parse(Some("plane"), None).map(|_| ()),
          "plane distribution needs a plane size >= 1, got SLURM_DIST_PLANESIZE=''; use -m plane=N"),
+        (Distribution::parse(Some("plane"), Some("+2")).map(|_| ()),
+         "plane distribution needs a plane size >= 1, got SLURM_DIST_PLANESIZE='+2'; use -m plane=N"),
         (Distribution::parse(Some("plane"), Some("0")).map(|_| ()),
          "plane distribution needs a plane size >= 1, got SLURM_DIST_PLANESIZE='0'; use -m plane=N"),
         (plan("worker:*", &[], &step("a,b", "2(x2)", None)).check_node(1, &[1, 3]),

@@ -9,8 +9,9 @@
 //!   starting at the sum of the counts before it.
 //! - **cyclic**: ids go round-robin over the nodes, skipping nodes that are full.
 //! - **plane=P**: like cyclic, P ids at a time, cut short when a node has less room left.
-//! - **arbitrary**: ids follow the user's host file, which a compute node cannot read. That is
-//!   an error, never a guess.
+//! - **arbitrary**: ids follow the user's `SLURM_HOSTFILE`, which a compute node cannot read;
+//!   srun reads it and passes every task's host on ([`Layout::from_task_hosts`]). Without that
+//!   list it is an error, never a guess.
 //!
 //! Levels after `:` (socket/core binding) never change which node a task is on.
 
@@ -42,8 +43,8 @@ impl Distribution {
             "arbitrary" => Ok(Distribution::Arbitrary),
             "plane" => {
                 let size = inline_size.or(plane_size).unwrap_or("").trim();
-                match size.parse::<u32>() {
-                    Ok(n) if n >= 1 => Ok(Distribution::Plane(n)),
+                match decimal::<u32>(size) {
+                    Some(n) if n >= 1 => Ok(Distribution::Plane(n)),
                     _ => Err(Error::BadPlaneSize {
                         value: size.to_string(),
                     }),
