@@ -107,7 +107,7 @@ fn every_error_message() {
         (StepPorts::plan(&PortPolicy::Range { lo: 20000, hi: 32767, block: 64 }, Some("12000"), 1, 0, 2, "n9").map(|_| ()),
          "node n9 runs 2 tasks but SLURM_STEP_RESV_PORTS reserved only 1 ports; use srun --resv-ports=2 or more"),
         (parse_port_list("12000-99999").map(|_| ()),
-         "SLURM_STEP_RESV_PORTS: ports='12000-99999' is invalid: expected ports 1-65535 like 12000-12003,12010"),
+         "SLURM_STEP_RESV_PORTS '12000-99999' is not a list of ports 1-65535 like 12000-12003,12010; run srun with --resv-ports=0 to let tfcluster choose the ports"),
         (step_err("worker:*", &["port_base=65535"], "a", "2", None),
          "port 65535 + 2 tasks on one node goes past 65535; choose a lower port_base"),
         (step_err("worker:*", &["port_range=30000-30003"], "a", "8", None),
@@ -177,6 +177,7 @@ fn listed(e: &Error) {
         | NodeOutOfRange { .. }
         | SlotOutOfRange { .. }
         | NotEnoughReservedPorts { .. }
+        | ReservedPortList { .. }
         | PortOverflow { .. }
         | PortRangeTooSmall { .. }
         | NotEnoughGpus { .. }

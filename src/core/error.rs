@@ -129,6 +129,11 @@ pub enum Error {
         tasks: usize,
         ports: usize,
     },
+    #[error(
+        "SLURM_STEP_RESV_PORTS '{value}' is not a list of ports 1-65535 like 12000-12003,12010; \
+         run srun with --resv-ports=0 to let tfcluster choose the ports"
+    )]
+    ReservedPortList { value: String },
     #[error("port {base} + {tasks} tasks on one node goes past 65535; choose a lower port_base")]
     PortOverflow { base: u32, tasks: usize },
     #[error(

@@ -91,11 +91,8 @@ impl StepPorts {
 
 /// Parses a port list such as `12000-12003,12010` (the format of `SLURM_STEP_RESV_PORTS`).
 pub fn parse_port_list(list: &str) -> Result<Vec<u16>> {
-    let fail = || Error::BadSetting {
-        origin: "SLURM_STEP_RESV_PORTS",
-        key: "ports".into(),
+    let fail = || Error::ReservedPortList {
         value: list.to_string(),
-        expected: "expected ports 1-65535 like 12000-12003,12010",
     };
     let mut ports = Vec::new();
     for range in parse_ranges(list).map_err(|_| fail())? {
