@@ -79,8 +79,9 @@ pub unsafe fn args(ac: c_int, argv: *mut *mut c_char) -> Vec<String> {
 /// Slurm's array, not the process environment.
 pub fn set_srun_env(name: &str, value: &str) -> Result<(), std::io::Error> {
     let (name, value) = (cstring(name), cstring(value));
-    // SAFETY: valid C strings; setenv copies them. srun calls SPANK hooks from its main thread
-    // before it starts the I/O threads of the step launch.
+    // SAFETY: valid C strings; setenv copies them. It changes srun's environment the way Slurm
+    // itself does in this phase (spank_init_post_opt setenv()s each option's value for the
+    // step), and tests/cluster.rs shows the value reaching slurmstepd.
     if unsafe { libc::setenv(name.as_ptr(), value.as_ptr(), 1) } == 0 {
         Ok(())
     } else {
