@@ -112,7 +112,6 @@ write_config() {
         echo "AutoDetect=off"
         echo "NodeName=$names Name=gpu File=/dev/nvidia[0-3]"
     } > "$conf/gres.conf"
-    [ -f "$conf/plugstack.conf" ] || : > "$conf/plugstack.conf"
     # Plain srun/sbatch/sinfo find the cluster through the usual path.
     if [ -e "$SLURM_CONF_LINK" ] && [ ! -L "$SLURM_CONF_LINK" ]; then
         mv "$SLURM_CONF_LINK" "$SLURM_CONF_LINK.tfc-saved"
@@ -215,13 +214,16 @@ up() {
     fi
     echo "${NODES[*]}" > "$DIR/nodes"
     write_config
+    # Before any daemon starts: slurmd loads plugstack.conf at start, and a line left by an
+    # earlier run may name a plugin that no longer exists (with `required`, slurmd then dies).
+    set_plugstack "${1:+required $1}"
+    rm -f "$DIR"/log/*
     write_hosts_block add
     start_munge
     start_network
     start_slurmctld
     for i in "${!NODES[@]}"; do start_slurmd "$i"; done
     wait_ready
-    if [ -n "${1:-}" ]; then set_plugstack "required $1"; fi
     log "up: ${NODES[*]} ($((SECONDS - start)) s); plugstack: $(cat "$DIR/etc/plugstack.conf")"
 }
 
