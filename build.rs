@@ -20,6 +20,7 @@ fn main() {
     println!("cargo:rerun-if-env-changed=TFCLUSTER_SLURM_INCLUDE");
 
     let (major, minor, micro) = slurm_version();
+    let include = include_dir();
     if (major, minor) < (21, 8) {
         panic!("tfcluster needs Slurm 21.08 or later (SPANK error codes 3000+); got {major}.{minor:02}");
     }
@@ -31,7 +32,10 @@ fn main() {
             "/// The Slurm release this plugin was built for (`(major << 16) | (minor << 8) | micro`).\n\
              pub const SLURM_VERSION_NUMBER: u32 = {number:#08x};\n\
              /// The same, as text.\n\
-             pub const SLURM_VERSION_TEXT: &str = \"{major}.{minor:02}.{micro}\";\n"
+             pub const SLURM_VERSION_TEXT: &str = \"{major}.{minor:02}.{micro}\";\n\
+             /// The include directory of the Slurm this build is for (`tests/abi.rs` checks our\n\
+             /// header against the `slurm/spank.h` there).\n\
+             pub const SLURM_INCLUDE_DIR: &str = {include:?};\n"
         ),
     )
     .unwrap();
@@ -64,8 +68,7 @@ fn slurm_version() -> (u32, u32, u32) {
             _ => bad_version(&text),
         };
     }
-    let include = env::var("TFCLUSTER_SLURM_INCLUDE").unwrap_or_else(|_| "/usr/include".into());
-    let path = PathBuf::from(include).join("slurm/slurm_version.h");
+    let path = PathBuf::from(include_dir()).join("slurm/slurm_version.h");
     println!("cargo:rerun-if-changed={}", path.display());
     let text = fs::read_to_string(&path).unwrap_or_else(|e| {
         panic!(
@@ -81,6 +84,11 @@ fn slurm_version() -> (u32, u32, u32) {
         .and_then(|v| u32::from_str_radix(v.trim_start_matches("0x"), 16).ok())
         .unwrap_or_else(|| panic!("no SLURM_VERSION_NUMBER in {}", path.display()));
     (hex >> 16, (hex >> 8) & 0xff, hex & 0xff)
+}
+
+/// `TFCLUSTER_SLURM_INCLUDE`, or /usr/include.
+fn include_dir() -> String {
+    env::var("TFCLUSTER_SLURM_INCLUDE").unwrap_or_else(|_| "/usr/include".into())
 }
 
 fn bad_version(text: &str) -> ! {

@@ -100,15 +100,19 @@ fn c_checks() -> String {
 
 #[test]
 fn our_header_matches_the_installed_spank_h() {
+    let include = std::path::Path::new(ffi::SLURM_INCLUDE_DIR);
     assert!(
-        std::path::Path::new("/usr/include/slurm/spank.h").exists(),
-        "install libslurm-dev (the test command does) to check the header against Slurm's"
+        include.join("slurm/spank.h").exists(),
+        "no slurm/spank.h in {}: install libslurm-dev (the test command does), or point \
+         TFCLUSTER_SLURM_INCLUDE at a Slurm release's include directory",
+        include.display()
     );
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
     let src = dir.join("abi_check.c");
     std::fs::write(&src, c_checks()).unwrap();
     let out = Command::new("cc")
-        .args(["-std=gnu11", "-fsyntax-only", "-Werror"])
+        .args(["-std=gnu11", "-fsyntax-only", "-Werror", "-isystem"])
+        .arg(include)
         .arg(&src)
         .output()
         .expect("a C compiler (cc)");
@@ -132,7 +136,12 @@ fn the_checks_really_compare() {
     )
     .unwrap();
     let out = Command::new("cc")
-        .args(["-std=gnu11", "-fsyntax-only"])
+        .args([
+            "-std=gnu11",
+            "-fsyntax-only",
+            "-isystem",
+            ffi::SLURM_INCLUDE_DIR,
+        ])
         .arg(&src)
         .output()
         .unwrap();
@@ -190,7 +199,10 @@ fn exports_only_what_slurm_needs() {
 
 #[test]
 fn plugin_version_is_the_installed_slurm_release() {
-    let header = std::fs::read_to_string("/usr/include/slurm/slurm_version.h").unwrap();
+    let header = std::fs::read_to_string(
+        std::path::Path::new(ffi::SLURM_INCLUDE_DIR).join("slurm/slurm_version.h"),
+    )
+    .unwrap();
     let line = header
         .lines()
         .find(|l| l.starts_with("#define SLURM_VERSION_NUMBER"))

@@ -13,6 +13,7 @@
 
 mod common;
 use common::cluster::{dir, plugin, sh, tool, PlugStack};
+use common::release;
 use serde_json::Value;
 use std::collections::HashSet;
 use std::process::Output;
@@ -317,12 +318,12 @@ const BAD_INPUT: &[(&str, i32, &str)] = &[
      "srun: error: tfcluster: --tf-cluster asks for 4 tasks (ps:1,worker:3) but the step has 3; change the counts, use '*' for one role, or run srun with -n 4"),
     ("-N1 -n3 --tf-cluster=chief:1,ps:2,worker:*", 1,
      "srun: error: tfcluster: --tf-cluster: the fixed roles take 3 of the step's 3 tasks, leaving none for worker:*; run with more tasks (-n) or lower the fixed counts"),
-    ("-N2 -n2 -w n9,n10 -m arbitrary --tf-cluster", 1,
-     "slurmstepd-n9: error: tfcluster: distribution 'arbitrary' without SLURM_HOSTFILE (e.g. -m arbitrary -w LIST) places tasks in an order tfcluster cannot see; list the hosts in a file named by SLURM_HOSTFILE, or use -m block, cyclic or plane=N [local task 0; TF_CONFIG not set]"),
+    ("-n2 -w n9,n10 -m arbitrary --tf-cluster", 1,
+     "slurmstepd-n9: error: tfcluster: distribution 'arbitrary' without SLURM_HOSTFILE (e.g. -m arbitrary -w LIST) places tasks in an order tfcluster cannot see; list the hosts in a file named by SLURM_HOSTFILE, or use -m block, cyclic or plane=N [node n9, local task 0; TF_CONFIG not set]"),
     ("-w n011 -N1 -n2 --gres=gpu:1 --tf-cluster", 1,
-     "slurmstepd-n011: error: tfcluster: node n011 has 1 GPU(s) (0) for 2 GPU tasks; ask for at least 2 GPUs per node (--gres=gpu:2), fewer tasks per node, or keep some roles off GPUs (gpu_roles=) [local task 0; TF_CONFIG not set]"),
+     "slurmstepd-n011: error: tfcluster: node n011 has 1 GPU(s) (0) for 2 GPU tasks; ask for at least 2 GPUs per node (--gres=gpu:2), fewer tasks per node, or keep some roles off GPUs (gpu_roles=) [node n011, local task 0; TF_CONFIG not set]"),
     ("-w n011 -N1 -n3 --resv-ports=1 --tf-cluster", 1,
-     "slurmstepd-n011: error: tfcluster: node n011 runs 3 tasks but SLURM_STEP_RESV_PORTS reserved only 1 ports; use srun --resv-ports=3 or more [local task 0; TF_CONFIG not set]"),
+     "slurmstepd-n011: error: tfcluster: node n011 runs 3 tasks but SLURM_STEP_RESV_PORTS reserved only 1 ports; use srun --resv-ports=3 or more [node n011, local task 0; TF_CONFIG not set]"),
 ];
 
 #[test]
@@ -332,8 +333,9 @@ fn bad_input_fails_with_a_clear_message() {
         let run = srun(args);
         assert_eq!(run.code, *code, "srun {args}:\n{}", run.stderr);
         assert!(
-            run.stderr.lines().any(|l| l == *line),
-            "srun {args}: expected\n{line}\ngot:\n{}",
+            release::current().printed(&run.stderr, line),
+            "srun {args}: expected\n{}\ngot:\n{}",
+            release::current().stepd(line),
             run.stderr
         );
         assert!(
@@ -384,8 +386,12 @@ fn a_heterogeneous_step_is_refused() {
     )));
     assert_eq!(run.code, 1, "{}", run.stderr);
     let line = "slurmstepd-n011: error: tfcluster: heterogeneous jobs are not supported; \
-                run TensorFlow in a single-component job [local task 0; TF_CONFIG not set]";
-    assert!(run.stderr.lines().any(|l| l == line), "{}", run.stderr);
+                run TensorFlow in a single-component job [node n011, local task 0; TF_CONFIG not set]";
+    assert!(
+        release::current().printed(&run.stderr, line),
+        "{}",
+        run.stderr
+    );
     assert!(run.tasks.is_empty(), "no task ran");
 }
 
@@ -498,7 +504,7 @@ fn optional_still_shows_the_error_and_sets_no_tf_config() {
     drop(stack);
     assert!(run.stderr.contains("srun: error: tfcluster: --tf-cluster asks for 4 tasks (ps:1,worker:3) but the step has 3"), "{}", run.stderr);
     assert!(
-        run.stderr.contains("[local task 0; TF_CONFIG not set]"),
+        run.stderr.contains(", local task 0; TF_CONFIG not set]"),
         "{}",
         run.stderr
     );

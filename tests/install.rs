@@ -1,10 +1,12 @@
 //! Installing tfcluster as a site would: `make install` (into a DESTDIR and into a prefix the
 //! test cluster loads through an `include`d snippet), the Debian package (dpkg -i, a step, dpkg
 //! -r), and a plugin built for another Slurm release being refused with Slurm's message.
-//! Needs root and the test cluster; tests/run.sh runs these.
+//! Needs root and the test cluster; tests/run.sh runs these on every release, and every
+//! command here (make, dpkg, rpm) runs on that release's system (the release's Debian root).
 
 mod common;
-use common::cluster::{dir, sh, tool, PlugStack};
+use common::cluster::{dir, plugin, sh, tool, PlugStack};
+use common::release;
 use std::path::Path;
 use std::process::Command;
 
@@ -12,27 +14,26 @@ fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn debug_plugin() -> String {
-    root()
-        .join("target/debug/libtfcluster.so")
-        .display()
-        .to_string()
-}
-
-fn run(cmd: &mut Command) -> String {
-    let out = cmd.output().unwrap();
+/// Runs a command line on the release's system; its stdout and stderr, after checking it worked.
+fn run(line: &str) -> String {
+    let out = sh(line);
     let text =
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{cmd:?} failed:\n{text}");
+    assert!(out.status.success(), "{line} failed:\n{text}");
     text
 }
 
 fn make(args: &[&str]) -> String {
-    run(Command::new("make")
-        .arg("-s")
-        .arg("-C")
-        .arg(root())
-        .args(args))
+    run(&format!(
+        "make -s -C {} {}",
+        root().display(),
+        args.join(" ")
+    ))
+}
+
+/// True when `path` is a file on the release's system.
+fn exists(path: &str) -> bool {
+    sh(&format!("test -f {path}")).status.success()
 }
 
 /// Runs a 2-task step with --tf-cluster and returns its TF_CONFIG lines.
@@ -61,7 +62,7 @@ fn make_install_into_a_destdir() {
     let dest = dir().join("destdir");
     let _ = std::fs::remove_dir_all(&dest);
     let destdir = format!("DESTDIR={}", dest.display());
-    let plugin = format!("PLUGIN={}", debug_plugin());
+    let plugin = format!("PLUGIN={}", plugin());
     make(&[
         "install",
         &destdir,
@@ -114,7 +115,7 @@ fn an_installed_plugin_runs_through_an_included_snippet() {
         "install",
         &format!("PREFIX={}", prefix.display()),
         &format!("SLURM_PLUGIN_DIR={}/lib/slurm", prefix.display()),
-        &format!("PLUGIN={}", debug_plugin()),
+        &format!("PLUGIN={}", plugin()),
     ]);
     let stack = PlugStack::set(&format!(
         "include {}/share/tfcluster/tfcluster.conf",
@@ -135,34 +136,44 @@ fn an_installed_plugin_runs_through_an_included_snippet() {
 #[test]
 #[ignore = "needs root and the test cluster: run tests/run.sh"]
 fn the_debian_package_installs_runs_and_removes() {
+    let release = release::current();
     let out = dir().join("deb");
-    let deb = run(Command::new("bash")
-        .arg(root().join("packaging/build-deb.sh"))
-        .arg(debug_plugin())
-        .arg(&out));
+    let deb = run(&format!(
+        "bash {} {} {}",
+        root().join("packaging/build-deb.sh").display(),
+        plugin(),
+        out.display()
+    ));
     let deb = deb.trim();
     assert!(
-        deb.ends_with("slurm-spank-tfcluster_0.1.0+slurm22.05_amd64.deb"),
+        deb.ends_with(&format!(
+            "slurm-spank-tfcluster_0.1.0+slurm{}_amd64.deb",
+            release.version
+        )),
         "{deb}"
     );
-    let info = run(Command::new("dpkg-deb").args(["-f", deb, "Version", "Depends"]));
+    let info = run(&format!("dpkg-deb -f {deb} Version Depends"));
     assert_eq!(
         info,
-        "Version: 0.1.0+slurm22.05\nDepends: slurm-wlm-basic-plugins (>= 22.05), slurm-wlm-basic-plugins (<< 22.06)\n"
+        format!(
+            "Version: 0.1.0+slurm{v}\nDepends: slurm-wlm-basic-plugins (>= {v}), slurm-wlm-basic-plugins (<< {n})\n",
+            v = release.version,
+            n = release.next()
+        )
     );
-    run(Command::new("dpkg").args(["-i", deb]));
-    let installed = Path::new("/usr/lib/x86_64-linux-gnu/slurm-wlm/spank_tfcluster.so");
-    let ok = installed.is_file();
+    run(&format!("dpkg -i {deb}"));
+    let installed = "/usr/lib/x86_64-linux-gnu/slurm-wlm/spank_tfcluster.so";
+    let ok = exists(installed);
     let stack = PlugStack::set("include /usr/share/tfcluster/tfcluster.conf");
     let configs = step_tf_configs();
     drop(stack);
-    run(Command::new("dpkg").args(["-r", "slurm-spank-tfcluster"]));
+    run("dpkg -r slurm-spank-tfcluster");
     assert!(
         ok,
         "the package installs the plugin in Slurm's plugin directory"
     );
     assert_eq!(configs.len(), 2, "{configs:?}");
-    assert!(!installed.exists(), "dpkg -r removes it");
+    assert!(!exists(installed), "dpkg -r removes it");
 }
 
 #[test]
@@ -170,16 +181,24 @@ fn the_debian_package_installs_runs_and_removes() {
 fn a_plugin_built_for_another_release_is_refused_by_slurm() {
     // The same sources, built for Slurm 23.02 (as a site would for its release).
     let target = root().join("target/slurm-23.02");
-    run(Command::new("cargo")
+    let built = Command::new("cargo")
         .args(["build", "--quiet", "--lib", "--target-dir"])
         .arg(&target)
         .current_dir(root())
-        .env("TFCLUSTER_SLURM_VERSION", "23.02"));
+        .env("TFCLUSTER_SLURM_VERSION", "23.02")
+        .status()
+        .unwrap();
+    assert!(built.success());
     let so = target.join("debug/libtfcluster.so");
-    let version = run(Command::new(root().join("packaging/plugin-version.sh")).arg(&so));
+    let version = run(&format!(
+        "{} {}",
+        root().join("packaging/plugin-version.sh").display(),
+        so.display()
+    ));
     assert_eq!(version, "23.02\n");
 
-    // Slurm 22.05 refuses it: with `optional` the job still runs, the option does not exist.
+    // The release under test refuses it: with `optional` the job still runs, the option does
+    // not exist.
     let stack = PlugStack::set(&format!("optional {}", so.display()));
     let optional = sh("srun -N1 -n1 true");
     let with_option = sh("srun -N1 -n1 --tf-cluster true");
@@ -188,10 +207,9 @@ fn a_plugin_built_for_another_release_is_refused_by_slurm() {
     let required = sh("srun -N1 -n1 true");
     drop(stack);
     let stderr = |o: &std::process::Output| String::from_utf8_lossy(&o.stderr).into_owned();
-    let refused = format!(
-        "srun: error: spank: {}: Incompatible plugin version",
-        so.display()
-    );
+    let refused = release::current()
+        .optional_other_release
+        .replace("{so}", &so.display().to_string());
     assert!(optional.status.success());
     assert!(
         stderr(&optional).contains(&refused),

@@ -261,11 +261,19 @@ pub fn task_init(sp: &Spank) -> c_int {
         Err(msg) => {
             // Never leave an inherited TF_CONFIG behind for a task we could not configure.
             let _ = sp.unsetenv("TF_CONFIG");
+            // Slurm 26.05 no longer puts the node's name before lines forwarded from
+            // slurmstepd, so the message names it.
+            let node = sp
+                .getenv("SLURMD_NODENAME")
+                .ok()
+                .flatten()
+                .map(|n| format!("node {n}, "))
+                .unwrap_or_default();
             let task = sp
                 .task_id()
                 .map(|t| format!("local task {t}"))
                 .unwrap_or_default();
-            log::error(&format!("{msg} [{task}; TF_CONFIG not set]"));
+            log::error(&format!("{msg} [{node}{task}; TF_CONFIG not set]"));
             -1
         }
     }

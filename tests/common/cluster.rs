@@ -46,10 +46,17 @@ pub fn tool(name: &str) -> String {
     tools.join(name).display().to_string()
 }
 
-/// Runs a shell command line (bounded in time) from a directory every user can enter.
+/// Runs a shell command line (bounded in time) from a directory every user can enter, inside
+/// the Debian root of the Slurm release under test when there is one (TFC_ROOT, set by
+/// tests/release/run.sh): srun, sbatch, make and dpkg are that release's.
 pub fn sh(line: &str) -> Output {
-    Command::new("timeout")
-        .args(["300", "bash", "-c", line])
+    let mut cmd = Command::new("timeout");
+    cmd.arg("300");
+    if let Ok(root) = std::env::var("TFC_ROOT") {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/release/root.sh");
+        cmd.arg(script).args(["exec", &root]);
+    }
+    cmd.args(["bash", "-c", &format!("cd /tmp && {line}")])
         .current_dir("/tmp")
         .env_remove("TF_CONFIG")
         .output()

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod cluster;
+pub mod release;
 
 use serde_json::Value;
 use tfcluster::core::{GpuAction, Settings, Spec, StepInputs, StepPlan};

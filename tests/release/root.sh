@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# A Debian root per Slurm release, so that one Debian 12 machine tests every release Debian
+# ships (their packages need a newer libc than Debian 12 has, so they cannot go on the host).
+#
+#   tests/release/root.sh make NAME       build the root if it is missing or stale (cached)
+#   tests/release/root.sh up NAME         enter it: a private mount namespace that holds the
+#                                         root's mounts while commands run inside
+#   tests/release/root.sh exec NAME CMD…  run CMD inside (environment and /tmp are the host's)
+#   tests/release/root.sh down NAME       leave it: the namespace and its mounts go away
+#   tests/release/root.sh path NAME       print where the root lives
+#
+# NAME is a Debian suite from tests/releases.tsv (bookworm, trixie, sid), each with Slurm, munge
+# and what the test cluster needs, or `bare` (bookworm with nothing but what mmdebstrap's
+# minbase has: the fresh-machine check, tests/fresh-machine.sh).
+#
+# Inside, /proc is fresh, /sys and /dev are the host's, /run is a private tmpfs (munge's socket,
+# `ip netns` mounts), and /tmp, the checkout and the TensorFlow virtualenv (with the host's
+# Python 3.11 that it runs on) are the host's, at the same paths, so tests on the host and
+# daemons inside see the same files. Roots are cached in TFC_ROOTS (/var/cache/tfcluster/roots)
+# and rebuilt only when their package list changes. Needs mmdebstrap (tests/setup.sh installs it).
+set -euo pipefail
+
+ROOTS=${TFC_ROOTS:-/var/cache/tfcluster/roots}
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+TF_VENV=${TFC_TF_VENV:-/var/cache/tfcluster/tf-venv}
+# Everything the test cluster, the install tests and the packaging run inside the root.
+CLUSTER_PACKAGES=slurmctld,slurmd,slurm-client,munge,libslurm-dev,iproute2,util-linux,mount,hostname,procps,make,binutils,dpkg-dev,python3,rpm
+
+log() { printf 'root: %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+[ "$(id -u)" = 0 ] || die "must run as root (mmdebstrap, mount namespaces)"
+
+suite_of() {
+    case $1 in
+        bookworm|trixie|sid) echo "$1" ;;
+        bare) echo bookworm ;;
+        *) die "unknown root '$1' (bookworm, trixie, sid or bare)" ;;
+    esac
+}
+packages_of() { [ "$1" = bare ] && echo "ca-certificates" || echo "$CLUSTER_PACKAGES"; }
+path_of() { echo "$ROOTS/$1"; }
+pidfile_of() { echo "/run/tfcluster-root-$1.pid"; }
+
+make_root() {
+    local name=$1 suite packages dir
+    suite=$(suite_of "$name")
+    packages=$(packages_of "$name")
+    dir=$(path_of "$name")
+    if [ "$(cat "$dir/.tfcluster-packages" 2>/dev/null)" = "$suite $packages" ]; then return 0; fi
+    log "making the $name root ($suite: $packages) in $dir"
+    local start=$SECONDS
+    rm -rf "$dir.new"
+    mkdir -p "$ROOTS"
+    # The sid index served here can be older than its Valid-Until; it is only a test root.
+    mmdebstrap --quiet --variant=minbase --include="$packages" \
+        --aptopt='Acquire::Check-Valid-Until "false"' "$suite" "$dir.new" >&2 \
+        || die "mmdebstrap $suite failed"
+    echo "$suite $packages" > "$dir.new/.tfcluster-packages"
+    rm -rf "$dir"
+    mv "$dir.new" "$dir"
+    log "made $name in $((SECONDS - start)) s"
+}
+
+holder_pid() {
+    local f
+    f=$(pidfile_of "$1")
+    [ -s "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null && cat "$f"
+}
+
+up() {
+    local name=$1 dir
+    make_root "$name"
+    holder_pid "$name" >/dev/null && return 0
+    dir=$(path_of "$name")
+    # Names of this machine must resolve inside (from 24.11 an unresolvable name costs 10 s per
+    # lookup), and only from files: the nodes' network namespaces reach no DNS server.
+    printf '127.0.0.1\tlocalhost %s\n::1\t\tlocalhost ip6-localhost ip6-loopback\n' \
+        "$(hostname)" > "$dir/etc/hosts"
+    sed -i 's/^hosts:.*/hosts:          files/' "$dir/etc/nsswitch.conf"
+    local shared=(/tmp "$REPO")
+    [ -d "$TF_VENV" ] && shared+=("$TF_VENV")
+    # The TensorFlow virtualenv runs on the host's Python 3.11 (one virtualenv serves every
+    # release; the roots' own Pythons are 3.13 and 3.14).
+    local python_binds=()
+    if [ -x /usr/bin/python3.11 ] && [ -d /usr/lib/python3.11 ]; then
+        python_binds=(/usr/bin/python3.11 /usr/lib/python3.11)
+    fi
+    # shellcheck disable=SC2016
+    setsid unshare --mount --propagation private -- bash -c '
+        set -e
+        R=$1; shift
+        mount --bind "$R" "$R"      # `ip netns` remounts / and needs it to be a mount point
+        mount -t proc proc "$R/proc"
+        mount --rbind /sys "$R/sys"
+        mount --rbind /dev "$R/dev"
+        mount -t tmpfs -o mode=0755 tmpfs "$R/run"
+        for p in "$@"; do
+            if [ -d "$p" ]; then mkdir -p "$R$p"; else mkdir -p "$(dirname "$R$p")"; touch "$R$p"; fi
+            mount --rbind "$p" "$R$p"
+        done
+        mkdir -p "$R/run/lock"
+        exec chroot "$R" /bin/sleep infinity
+    ' holder "$dir" "${shared[@]}" "${python_binds[@]}" </dev/null >/dev/null 2>&1 &
+    local pid=$!
+    for _ in $(seq 100); do
+        [ "$(readlink "/proc/$pid/root" 2>/dev/null)" = "$dir" ] && break
+        kill -0 "$pid" 2>/dev/null || die "could not enter $dir"
+        sleep 0.05
+    done
+    echo "$pid" > "$(pidfile_of "$name")"
+    log "up: $name ($(in_root "$name" dpkg-query -W -f='${Version}' slurmd 2>/dev/null || echo 'no Slurm'))"
+}
+
+in_root() {
+    local name=$1 pid
+    shift
+    pid=$(holder_pid "$name") || die "the $name root is not up ($0 up $name)"
+    exec nsenter --target "$pid" --mount --root --wd -- "$@"
+}
+
+down() {
+    local name=$1 pid f
+    f=$(pidfile_of "$name")
+    if pid=$(holder_pid "$name"); then
+        kill "$pid"
+        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    fi
+    rm -f "$f"
+}
+
+cmd=${1:-}
+name=${2:-}
+[ -n "$name" ] || { echo "usage: $0 make|up|exec|down|path NAME [CMD…]" >&2; exit 2; }
+case $cmd in
+    make) make_root "$name" ;;
+    up) up "$name" ;;
+    exec) shift 2; in_root "$name" "$@" ;;
+    down) down "$name" ;;
+    path) path_of "$name" ;;
+    *) echo "usage: $0 make|up|exec|down|path NAME [CMD…]" >&2; exit 2 ;;
+esac
