@@ -377,22 +377,40 @@ fn arbitrary_distribution_follows_the_host_file() {
     );
 }
 
+/// The supported way to give some nodes other roles, which every heterogeneous refusal names.
+const HET_ALTERNATIVE: &str = "run TensorFlow as one srun step over all its nodes; to put some \
+    roles on some nodes (e.g. ps on CPU nodes, workers on GPU nodes), list each task's host in \
+    rank order in a file named by SLURM_HOSTFILE and run srun -m arbitrary";
+
+/// (what, command with `{r}` for the task program, a line srun must print before `; {alternative}`)
+#[rustfmt::skip]
+const HETEROGENEOUS: &[(&str, &str, &str)] = &[
+    ("a heterogeneous job (srun makes one component per ':')",
+     "srun -w n011 -N1 -n2 --tf-cluster {r} : -w n012 -N1 -n1 {r}",
+     "slurmstepd-n011: error: tfcluster: this step is part of a heterogeneous job (SLURM_HET_SIZE=2), whose components Slurm launches separately, so no component knows the others' tasks"),
+    ("a heterogeneous step inside a normal allocation (no SLURM_HET_SIZE)",
+     "salloc -w n011,n012 -N2 -n4 srun -N1 -n2 --tf-cluster=chief:1,worker:* {r} : -N1 -n2 {r}",
+     "slurmstepd-n011: error: tfcluster: this is one component of a heterogeneous step (srun ... : ...): 2 of the step's 4 tasks on 1 of its 2 nodes, launched separately, so no component knows the others' tasks"),
+];
+
 #[test]
 #[ignore = "needs the test cluster: run tests/run.sh"]
-fn a_heterogeneous_step_is_refused() {
-    let r = report();
-    let run = parse(sh(&format!(
-        "srun -w n011 -N1 -n2 --tf-cluster {r} : -w n012 -N1 -n1 {r}"
-    )));
-    assert_eq!(run.code, 1, "{}", run.stderr);
-    let line = "slurmstepd-n011: error: tfcluster: heterogeneous jobs are not supported; \
-                run TensorFlow in a single-component job [node n011, local task 0; TF_CONFIG not set]";
-    assert!(
-        release::current().printed(&run.stderr, line),
-        "{}",
-        run.stderr
-    );
-    assert!(run.tasks.is_empty(), "no task ran");
+fn heterogeneous_jobs_and_steps_are_refused() {
+    for (what, command, line) in HETEROGENEOUS {
+        let run = parse(sh(&command.replace("{r}", &report())));
+        assert_ne!(run.code, 0, "{what}: {}", run.stderr);
+        let line = format!("{line}; {HET_ALTERNATIVE} [node n011, local task 0; TF_CONFIG not set]");
+        assert!(
+            release::current().printed(&run.stderr, &line),
+            "{what}: expected\n{}\ngot:\n{}",
+            release::current().stepd(&line),
+            run.stderr
+        );
+        assert!(
+            run.tasks.iter().all(|t| t.tf.is_none()),
+            "{what}: a task got a TF_CONFIG"
+        );
+    }
 }
 
 #[test]

@@ -10,7 +10,7 @@ fn hosts(names: &[&str]) -> Vec<String> {
     names.iter().map(|s| s.to_string()).collect()
 }
 use tfcluster::core::ports::{parse_port_list, PortPolicy, StepPorts};
-use tfcluster::core::{Error, Result, Settings, Spec};
+use tfcluster::core::{Component, Error, Result, Settings, Spec};
 
 fn spec(text: &str, tasks: u32) -> Result<()> {
     Spec::parse(Some(text))?.resolve(tasks).map(|_| ())
@@ -80,6 +80,10 @@ fn every_error_message() {
          "the step has 4194305 tasks, more than the 4194304 tfcluster supports"),
         (step_err("worker:*", &[], "a,b", "2", None),
          "the step lists 2 nodes (SLURM_STEP_NODELIST) but 1 task counts (SLURM_STEP_TASKS_PER_NODE); this step's environment is inconsistent"),
+        (Component { het_size: Some("2"), ..Default::default() }.check_whole_step(),
+         "this step is part of a heterogeneous job (SLURM_HET_SIZE=2), whose components Slurm launches separately, so no component knows the others' tasks; run TensorFlow as one srun step over all its nodes; to put some roles on some nodes (e.g. ps on CPU nodes, workers on GPU nodes), list each task's host in rank order in a file named by SLURM_HOSTFILE and run srun -m arbitrary"),
+        (Component { nodes: 1, tasks: 2, step_nodes: Some("2"), step_tasks: Some("4"), het_size: None }.check_whole_step(),
+         "this is one component of a heterogeneous step (srun ... : ...): 2 of the step's 4 tasks on 1 of its 2 nodes, launched separately, so no component knows the others' tasks; run TensorFlow as one srun step over all its nodes; to put some roles on some nodes (e.g. ps on CPU nodes, workers on GPU nodes), list each task's host in rank order in a file named by SLURM_HOSTFILE and run srun -m arbitrary"),
         (step_err("worker:*", &[], "a,b", "1(x2)", Some("arbitrary")),
          "distribution 'arbitrary' without SLURM_HOSTFILE (e.g. -m arbitrary -w LIST) places tasks in an order tfcluster cannot see; list the hosts in a file named by SLURM_HOSTFILE, or use -m block, cyclic or plane=N"),
         (hostlist::hostfile_task_hosts("n1\nn2\n", 3).map(|_| ()),
@@ -164,6 +168,8 @@ fn listed(e: &Error) {
         | NothingLeftForWildcard { .. }
         | Hostlist { .. }
         | CountList { .. }
+        | HeterogeneousJob { .. }
+        | HeterogeneousStep { .. }
         | NodeCountMismatch { .. }
         | TooManyTasks { .. }
         | NoNodes
@@ -207,4 +213,16 @@ fn the_size_check_covers_the_longest_task_of_any_role() {
         "TF_CONFIG for 12000 tasks would be 131073 bytes, over Linux's limit of 131072 bytes for one \
          environment variable; use fewer tasks or shorter node addresses"
     );
+}
+
+#[test]
+fn a_whole_step_is_not_heterogeneous() {
+    #[rustfmt::skip]
+    let whole = [
+        Component { nodes: 2, tasks: 4, step_nodes: Some("2"), step_tasks: Some("4"), het_size: None },
+        Component { nodes: 1, tasks: 1, step_nodes: None, step_tasks: None, het_size: None },
+    ];
+    for c in whole {
+        assert_eq!(c.check_whole_step(), Ok(()), "{c:?}");
+    }
 }

@@ -9,6 +9,11 @@ use thiserror::Error;
 /// The allowed role names, in TensorFlow's rank order, for messages.
 pub const ROLE_NAMES: &str = "chief, evaluator, master, ps, worker";
 
+/// The supported way to give different nodes different roles, for the heterogeneous refusals.
+const HET_ALTERNATIVE: &str = "run TensorFlow as one srun step over all its nodes; to put some \
+    roles on some nodes (e.g. ps on CPU nodes, workers on GPU nodes), list each task's host in \
+    rank order in a file named by SLURM_HOSTFILE and run srun -m arbitrary";
+
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum Error {
     // ---- --tf-cluster spec ----------------------------------------------------------------
@@ -57,6 +62,24 @@ pub enum Error {
         var: &'static str,
         value: String,
         reason: String,
+    },
+
+    // ---- heterogeneous jobs and steps ------------------------------------------------------
+    #[error(
+        "this step is part of a heterogeneous job (SLURM_HET_SIZE={size}), whose components Slurm \
+         launches separately, so no component knows the others' tasks; {HET_ALTERNATIVE}"
+    )]
+    HeterogeneousJob { size: String },
+    #[error(
+        "this is one component of a heterogeneous step (srun ... : ...): {tasks} of the step's \
+         {step_tasks} tasks on {nodes} of its {step_nodes} nodes, launched separately, so no \
+         component knows the others' tasks; {HET_ALTERNATIVE}"
+    )]
+    HeterogeneousStep {
+        nodes: u32,
+        tasks: u32,
+        step_nodes: u32,
+        step_tasks: u32,
     },
 
     // ---- layout -------------------------------------------------------------------------

@@ -10,6 +10,7 @@ use super::hostlist;
 use super::layout::{parse_counts, Distribution, Layout};
 use super::ports::StepPorts;
 use super::settings::Settings;
+use super::text;
 use super::spec::{Role, RoleTable, Spec};
 use super::tf_config::{self, ClusterJson};
 
@@ -31,6 +32,47 @@ pub struct StepInputs<'a> {
     pub task_hosts: Option<&'a str>,
     pub job_id: u32,
     pub step_id: u32,
+}
+
+/// One slurmstepd's own step (from its SPANK items) next to the whole step srun launched (from
+/// the step's environment). They differ only for a component of a heterogeneous step
+/// (`srun A : B`): Slurm runs each component as a step of its own, with its own task ids from 0,
+/// while the environment describes all components together; planning one component as the whole
+/// step would hand two tasks the same role. `SLURM_HET_SIZE` marks heterogeneous jobs, whose
+/// steps are launched per component too.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Component<'a> {
+    /// `S_JOB_NNODES`
+    pub nodes: u32,
+    /// `S_JOB_TOTAL_TASK_COUNT`
+    pub tasks: u32,
+    /// `SLURM_STEP_NUM_NODES`
+    pub step_nodes: Option<&'a str>,
+    /// `SLURM_STEP_NUM_TASKS`
+    pub step_tasks: Option<&'a str>,
+    /// `SLURM_HET_SIZE`
+    pub het_size: Option<&'a str>,
+}
+
+impl Component<'_> {
+    /// Refuses a step that is one component of a heterogeneous job or step.
+    pub fn check_whole_step(&self) -> Result<()> {
+        if let Some(size) = self.het_size {
+            return Err(Error::HeterogeneousJob { size: size.into() });
+        }
+        let count = |v: Option<&str>| v.and_then(text::decimal::<u32>);
+        let (step_nodes, step_tasks) = (count(self.step_nodes), count(self.step_tasks));
+        if step_nodes.is_some_and(|n| n != self.nodes) || step_tasks.is_some_and(|t| t != self.tasks)
+        {
+            return Err(Error::HeterogeneousStep {
+                nodes: self.nodes,
+                tasks: self.tasks,
+                step_nodes: step_nodes.unwrap_or(self.nodes),
+                step_tasks: step_tasks.unwrap_or(self.tasks),
+            });
+        }
+        Ok(())
+    }
 }
 
 /// What one task receives.

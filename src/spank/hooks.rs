@@ -16,7 +16,9 @@
 use super::ffi::{self, tfc_spank_item as item};
 use super::handle::{self, Context, Spank};
 use super::log;
-use crate::core::{hostlist, Error, GpuAction, Settings, Spec, StepInputs, StepPlan};
+use crate::core::{
+    hostlist, Component, Error, GpuAction, Settings, Spec, StepInputs, StepPlan,
+};
 use std::ffi::c_int;
 use std::sync::{Mutex, MutexGuard};
 
@@ -204,11 +206,20 @@ fn plan_node(
         sp.item_u32(it)
             .map_err(|e| format!("cannot get {name}: {e}"))
     };
-    if env("SLURM_HET_SIZE")?.is_some() {
-        return Err(
-            "heterogeneous jobs are not supported; run TensorFlow in a single-component job".into(),
-        );
+    let (het_size, step_nodes, step_tasks) = (
+        env("SLURM_HET_SIZE")?,
+        env("SLURM_STEP_NUM_NODES")?,
+        env("SLURM_STEP_NUM_TASKS")?,
+    );
+    Component {
+        nodes: item(item::TFC_S_JOB_NNODES, "the step's node count")?,
+        tasks: item(item::TFC_S_JOB_TOTAL_TASK_COUNT, "the step's task count")?,
+        step_nodes: step_nodes.as_deref(),
+        step_tasks: step_tasks.as_deref(),
+        het_size: het_size.as_deref(),
     }
+    .check_whole_step()
+    .map_err(|e| e.to_string())?;
     let spec = spec.map_err(|e| e.to_string())?;
     let settings = settings.map_err(|e| e.to_string())?;
     let (nodelist, tasks_per_node) = (
