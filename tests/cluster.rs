@@ -197,6 +197,31 @@ fn a_step_on_a_subset_of_the_allocation() {
 
 #[test]
 #[ignore = "needs the test cluster: run tests/run.sh"]
+fn a_bare_sbatch_option_means_all_workers() {
+    // sbatch passes a bare --tf-cluster on to the steps as '(null)'.
+    let out = dir().join("bare-sbatch.out");
+    let run = sh(&format!(
+        "sbatch --wait -w n011,n012 -N2 -n2 --tf-cluster -o {} --wrap 'srun {}'",
+        out.display(),
+        report()
+    ));
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let run = parse(Output {
+        stdout: std::fs::read(&out).unwrap(),
+        ..run
+    });
+    assert_eq!(
+        summary(&run, "#SBATCH --tf-cluster"),
+        ["worker:0@n011 -", "worker:1@n012 -"]
+    );
+}
+
+#[test]
+#[ignore = "needs the test cluster: run tests/run.sh"]
 fn sbatch_option_applies_to_every_step_but_not_the_batch_script() {
     let script = dir().join("two-steps.sh");
     std::fs::write(
@@ -252,17 +277,24 @@ fn sbatch_option_applies_to_every_step_but_not_the_batch_script() {
     );
 }
 
+/// (what, command with `{r}` for the task program, what each rank got)
+#[rustfmt::skip]
+const ALLOCATIONS: &[(&str, &str, &[&str])] = &[
+    ("salloc with a spec",
+     "salloc -w n011,n012 -N2 -n2 --tf-cluster=chief:1,worker:* srun {r}",
+     &["chief:0@n011 -", "worker:0@n012 -"]),
+    ("salloc with a bare --tf-cluster (Slurm passes it on as '(null)')",
+     "salloc -w n011,n012 -N2 -n2 --tf-cluster srun {r}",
+     &["worker:0@n011 -", "worker:1@n012 -"]),
+];
+
 #[test]
 #[ignore = "needs the test cluster: run tests/run.sh"]
 fn salloc_option_applies_to_its_steps() {
-    let run = parse(sh(&format!(
-        "salloc -w n011,n012 -N2 -n2 --tf-cluster=chief:1,worker:* srun {}",
-        report()
-    )));
-    assert_eq!(
-        summary(&run, "salloc"),
-        ["chief:0@n011 -", "worker:0@n012 -"]
-    );
+    for (what, command, want) in ALLOCATIONS {
+        let run = parse(sh(&command.replace("{r}", &report())));
+        assert_eq!(summary(&run, what), *want, "{what}");
+    }
 }
 
 #[test]
@@ -308,6 +340,12 @@ const BAD_INPUT: &[(&str, i32, &str)] = &[
      "srun: error: tfcluster: --tf-cluster: 'ps' is not ROLE:COUNT; write e.g. --tf-cluster=chief:1,ps:2,worker:*"),
     ("-N1 -n2 --tf-cluster=ps", 255,
      "srun: error: Invalid --tf-cluster argument: ps"),
+    ("-N1 -n2 --tf-cluster=", 255,
+     "srun: error: tfcluster: --tf-cluster= is empty (an unset shell variable, as in --tf-cluster=$ROLES?); give a spec such as --tf-cluster=chief:1,worker:*, or write --tf-cluster without '=' for all workers"),
+    ("-N1 -n2 --tf-cluster ps:1,worker:1", 1,
+     "srun: error: tfcluster: --tf-cluster was given without '=', so 'ps:1,worker:1' became the program to run; did you mean --tf-cluster=ps:1,worker:1?"),
+    ("-N2 -n5 --tf-cluster=worker:*,port_base=65534", 1,
+     "srun: error: tfcluster: port 65534 + 3 tasks on one node goes past 65535; choose a lower port_base"),
     ("-N1 -n2 --tf-cluster=boss:1,worker:*", 255,
      "srun: error: tfcluster: --tf-cluster: unknown role 'boss'; allowed roles are chief, evaluator, master, ps, worker"),
     ("-N1 -n2 --tf-cluster=chief:2,worker:*", 255,
@@ -399,7 +437,8 @@ fn heterogeneous_jobs_and_steps_are_refused() {
     for (what, command, line) in HETEROGENEOUS {
         let run = parse(sh(&command.replace("{r}", &report())));
         assert_ne!(run.code, 0, "{what}: {}", run.stderr);
-        let line = format!("{line}; {HET_ALTERNATIVE} [node n011, local task 0; TF_CONFIG not set]");
+        let line =
+            format!("{line}; {HET_ALTERNATIVE} [node n011, local task 0; TF_CONFIG not set]");
         assert!(
             release::current().printed(&run.stderr, &line),
             "{what}: expected\n{}\ngot:\n{}",

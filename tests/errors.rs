@@ -38,6 +38,10 @@ fn every_error_message() {
     let cases: Vec<(Result<()>, &str)> = vec![
         (spec("ps", 2),
          "--tf-cluster: 'ps' is not ROLE:COUNT; write e.g. --tf-cluster=chief:1,ps:2,worker:*"),
+        (Spec::check_typed(Some("")),
+         "--tf-cluster= is empty (an unset shell variable, as in --tf-cluster=$ROLES?); give a spec such as --tf-cluster=chief:1,worker:*, or write --tf-cluster without '=' for all workers"),
+        (Spec::check_program("ps:1,worker:3"),
+         "--tf-cluster was given without '=', so 'ps:1,worker:3' became the program to run; did you mean --tf-cluster=ps:1,worker:3?"),
         (spec("boss:1,worker:*", 2),
          "--tf-cluster: unknown role 'boss'; allowed roles are chief, evaluator, master, ps, worker"),
         (spec("Worker:2", 2),
@@ -157,6 +161,8 @@ fn listed(e: &Error) {
     use Error::*;
     match e {
         SpecSyntax { .. }
+        | EmptySpec
+        | SpecAsProgram { .. }
         | UnknownRole { .. }
         | BadCount { .. }
         | DuplicateRole { .. }

@@ -77,3 +77,48 @@ fn per_job_overrides_are_kept_for_settings() {
         ]
     );
 }
+
+/// The option as Slurm hands it to the callback, as the user typed it: (argument, what srun
+/// makes of it). `None` is a bare `--tf-cluster`.
+#[rustfmt::skip]
+const TYPED: &[(Option<&str>, Result<Option<&str>, &str>)] = &[
+    (None,                   Ok(None)),
+    (Some("(null)"),         Ok(None)),   // sbatch/salloc pass a bare option on like this
+    (Some("chief:1,worker:*"), Ok(Some("chief:1,worker:*"))),
+    (Some(""),               Err("--tf-cluster= is empty")),
+    (Some("  "),             Err("--tf-cluster= is empty")),
+];
+
+#[test]
+fn the_option_as_typed() {
+    for (raw, want) in TYPED {
+        let arg = Spec::slurm_arg(*raw);
+        let got = Spec::check_typed(arg)
+            .map(|()| arg)
+            .map_err(|e| e.to_string());
+        match (got, want) {
+            (Ok(a), Ok(w)) => assert_eq!(a, *w, "{raw:?}"),
+            (Err(e), Err(w)) => assert!(e.starts_with(w), "{raw:?}: {e}"),
+            (got, _) => panic!("{raw:?}: got {got:?}, want {want:?}"),
+        }
+    }
+}
+
+/// (the program srun was asked to run after a bare `--tf-cluster`, refused?)
+#[rustfmt::skip]
+const PROGRAMS: &[(&str, bool)] = &[
+    ("ps:1,worker:3",          true),
+    ("chief:1,worker:*",       true),
+    ("worker:*",               true),
+    ("python",                 false),
+    ("./train.py",             false),
+    ("/opt/bin/run:v2",        false),   // a ':' alone does not make a spec
+    ("port_base=9000",         false),   // settings only, no roles
+];
+
+#[test]
+fn a_spec_given_as_the_program_is_caught() {
+    for (program, refused) in PROGRAMS {
+        assert_eq!(Spec::check_program(program).is_err(), *refused, "{program}");
+    }
+}

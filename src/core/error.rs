@@ -21,6 +21,16 @@ pub enum Error {
         "--tf-cluster: '{item}' is not ROLE:COUNT; write e.g. --tf-cluster=chief:1,ps:2,worker:*"
     )]
     SpecSyntax { item: String },
+    #[error(
+        "--tf-cluster= is empty (an unset shell variable, as in --tf-cluster=$ROLES?); give a spec \
+         such as --tf-cluster=chief:1,worker:*, or write --tf-cluster without '=' for all workers"
+    )]
+    EmptySpec,
+    #[error(
+        "--tf-cluster was given without '=', so '{program}' became the program to run; \
+         did you mean --tf-cluster={program}?"
+    )]
+    SpecAsProgram { program: String },
     #[error("--tf-cluster: unknown role '{role}'; allowed roles are {ROLE_NAMES}")]
     UnknownRole { role: String },
     #[error("--tf-cluster: count '{count}' for {role} is not a number >= 1 or '*'")]

@@ -10,8 +10,8 @@ use super::hostlist;
 use super::layout::{parse_counts, Distribution, Layout};
 use super::ports::StepPorts;
 use super::settings::Settings;
-use super::text;
 use super::spec::{Role, RoleTable, Spec};
+use super::text;
 use super::tf_config::{self, ClusterJson};
 
 /// The step as Slurm describes it in the environment of slurmstepd.
@@ -62,7 +62,8 @@ impl Component<'_> {
         }
         let count = |v: Option<&str>| v.and_then(text::decimal::<u32>);
         let (step_nodes, step_tasks) = (count(self.step_nodes), count(self.step_tasks));
-        if step_nodes.is_some_and(|n| n != self.nodes) || step_tasks.is_some_and(|t| t != self.tasks)
+        if step_nodes.is_some_and(|n| n != self.nodes)
+            || step_tasks.is_some_and(|t| t != self.tasks)
         {
             return Err(Error::HeterogeneousStep {
                 nodes: self.nodes,

@@ -40,12 +40,7 @@ impl StepPorts {
         let resv = resv_ports.map(str::trim).filter(|s| !s.is_empty());
         match (policy, resv) {
             (PortPolicy::Base(base), _) => {
-                if u64::from(*base) + max_local as u64 > 65536 {
-                    return Err(Error::PortOverflow {
-                        base: *base,
-                        tasks: max_local,
-                    });
-                }
+                check_base(*base, max_local)?;
                 Ok(StepPorts::Consecutive { base: *base })
             }
             (PortPolicy::Range { .. }, Some(list)) => {
@@ -87,6 +82,19 @@ impl StepPorts {
             StepPorts::Reserved(ports) => u32::from(ports[slot]),
         }
     }
+}
+
+/// `port_base=N` with `max_local` tasks on the busiest node: the last one listens on
+/// `N + max_local - 1`, which must be a port. srun checks it with the fewest tasks the busiest
+/// node can have (tasks / nodes, rounded up), each node again with its real count.
+pub fn check_base(base: u32, max_local: usize) -> Result<()> {
+    if u64::from(base) + max_local as u64 > 65536 {
+        return Err(Error::PortOverflow {
+            base,
+            tasks: max_local,
+        });
+    }
+    Ok(())
 }
 
 /// Parses a port list such as `12000-12003,12010` (the format of `SLURM_STEP_RESV_PORTS`).

@@ -89,6 +89,38 @@ pub struct Spec {
 }
 
 impl Spec {
+    /// The option's argument as Slurm hands it to the callback. sbatch and salloc pass a bare
+    /// `--tf-cluster` on to the job's steps as the text `(null)` (C's rendering of a NULL
+    /// argument), which means no argument.
+    pub fn slurm_arg(raw: Option<&str>) -> Option<&str> {
+        raw.filter(|a| *a != "(null)")
+    }
+
+    /// srun, sbatch, salloc: `--tf-cluster=` with nothing after the `=` is refused (it is
+    /// typically `--tf-cluster=$ROLES` with `ROLES` unset), where a bare `--tf-cluster` means
+    /// all workers. Only for the option as the user typed it (or set in the environment form),
+    /// not in slurmstepd.
+    pub fn check_typed(arg: Option<&str>) -> Result<()> {
+        match arg {
+            Some(text) if text.trim().is_empty() => Err(Error::EmptySpec),
+            _ => Ok(()),
+        }
+    }
+
+    /// srun, when `--tf-cluster` had no argument: `--tf-cluster ps:1,worker:3` (a space, not
+    /// `=`) makes the spec the program, and every task would fail to exec it. `program` is
+    /// the step's first word.
+    pub fn check_program(program: &str) -> Result<()> {
+        let looks_like_spec = program.contains(':')
+            && Spec::parse(Some(program)).is_ok_and(|spec| !spec.roles.is_empty());
+        if looks_like_spec {
+            return Err(Error::SpecAsProgram {
+                program: program.to_string(),
+            });
+        }
+        Ok(())
+    }
+
     /// Parses the option's argument. `None` or an empty string is `worker:*`.
     pub fn parse(arg: Option<&str>) -> Result<Spec> {
         let mut spec = Spec {

@@ -33,6 +33,35 @@ fn check(rc: c_int) -> SpankResult<()> {
     }
 }
 
+/// The SPANK items that are one `uint32_t`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum U32Item {
+    JobId,
+    StepId,
+    /// This node's index in the step.
+    NodeId,
+    /// The step's node count (`S_JOB_NNODES`).
+    Nodes,
+    /// Tasks on this node.
+    LocalTasks,
+    /// Tasks in the step (`S_JOB_TOTAL_TASK_COUNT`).
+    TotalTasks,
+}
+
+impl U32Item {
+    fn raw(self) -> ffi::spank_item_t {
+        use ffi::tfc_spank_item as it;
+        match self {
+            U32Item::JobId => it::TFC_S_JOB_ID,
+            U32Item::StepId => it::TFC_S_JOB_STEPID,
+            U32Item::NodeId => it::TFC_S_JOB_NODEID,
+            U32Item::Nodes => it::TFC_S_JOB_NNODES,
+            U32Item::LocalTasks => it::TFC_S_JOB_LOCAL_TASK_COUNT,
+            U32Item::TotalTasks => it::TFC_S_JOB_TOTAL_TASK_COUNT,
+        }
+    }
+}
+
 /// Where this copy of the plugin runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Context {
@@ -116,12 +145,31 @@ impl Spank {
         Spank(sp)
     }
 
-    /// A `uint32_t` item (job id, step id, node id, task counts, global task id).
-    pub fn item_u32(&self, item: ffi::spank_item_t) -> SpankResult<u32> {
+    /// One of the items Slurm writes as a single `uint32_t` (the only ones this takes, so a
+    /// wrong out-argument type cannot be asked for).
+    pub fn item_u32(&self, item: U32Item) -> SpankResult<u32> {
         let mut value: u32 = 0;
-        // SAFETY: these items take exactly one `uint32_t *` out-argument.
-        check(unsafe { ffi::spank_get_item(self.0, item, &mut value as *mut u32) })?;
+        // SAFETY: every U32Item takes exactly one `uint32_t *` out-argument.
+        check(unsafe { ffi::spank_get_item(self.0, item.raw(), &mut value as *mut u32) })?;
         Ok(value)
+    }
+
+    /// The step's command line (`S_JOB_ARGV`; srun's `local_user_init` and slurmstepd).
+    pub fn argv(&self) -> SpankResult<Vec<String>> {
+        let mut argc: c_int = 0;
+        let mut argv: *mut *mut c_char = std::ptr::null_mut();
+        // SAFETY: S_JOB_ARGV takes an `int *` and a `char ***`; Slurm points the latter at its
+        // own array, which stays valid for the hook's duration.
+        check(unsafe {
+            ffi::spank_get_item(
+                self.0,
+                ffi::tfc_spank_item::TFC_S_JOB_ARGV,
+                &mut argc as *mut c_int,
+                &mut argv as *mut *mut *mut c_char,
+            )
+        })?;
+        // SAFETY: `argc` valid C strings at `argv` (or none), per the item's contract.
+        Ok(unsafe { args(argc, argv) })
     }
 
     /// This task's local index (`S_TASK_ID`, an `int`).

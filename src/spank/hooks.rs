@@ -13,12 +13,11 @@
 //! makes srun report a cryptic launch failure (and may drain nodes), a failing `task_init`
 //! names the task and keeps it from running with a wrong or missing TF_CONFIG.
 
-use super::ffi::{self, tfc_spank_item as item};
-use super::handle::{self, Context, Spank};
+use super::ffi;
+use super::handle::{self, Context, Spank, U32Item};
 use super::log;
-use crate::core::{
-    hostlist, Component, Error, GpuAction, Settings, Spec, StepInputs, StepPlan,
-};
+use crate::core::ports::{self, PortPolicy};
+use crate::core::{hostlist, Component, Error, GpuAction, Settings, Spec, StepInputs, StepPlan};
 use std::ffi::c_int;
 use std::sync::{Mutex, MutexGuard};
 
@@ -37,6 +36,9 @@ struct State {
     settings: Option<Result<Settings, Error>>,
     /// The `--tf-cluster` value, parsed, when the option was given (or why it does not parse).
     option: Option<Result<Spec, Error>>,
+    /// srun: the option was given without an argument (`--tf-cluster`, or `--tf-cluster SPEC`
+    /// by mistake, which makes SPEC the program).
+    bare: bool,
     /// slurmstepd: the step's plan for this node, or the message to report in each task.
     plan: Option<Result<Node, String>>,
 }
@@ -53,6 +55,7 @@ struct Node {
 static STATE: Mutex<State> = Mutex::new(State {
     settings: None,
     option: None,
+    bare: false,
     plan: None,
 });
 
@@ -92,22 +95,27 @@ pub fn init(sp: &Spank, args: &[String]) -> c_int {
     0
 }
 
-/// The option callback: in srun/sbatch/salloc a bad spec fails the command ("Invalid
-/// --tf-cluster argument") before anything is submitted. It runs twice in slurmstepd, so it
-/// only records the latest value. `None` (no SPEC) and `""` both mean all workers.
+/// The option callback: in srun/sbatch/salloc a bad spec, or an empty one (`--tf-cluster=`),
+/// fails the command ("Invalid --tf-cluster argument") before anything is submitted. In
+/// slurmstepd (where it runs twice before 24.05, once after) it only records the latest value;
+/// there an empty value means a bare `--tf-cluster`: all workers.
 pub fn option(optarg: Option<String>, remote: bool) -> c_int {
     let mut state = state();
-    let spec = Spec::parse(optarg.as_deref());
+    let optarg = Spec::slurm_arg(optarg.as_deref());
+    let spec = Spec::parse(optarg);
     if !remote {
-        let checked = spec.clone().and_then(|spec| {
-            settings(&state)?
-                .with_overrides(&spec.overrides)
-                .map(|_| ())
-        });
+        let checked = Spec::check_typed(optarg)
+            .and(spec.clone())
+            .and_then(|spec| {
+                settings(&state)?
+                    .with_overrides(&spec.overrides)
+                    .map(|_| ())
+            });
         if let Err(e) = checked {
             log::error(&e.to_string());
             return -1;
         }
+        state.bare = optarg.is_none();
     }
     // In slurmstepd an error is kept and reported by each task (a failing remote callback is
     // only logged by slurmd, and the job would run as if the option were absent).
@@ -115,39 +123,64 @@ pub fn option(optarg: Option<String>, remote: bool) -> c_int {
     0
 }
 
-/// srun: the step's task count is known here; reject a spec that cannot fit before launch.
+/// srun: the step's task and node counts and its command are known here; reject what cannot
+/// work before anything launches.
 pub fn local_user_init(sp: &Spank) -> c_int {
+    let (option, bare, settings) = {
+        let state = state();
+        (state.option.clone(), state.bare, settings(&state))
+    };
     // The callback already refused a spec that does not parse.
-    let Some(Ok(spec)) = state().option.clone() else {
+    let Some(Ok(spec)) = option else {
         return 0;
     };
-    let tasks = match sp.item_u32(item::TFC_S_JOB_TOTAL_TASK_COUNT) {
-        Ok(n) => n,
+    match check_before_launch(sp, &spec, bare, settings) {
+        Ok(()) => 0,
         Err(e) => {
-            log::debug(&format!(
-                "task count not available in srun ({e}); checked on the nodes"
-            ));
-            return 0;
+            log::error(&e);
+            -1
         }
-    };
-    let roles = match spec.resolve(tasks) {
-        Ok(roles) => roles,
-        Err(e) => {
-            log::error(&e.to_string());
-            return -1;
-        }
-    };
-    if let Err(e) = pass_hostfile_order(tasks) {
-        log::error(&e);
-        return -1;
     }
+}
+
+fn check_before_launch(
+    sp: &Spank,
+    spec: &Spec,
+    bare: bool,
+    settings: Result<Settings, Error>,
+) -> Result<(), String> {
+    if bare {
+        if let Some(program) = sp.argv().ok().and_then(|argv| argv.into_iter().next()) {
+            Spec::check_program(&program).map_err(|e| e.to_string())?;
+        }
+    }
+    let (tasks, nodes) = match (
+        sp.item_u32(U32Item::TotalTasks),
+        sp.item_u32(U32Item::Nodes),
+    ) {
+        (Ok(tasks), Ok(nodes)) => (tasks, nodes.max(1)),
+        (Err(e), _) | (_, Err(e)) => {
+            log::debug(&format!(
+                "task or node count not available in srun ({e}); checked on the nodes"
+            ));
+            return Ok(());
+        }
+    };
+    let roles = spec.resolve(tasks).map_err(|e| e.to_string())?;
+    let settings = settings
+        .and_then(|s| s.with_overrides(&spec.overrides))
+        .map_err(|e| e.to_string())?;
+    if let PortPolicy::Base(base) = settings.ports() {
+        ports::check_base(base, tasks.div_ceil(nodes) as usize).map_err(|e| e.to_string())?;
+    }
+    pass_hostfile_order(tasks)?;
     let text: Vec<String> = roles
         .slices
         .iter()
         .map(|s| format!("{}:{}", s.role, s.count))
         .collect();
     log::verbose(&format!("{tasks} tasks as {}", text.join(",")));
-    0
+    Ok(())
 }
 
 /// srun, with `-m arbitrary`: the nodes cannot see the task order, which only the user's
@@ -184,7 +217,7 @@ pub fn init_post_opt(sp: &Spank) -> c_int {
 /// Batch script, extern and interactive steps carry no TF tasks; planning them would hand a
 /// stale TF_CONFIG to every srun nested in a batch script.
 fn is_task_step(sp: &Spank) -> bool {
-    match sp.item_u32(item::TFC_S_JOB_STEPID) {
+    match sp.item_u32(U32Item::StepId) {
         Ok(step) => i64::from(step) < ffi::TFC_SLURM_INTERACTIVE_STEP,
         Err(_) => false,
     }
@@ -212,8 +245,8 @@ fn plan_node(
         env("SLURM_STEP_NUM_TASKS")?,
     );
     Component {
-        nodes: item(item::TFC_S_JOB_NNODES, "the step's node count")?,
-        tasks: item(item::TFC_S_JOB_TOTAL_TASK_COUNT, "the step's task count")?,
+        nodes: item(U32Item::Nodes, "the step's node count")?,
+        tasks: item(U32Item::TotalTasks, "the step's task count")?,
         step_nodes: step_nodes.as_deref(),
         step_tasks: step_tasks.as_deref(),
         het_size: het_size.as_deref(),
@@ -236,12 +269,12 @@ fn plan_node(
         plane_size: plane_size.as_deref(),
         resv_ports: resv_ports.as_deref(),
         task_hosts: task_hosts.as_deref(),
-        job_id: item(item::TFC_S_JOB_ID, "the job id")?,
-        step_id: item(item::TFC_S_JOB_STEPID, "the step id")?,
+        job_id: item(U32Item::JobId, "the job id")?,
+        step_id: item(U32Item::StepId, "the step id")?,
     };
     let plan = StepPlan::new(&spec, &settings, &inputs).map_err(|e| e.to_string())?;
-    let node = item(item::TFC_S_JOB_NODEID, "this node's index")? as usize;
-    let local = item(item::TFC_S_JOB_LOCAL_TASK_COUNT, "the local task count")?;
+    let node = item(U32Item::NodeId, "this node's index")? as usize;
+    let local = item(U32Item::LocalTasks, "the local task count")?;
     let gtids = (0..local)
         .map(|i| {
             sp.local_to_global(i)
