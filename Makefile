@@ -6,10 +6,12 @@
 #   make install-config       also put the snippet in $(SYSCONFDIR)/slurm/plugstack.conf.d/
 #                             unless the admin already has one there (never overwritten)
 #   make deb                  a Debian package for the Slurm release the plugin was built for
+#   make rpm                  an RPM (RHEL family) for that release (needs rpmbuild)
 #   make test | demo | bench  README's commands
 #
 # Variables: PREFIX (/usr), DESTDIR, SYSCONFDIR (/etc), SLURM_PLUGIN_DIR (detected from the
-# installed Slurm), PLUGIN (the .so to install; default the release build).
+# installed Slurm, only by the targets that install), PLUGIN (the .so to install; default the
+# release build, which these targets bring up to date first).
 
 PREFIX ?= /usr
 SYSCONFDIR ?= /etc
@@ -17,19 +19,23 @@ DESTDIR ?=
 SLURM_PLUGIN_DIR ?= $(shell packaging/slurm-plugin-dir.sh)
 PLUGIN ?= target/release/libtfcluster.so
 
-PLUGIN_PATH := $(SLURM_PLUGIN_DIR)/spank_tfcluster.so
+PLUGIN_PATH = $(SLURM_PLUGIN_DIR)/spank_tfcluster.so
 SHARE := $(PREFIX)/share/tfcluster
 SNIPPET := $(SYSCONFDIR)/slurm/plugstack.conf.d/tfcluster.conf
 
-.PHONY: all build install install-config uninstall deb test demo bench clean
+.PHONY: all build install install-config uninstall deb rpm test demo bench clean FORCE
 
 all: build
 
 build:
 	cargo build --release
 
-$(PLUGIN):
+# The release build is always handed to cargo, which rebuilds it only if a source changed; a
+# PLUGIN given on the command line is used as it is.
+ifeq ($(PLUGIN),target/release/libtfcluster.so)
+$(PLUGIN): FORCE
 	cargo build --release
+endif
 
 install: $(PLUGIN)
 	@test -n "$(SLURM_PLUGIN_DIR)" || { echo "set SLURM_PLUGIN_DIR" >&2; exit 1; }
@@ -52,6 +58,9 @@ uninstall:
 
 deb: $(PLUGIN)
 	bash packaging/build-deb.sh $(PLUGIN)
+
+rpm: $(PLUGIN)
+	bash packaging/build-rpm.sh $(PLUGIN)
 
 test:
 	bash tests/run.sh

@@ -1,8 +1,17 @@
 #!/bin/sh
-# Prints the installed Slurm's plugin directory (where select_cons_tres.so lives): Debian's
-# /usr/lib/<triplet>/slurm-wlm, RPM's /usr/lib64/slurm, a source build's <prefix>/lib/slurm.
-for d in /usr/lib/*/slurm-wlm /usr/lib64/slurm /usr/lib/slurm /usr/local/lib/slurm /opt/slurm/lib/slurm; do
-    if [ -e "$d/select_cons_tres.so" ] || [ -e "$d/libslurmfull.so" ]; then echo "$d"; exit 0; fi
+# Prints the installed Slurm's plugin directory (where select_cons_tres.so or libslurmfull.so
+# lives): Debian's /usr/lib/<triplet>/slurm-wlm, SchedMD's own Debian packages (slurm-smd)
+# /usr/lib/<triplet>/slurm, RPM's /usr/lib64/slurm, a source build's <prefix>/lib/slurm.
+# SLURM_ROOT (default /) is where to look, for tests; the path printed is without it.
+root=${SLURM_ROOT:-}
+for pattern in '/usr/lib/*/slurm-wlm' '/usr/lib/*/slurm' /usr/lib64/slurm /usr/lib/slurm \
+               /usr/local/lib/slurm /opt/slurm/lib/slurm; do
+    for d in $root$pattern; do
+        if [ -e "$d/select_cons_tres.so" ] || [ -e "$d/libslurmfull.so" ]; then
+            echo "${d#"$root"}"
+            exit 0
+        fi
+    done
 done
 echo "slurm-plugin-dir: no Slurm plugin directory found; set SLURM_PLUGIN_DIR=..." >&2
 exit 1

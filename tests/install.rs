@@ -137,13 +137,7 @@ fn an_installed_plugin_runs_through_an_included_snippet() {
 #[ignore = "needs root and the test cluster: run tests/run.sh"]
 fn the_debian_package_installs_runs_and_removes() {
     let release = release::current();
-    let out = dir().join("deb");
-    let deb = run(&format!(
-        "bash {} {} {}",
-        root().join("packaging/build-deb.sh").display(),
-        plugin(),
-        out.display()
-    ));
+    let deb = make(&["deb", &format!("PLUGIN={}", plugin())]);
     let deb = deb.trim();
     assert!(
         deb.ends_with(&format!(
@@ -228,4 +222,106 @@ fn a_plugin_built_for_another_release_is_refused_by_slurm() {
         "{}",
         stderr(&required)
     );
+}
+
+#[test]
+#[ignore = "needs root and the test cluster: run tests/run.sh"]
+fn a_package_for_schedmds_own_slurm_packages() {
+    // SchedMD's slurm-smd packages keep plugins in /usr/lib/<triplet>/slurm, and conflict with
+    // Debian's slurm-wlm ones: a site that runs them gets a package that depends on them.
+    let release = release::current();
+    let deb = run(&format!(
+        "SLURM_PACKAGE=slurm-smd bash {} {} {}",
+        root().join("packaging/build-deb.sh").display(),
+        plugin(),
+        dir().join("deb-smd").display()
+    ));
+    let deb = deb.trim();
+    assert_eq!(
+        run(&format!("dpkg-deb -f {deb} Depends")),
+        format!(
+            "slurm-smd (>= {v}), slurm-smd (<< {n})\n",
+            v = release.version,
+            n = release.next()
+        )
+    );
+    assert!(
+        run(&format!("dpkg-deb -c {deb}"))
+            .contains("./usr/lib/x86_64-linux-gnu/slurm/spank_tfcluster.so"),
+        "{deb}"
+    );
+}
+
+#[test]
+#[ignore = "needs root and the test cluster: run tests/run.sh"]
+fn an_rpm_pins_the_slurm_release() {
+    let release = release::current();
+    let rpm = make(&["rpm", &format!("PLUGIN={}", plugin())]);
+    let rpm = rpm.trim();
+    assert!(
+        rpm.ends_with(&format!(
+            "slurm-spank-tfcluster-0.1.0-1.slurm{}.x86_64.rpm",
+            release.version
+        )),
+        "{rpm}"
+    );
+    let query = |what: &str| run(&format!("rpm -qp {what} {rpm} 2>/dev/null"));
+    assert_eq!(
+        query("--requires")
+            .lines()
+            .filter(|l| !l.starts_with("rpmlib("))
+            .collect::<Vec<_>>(),
+        [
+            format!("slurm >= {}", release.version),
+            format!("slurm < {}", release.next())
+        ]
+    );
+    assert_eq!(
+        query("--list"),
+        "/usr/lib64/slurm/spank_tfcluster.so\n\
+         /usr/share/doc/slurm-spank-tfcluster/README.md\n\
+         /usr/share/tfcluster/plugstack.conf.example\n\
+         /usr/share/tfcluster/tfcluster.conf\n"
+    );
+}
+
+/// (files a Slurm installation has, the plugin directory make install detects)
+#[rustfmt::skip]
+const PLUGIN_DIRS: &[(&[&str], &str)] = &[
+    (&["usr/lib/x86_64-linux-gnu/slurm-wlm/libslurmfull.so"], "/usr/lib/x86_64-linux-gnu/slurm-wlm"), // Debian, Ubuntu
+    (&["usr/lib/x86_64-linux-gnu/slurm/libslurmfull.so"],     "/usr/lib/x86_64-linux-gnu/slurm"),     // SchedMD's slurm-smd debs
+    (&["usr/lib64/slurm/select_cons_tres.so"],                "/usr/lib64/slurm"),                    // RPM
+    (&["usr/local/lib/slurm/libslurmfull.so"],                "/usr/local/lib/slurm"),                // built from source
+    (&["usr/lib/x86_64-linux-gnu/slurm-wlm/libslurmfull.so",
+       "usr/lib/x86_64-linux-gnu/slurm/other.so"],            "/usr/lib/x86_64-linux-gnu/slurm-wlm"),
+];
+
+#[test]
+fn the_plugin_directory_of_each_packaging() {
+    for (files, want) in PLUGIN_DIRS {
+        let fake = tempdir("plugin-dir");
+        for f in *files {
+            let path = fake.join(f);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, "").unwrap();
+        }
+        let out = Command::new(root().join("packaging/slurm-plugin-dir.sh"))
+            .env("SLURM_ROOT", &fake)
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            *want,
+            "{files:?}"
+        );
+        std::fs::remove_dir_all(&fake).unwrap();
+    }
+}
+
+/// An empty directory of its own under the test's temporary directory.
+fn tempdir(name: &str) -> std::path::PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
 }
