@@ -9,6 +9,10 @@
 //!
 //! The header the bindings come from is `spank-headers/tfcluster_spank.h`, written for this
 //! project; Slurm's own headers are read only for the version number.
+//!
+//! Everything else that differs between releases is decided here, from the version, in
+//! [`ReleaseApi`]: the header and the Rust code both follow it (through `-D` defines for
+//! bindgen and `cfg` flags for rustc).
 
 use std::env;
 use std::fs;
@@ -25,6 +29,9 @@ fn main() {
         panic!("tfcluster needs Slurm 21.08 or later (SPANK error codes 3000+); got {major}.{minor:02}");
     }
     let number = (major << 16) | (minor << 8) | micro;
+    let api = ReleaseApi::of(major, minor);
+    println!("cargo::rustc-check-cfg=cfg(tfc_kill_step, values(\"job_step\", \"job_step_flags\", \"step_id\"))");
+    println!("cargo:rustc-cfg=tfc_kill_step=\"{}\"", api.kill_step);
     let out = PathBuf::from(env::var("OUT_DIR").unwrap());
     fs::write(
         out.join("slurm_version.rs"),
@@ -35,7 +42,10 @@ fn main() {
              pub const SLURM_VERSION_TEXT: &str = \"{major}.{minor:02}.{micro}\";\n\
              /// The include directory of the Slurm this build is for (`tests/abi.rs` checks our\n\
              /// header against the `slurm/spank.h` there).\n\
-             pub const SLURM_INCLUDE_DIR: &str = {include:?};\n"
+             pub const SLURM_INCLUDE_DIR: &str = {include:?};\n\
+             /// `slurm_kill_job_step`'s C type in this release (checked by `tests/abi.rs`).\n\
+             pub const KILL_STEP_PROTOTYPE: &str = {prototype:?};\n",
+            prototype = api.kill_step_prototype(),
         ),
     )
     .unwrap();
@@ -48,11 +58,39 @@ fn main() {
         .allowlist_var("TFC_.*")
         .default_macro_constant_type(bindgen::MacroTypeVariation::Signed)
         .constified_enum_module("tfc_spank_.*")
+        .clang_arg(format!("-DTFC_KILL_STEP_{}", api.kill_step.to_uppercase()))
         .layout_tests(true)
         .generate()
         .expect("bindgen: spank-headers/tfcluster_spank.h (is libclang-dev installed?)")
         .write_to_file(out.join("spank_bindings.rs"))
         .unwrap();
+}
+
+/// What differs between Slurm releases for the plugin, beyond `plugin_version`.
+struct ReleaseApi {
+    /// `slurm_kill_job_step`'s form: `job_step` (job id, step id, signal) up to 23.02;
+    /// `job_step_flags` (plus flags, with KILL_NO_SIG_FAIL) from 23.11; `step_id` (a
+    /// `slurm_step_id_t *`, signal, flags) from 26.05.
+    kill_step: &'static str,
+}
+
+impl ReleaseApi {
+    fn of(major: u32, minor: u32) -> ReleaseApi {
+        let kill_step = match (major, minor) {
+            (..=23, 0..=2) | (..=22, _) => "job_step",
+            (..=25, _) => "job_step_flags",
+            _ => "step_id",
+        };
+        ReleaseApi { kill_step }
+    }
+
+    fn kill_step_prototype(&self) -> &'static str {
+        match self.kill_step {
+            "job_step" => "int (uint32_t, uint32_t, uint16_t)",
+            "job_step_flags" => "int (uint32_t, uint32_t, uint16_t, uint16_t)",
+            _ => "int (slurm_step_id_t *, uint16_t, uint16_t)",
+        }
+    }
 }
 
 fn slurm_version() -> (u32, u32, u32) {

@@ -6,8 +6,9 @@
  * tests/abi.rs compiles tests/abi_check.c against the installed <slurm/spank.h> to prove
  * every value and offset here equals Slurm's.
  *
- * Valid for Slurm 21.08 and later (error codes 3000+). Only the version word that the plugin
- * exports differs between releases; build.rs sets it.
+ * Valid for Slurm 21.08 and later (error codes 3000+). What differs between releases (the
+ * version word the plugin exports, slurm_kill_job_step's form) is chosen by build.rs from the
+ * release: it defines one TFC_KILL_STEP_* macro.
  */
 #ifndef TFCLUSTER_SPANK_H
 #define TFCLUSTER_SPANK_H
@@ -120,5 +121,30 @@ void slurm_info(const char *fmt, ...);
 void slurm_verbose(const char *fmt, ...);
 void slurm_debug(const char *fmt, ...);
 void slurm_spank_log(const char *fmt, ...);
+
+/*
+ * Ending a step from slurmstepd (libslurm, which slurmstepd loads): when training ends, and when
+ * a node finds that no TF_CONFIG of the step can be right. slurm_strerror names the error.
+ */
+char *slurm_strerror(int errnum);
+/* Flag (23.11+): the tasks this kills are reported as successful, so srun and the job's exit
+ * status are the tasks' own. */
+#define TFC_KILL_NO_SIG_FAIL (1 << 10)
+/* slurm_step_id_t from 26.05: sluid (uint64_t), job id, heterogeneous component, step id. */
+typedef struct tfc_step_id {
+    uint64_t sluid;
+    uint32_t job_id;
+    uint32_t step_het_comp;
+    uint32_t step_id;
+} tfc_step_id_t;
+/* NO_VAL: "no heterogeneous component". */
+#define TFC_NO_VAL 0xfffffffe
+#if defined(TFC_KILL_STEP_STEP_ID)
+int slurm_kill_job_step(tfc_step_id_t *step_id, uint16_t signal, uint16_t flags);
+#elif defined(TFC_KILL_STEP_JOB_STEP_FLAGS)
+int slurm_kill_job_step(uint32_t job_id, uint32_t step_id, uint16_t signal, uint16_t flags);
+#else
+int slurm_kill_job_step(uint32_t job_id, uint32_t step_id, uint16_t signal);
+#endif
 
 #endif

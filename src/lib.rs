@@ -104,6 +104,19 @@ pub unsafe extern "C" fn slurm_spank_task_init(
     })
 }
 
+/// # Safety
+/// Called by slurmstepd (its main process) with a valid handle, each time a task ends.
+#[no_mangle]
+pub unsafe extern "C" fn slurm_spank_task_exit(
+    sp: ffi::spank_t,
+    _ac: c_int,
+    _av: *mut *mut c_char,
+) -> c_int {
+    guard("slurm_spank_task_exit", || {
+        spank::hooks::task_exit(&unsafe { Spank::from_raw(sp) })
+    })
+}
+
 /// The `--tf-cluster` callback Slurm calls with the option's argument.
 ///
 /// # Safety

@@ -95,6 +95,32 @@ fn c_checks() -> String {
     for (name, value) in layout {
         eq(name, value as i64);
     }
+    // Ending a step (slurm_kill_job_step): the form build.rs chose for this release, and what it
+    // passes. 26.05 takes a slurm_step_id_t; 23.11 added the flags and KILL_NO_SIG_FAIL.
+    if ffi::KILL_STEP_PROTOTYPE.contains("slurm_step_id_t") {
+        #[rustfmt::skip]
+        let step_id = [
+            ("sizeof(slurm_step_id_t)", size_of::<ffi::tfc_step_id_t>()),
+            ("offsetof(slurm_step_id_t, sluid)", offset_of!(ffi::tfc_step_id_t, sluid)),
+            ("offsetof(slurm_step_id_t, job_id)", offset_of!(ffi::tfc_step_id_t, job_id)),
+            ("offsetof(slurm_step_id_t, step_het_comp)", offset_of!(ffi::tfc_step_id_t, step_het_comp)),
+            ("offsetof(slurm_step_id_t, step_id)", offset_of!(ffi::tfc_step_id_t, step_id)),
+        ];
+        for (name, value) in step_id {
+            eq(name, value as i64);
+        }
+    }
+    if ffi::KILL_STEP_PROTOTYPE.contains("uint16_t, uint16_t") {
+        eq("KILL_NO_SIG_FAIL", ffi::TFC_KILL_NO_SIG_FAIL.into());
+    }
+    eq("NO_VAL", ffi::TFC_NO_VAL);
+    writeln!(
+        c,
+        "_Static_assert(__builtin_types_compatible_p(__typeof__(slurm_kill_job_step), {p}), \
+         \"slurm_kill_job_step is {p}\");",
+        p = ffi::KILL_STEP_PROTOTYPE
+    )
+    .unwrap();
     c
 }
 
@@ -125,27 +151,30 @@ fn our_header_matches_the_installed_spank_h() {
 
 #[test]
 fn the_checks_really_compare() {
-    // A wrong value must fail to compile, or the test above proves nothing.
+    // A wrong value or prototype must fail to compile, or the test above proves nothing.
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
-    let src = dir.join("abi_check_wrong.c");
-    std::fs::write(
-        &src,
-        c_checks()
-            .replace("\"S_TASK_ID == 11\"", "\"x\"")
-            .replace("(S_TASK_ID) == 11LL", "(S_TASK_ID) == 12LL"),
-    )
-    .unwrap();
-    let out = Command::new("cc")
-        .args([
-            "-std=gnu11",
-            "-fsyntax-only",
-            "-isystem",
-            ffi::SLURM_INCLUDE_DIR,
-        ])
-        .arg(&src)
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
+    let wrong_prototype = ffi::KILL_STEP_PROTOTYPE.replace("uint16_t)", "uint32_t)");
+    let mutations = [
+        ("(S_TASK_ID) == 11LL", "(S_TASK_ID) == 12LL".to_string()),
+        (ffi::KILL_STEP_PROTOTYPE, wrong_prototype),
+    ];
+    for (i, (right, wrong)) in mutations.iter().enumerate() {
+        let checks = c_checks();
+        assert!(checks.contains(right), "{right}");
+        let src = dir.join(format!("abi_check_wrong_{i}.c"));
+        std::fs::write(&src, checks.replace(right, wrong)).unwrap();
+        let out = Command::new("cc")
+            .args([
+                "-std=gnu11",
+                "-fsyntax-only",
+                "-isystem",
+                ffi::SLURM_INCLUDE_DIR,
+            ])
+            .arg(&src)
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{wrong} was accepted");
+    }
 }
 
 fn plugin_path() -> PathBuf {
@@ -192,6 +221,7 @@ fn exports_only_what_slurm_needs() {
             "slurm_spank_init",
             "slurm_spank_init_post_opt",
             "slurm_spank_local_user_init",
+            "slurm_spank_task_exit",
             "slurm_spank_task_init",
         ]
     );

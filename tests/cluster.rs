@@ -351,7 +351,7 @@ const BAD_INPUT: &[(&str, i32, &str)] = &[
     ("-N1 -n2 --tf-cluster=chief:2,worker:*", 255,
      "srun: error: tfcluster: --tf-cluster: chief:2 asks for 2 chief tasks; TensorFlow allows at most one chief"),
     ("-N1 -n2 --tf-cluster=worker:*,port=1", 255,
-     "srun: error: tfcluster: --tf-cluster: 'port' is not a per-job setting; allowed: port_base, rpc_layer, gpus, gpu_roles"),
+     "srun: error: tfcluster: --tf-cluster: 'port' is not a per-job setting; allowed: port_base, gpus, gpu_roles, rpc_layer, end_with_chief"),
     ("-N1 -n3 --tf-cluster=ps:1,worker:3", 1,
      "srun: error: tfcluster: --tf-cluster asks for 4 tasks (ps:1,worker:3) but the step has 3; change the counts, use '*' for one role, or run srun with -n 4"),
     ("-N1 -n3 --tf-cluster=chief:1,ps:2,worker:*", 1,
@@ -548,7 +548,7 @@ fn a_bad_admin_setting_is_named_and_only_affects_the_option() {
     drop(stack);
     assert_eq!(with.code, 255);
     assert!(with.stderr.contains(
-        "srun: error: tfcluster: plugstack.conf: unknown tfcluster setting 'port_bsae'; known: port_base, port_range, port_block, address, gpus, gpu_roles, rpc_layer"
+        "srun: error: tfcluster: plugstack.conf: unknown tfcluster setting 'port_bsae'; known: port_base, port_range, port_block, address, gpus, gpu_roles, rpc_layer, end_with_chief"
     ), "{}", with.stderr);
     assert_eq!(without.code, 0, "{}", without.stderr);
 }
@@ -583,5 +583,101 @@ fn srun_verbose_shows_what_each_task_got() {
         "tfcluster: rank 1 is worker:0 at n012:",
     ] {
         assert!(stderr.contains(line), "expected {line:?} in:\n{stderr}");
+    }
+}
+
+/// (what, srun arguments, the deciding role, its exit code, whether tfcluster stops the others)
+#[rustfmt::skip]
+const END_OF_TRAINING: &[(&str, &str, &str, i32, bool)] = &[
+    ("ps: the chief's exit ends the step",   "-N2 -n4 --tf-cluster=chief:1,ps:1,worker:*",                    "chief",  0, true),
+    ("a failing chief",                      "-N2 -n4 --tf-cluster=chief:1,ps:1,worker:*",                    "chief",  3, true),
+    ("Estimator's master",                   "-N2 -n4 --tf-cluster=master:1,ps:1,worker:*",                   "master", 0, true),
+    ("no chief: worker 0 decides",           "-N2 -n4 --tf-cluster=ps:1,worker:*",                            "worker", 0, true),
+    ("the evaluator is stopped with the rest", "-N2 -n4 --tf-cluster=chief:1,evaluator:1,ps:1,worker:*", "chief", 0, true),
+    ("end_with_chief=yes without ps",        "-N2 -n4 --tf-cluster=chief:1,worker:*,end_with_chief=yes",      "chief",  0, true),
+    ("end_with_chief=no: the step runs on",  "-N2 -n4 --tf-cluster=chief:1,ps:1,worker:*,end_with_chief=no",  "chief",  0, false),
+    ("MultiWorkerMirroredStrategy: unaffected", "-N2 -n4 --tf-cluster=chief:1,worker:*",                      "chief",  0, false),
+];
+
+#[test]
+#[ignore = "needs the test cluster: run tests/run.sh"]
+fn the_step_ends_when_the_chief_exits() {
+    let release = release::current();
+    let _defaults = PlugStack::defaults();
+    for (what, args, role, code, stops) in END_OF_TRAINING {
+        // The others would sleep 299 s when stopped, 3 s when left to end by themselves.
+        let others = if *stops { 299 } else { 3 };
+        let started = std::time::Instant::now();
+        let out = sh(&format!(
+            "srun {args} {} {role} {code} {others}",
+            tool("decider.sh")
+        ));
+        let elapsed = started.elapsed().as_secs_f64();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let who = if *role == "worker" { "worker 0" } else { role };
+        let line = format!("tfcluster: {who} exited {code}; stopping the step's other 3 tasks");
+        let want = if *stops {
+            release.stopped_step_status(*code)
+        } else {
+            *code
+        };
+        assert_eq!(
+            out.status.code(),
+            Some(want),
+            "{what}: srun {args}\n{stderr}"
+        );
+        assert_eq!(
+            release.printed(&stderr, &line),
+            *stops,
+            "{what}: {line:?} in\n{stderr}"
+        );
+        if *stops {
+            eprintln!(
+                "{what}: the step ended {:.2} s after the chief's exit",
+                elapsed - 1.0
+            );
+            assert!(elapsed < 30.0, "{what}: the step ran {elapsed:.1} s");
+            let left = sh("pgrep -f '^sleep 299$' || true");
+            assert!(
+                out.status.code().is_some() && left.stdout.is_empty(),
+                "{what}: tasks left behind: {}",
+                String::from_utf8_lossy(&left.stdout)
+            );
+        } else {
+            assert!(
+                elapsed >= 3.0,
+                "{what}: the others were stopped ({elapsed:.1} s)"
+            );
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs the test cluster: run tests/run.sh"]
+fn a_batch_job_ends_with_the_chiefs_result() {
+    let release = release::current();
+    let _defaults = PlugStack::defaults();
+    for code in [0, 3] {
+        let out = dir().join(format!("chief-{code}.out"));
+        let run = sh(&format!(
+            "sbatch --wait --parsable -N2 -n4 -o {} --wrap 'srun --tf-cluster=chief:1,ps:1,worker:* {} chief {code} 299'",
+            out.display(),
+            tool("decider.sh")
+        ));
+        let job = String::from_utf8_lossy(&run.stdout).trim().to_string();
+        let want = release.stopped_step_status(code);
+        assert_eq!(run.status.code(), Some(want), "sbatch --wait: job {job}");
+        let info =
+            String::from_utf8_lossy(&sh(&format!("scontrol show job {job}")).stdout).into_owned();
+        let state = if want == 0 {
+            "JobState=COMPLETED"
+        } else {
+            "JobState=FAILED"
+        };
+        assert!(info.contains(state), "job {job}: {state} in\n{info}");
+        assert!(
+            info.contains(&format!("ExitCode={want}:0")),
+            "job {job}: ExitCode={want}:0 in\n{info}"
+        );
     }
 }

@@ -143,3 +143,57 @@ fn every_node_splits_its_own_gpus() {
     assert_eq!(gpus(&p, 2, Some("0,1,2,3"), Some("0,1,2,3")), set("2"));
     assert_eq!(gpus(&p, 3, Some("4,5"), Some("4,5")), set("4,5"));
 }
+
+/// (spec, plugstack words, the task that ends the step when it exits: (rank, message for exit
+/// status 0) or None)
+#[rustfmt::skip]
+const ENDS: &[(&str, &[&str], Option<(u32, &str)>)] = &[
+    ("chief:1,ps:2,worker:*",                    &[],                     Some((0, "chief exited 0; stopping the step's other 7 tasks"))),
+    ("ps:1,worker:*",                            &[],                     Some((1, "worker 0 exited 0; stopping the step's other 7 tasks"))),
+    ("master:1,ps:1,worker:*",                   &[],                     Some((0, "master exited 0; stopping the step's other 7 tasks"))),
+    ("chief:1,evaluator:1,ps:1,worker:*",        &[],                     Some((0, "chief exited 0; stopping the step's other 7 tasks"))),
+    ("chief:1,worker:*",                         &[],                     None), // MultiWorkerMirroredStrategy: every task exits by itself
+    ("worker:*",                                 &[],                     None),
+    ("chief:1,worker:*,end_with_chief=yes",      &[],                     Some((0, "chief exited 0; stopping the step's other 7 tasks"))),
+    ("worker:*",                                 &["end_with_chief=yes"], Some((0, "worker 0 exited 0; stopping the step's other 7 tasks"))),
+    ("chief:1,ps:2,worker:*,end_with_chief=no",  &[],                     None),
+    ("chief:1,ps:2,worker:*",                    &["end_with_chief=no"],  None),
+    ("chief:1,ps:2,worker:*,end_with_chief=auto", &["end_with_chief=no"], Some((0, "chief exited 0; stopping the step's other 7 tasks"))), // the job's word wins
+];
+
+#[test]
+fn the_task_that_ends_the_step() {
+    for (spec, admin, want) in ENDS {
+        let plan = plan(spec, admin, &step("a,b", "4(x2)", None));
+        let got = plan.decider().map(|d| (d.rank, d.exit_message(0)));
+        assert_eq!(
+            got.as_ref().map(|(r, m)| (*r, m.as_str())),
+            *want,
+            "{spec} {admin:?}"
+        );
+    }
+    // A one-task step has nothing to stop.
+    assert_eq!(
+        plan("chief:1", &["end_with_chief=yes"], &step("a", "1", None)).decider(),
+        None
+    );
+}
+
+/// (wait status, how the message says the task ended)
+#[rustfmt::skip]
+const STATUSES: &[(i32, &str)] = &[
+    (0,          "chief exited 0; stopping the step's other 1 task"),
+    (3 << 8,     "chief exited 3; stopping the step's other 1 task"),
+    (255 << 8,   "chief exited 255; stopping the step's other 1 task"),
+    (9,          "chief was killed by signal 9; stopping the step's other 1 task"),
+    (11 | 0x80,  "chief was killed by signal 11; stopping the step's other 1 task"), // core dumped
+];
+
+#[test]
+fn what_the_user_is_told_when_the_chief_exits() {
+    let plan = plan("chief:1,ps:1", &[], &step("a", "2", None));
+    let decider = plan.decider().unwrap();
+    for (status, want) in STATUSES {
+        assert_eq!(decider.exit_message(*status), *want, "{status:#x}");
+    }
+}

@@ -3,7 +3,7 @@
 //! Needs the cluster and a TensorFlow virtualenv (TFC_PYTHON); tests/run.sh provides both.
 
 mod common;
-use common::cluster::{dir, records, sh, tool};
+use common::cluster::{records, sh, tool, PlugStack};
 use serde_json::{json, Value};
 use std::collections::HashSet;
 
@@ -68,21 +68,30 @@ fn multi_worker_mirrored_strategy_trains_across_nodes() {
     }
 }
 
+/// ParameterServerStrategy as TensorFlow documents it: servers join() forever, tfcluster ends the
+/// step when the chief is done. (what, srun arguments, every task's role, the chief's exit code)
 #[rustfmt::skip]
-const PS: &[(&str, &str, &[&str])] = &[
-    ("one parameter server",  "-w n011,n012 -N2 -n4 --tf-cluster=chief:1,ps:1,worker:2",     &["chief|0", "ps|0", "worker|0", "worker|1"]),
-    ("two parameter servers", "-w n011,n012,n9 -N3 -n5 --tf-cluster=chief:1,ps:2,worker:2",  &["chief|0", "ps|0", "ps|1", "worker|0", "worker|1"]),
+const PS: &[(&str, &str, &[&str], i32)] = &[
+    ("two parameter servers", "-w n011,n012,n9 -N3 -n5 --tf-cluster=chief:1,ps:2,worker:*",
+     &["chief|0", "ps|0", "ps|1", "worker|0", "worker|1"], 0),
+    ("a chief that fails",    "-w n011,n012 -N2 -n4 --tf-cluster=chief:1,ps:1,worker:*",
+     &["chief|0", "ps|0", "worker|0", "worker|1"], 3),
 ];
 
 #[test]
 #[ignore = "needs the test cluster and TensorFlow: run tests/run.sh"]
-fn parameter_server_strategy_trains_and_every_task_exits() {
-    for (i, (what, args, roles)) in PS.iter().enumerate() {
-        let done = dir().join(format!("ps-done-{i}-{}", std::process::id()));
-        let _ = std::fs::remove_file(&done);
-        let (stdout, _) = tf_step(
-            &format!("--export=ALL,TFC_DONE_FILE={} {args}", done.display()),
-            "ps_train.py",
+fn parameter_server_strategy_trains_and_the_step_ends_with_the_chief() {
+    let release = common::release::current();
+    let _defaults = PlugStack::defaults();
+    for (what, args, roles, code) in PS {
+        let out = sh(&format!(
+            "srun -t 5 --export=ALL,TFC_CHIEF_EXIT={code} {args} {} {}; echo \"SRUN|$?|$(date +%s.%N)\"",
+            python(),
+            tool("ps_join.py")
+        ));
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
         );
         let mut seen: Vec<String> = records(&stdout, "ROLE")
             .iter()
@@ -90,14 +99,32 @@ fn parameter_server_strategy_trains_and_every_task_exits() {
             .collect();
         seen.sort();
         assert_eq!(seen, *roles, "{what}");
-        let result = &records(&stdout, "RESULT")[0];
-        let loss: f64 = result[0].parse().unwrap();
+        let srun = &records(&stdout, "SRUN")[0];
+        let result = records(&stdout, "RESULT");
+        assert_eq!(
+            result.len(),
+            1,
+            "{what}: the chief finished training\n{stdout}\n{stderr}"
+        );
+        let loss: f64 = result[0][0].parse().unwrap();
         assert!(
             loss < 0.5,
             "{what}: training did not converge (loss {loss})"
         );
-        assert_eq!(result[1], "60", "{what}: every scheduled step ran");
-        let _ = std::fs::remove_file(&done);
+        let status: i32 = srun[0].parse().unwrap();
+        assert_eq!(
+            status,
+            release.stopped_step_status(*code),
+            "{what}\n{stderr}"
+        );
+        let delay = srun[1].parse::<f64>().unwrap() - result[0][2].parse::<f64>().unwrap();
+        eprintln!("{what}: srun returned {delay:.2} s after the chief's result");
+        assert!(
+            delay < 30.0,
+            "{what}: the step ran on {delay:.1} s after the chief was done"
+        );
+        let left = sh("pgrep -f '[p]s_join.py' || true");
+        assert!(left.stdout.is_empty(), "{what}: tasks left behind");
     }
 }
 

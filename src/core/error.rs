@@ -43,8 +43,8 @@ pub enum Error {
     SingletonRole { role: String, count: u32 },
     #[error("--tf-cluster: chief and master cannot be used together (TensorFlow accepts one or the other); drop master:1 or chief:1")]
     ChiefAndMaster,
-    #[error("--tf-cluster: '{key}' is not a per-job setting; allowed: port_base, rpc_layer, gpus, gpu_roles")]
-    UnknownOverride { key: String },
+    #[error("--tf-cluster: '{key}' is not a per-job setting; allowed: {allowed}")]
+    UnknownOverride { key: String, allowed: String },
     #[error(
         "--tf-cluster asks for {requested} tasks ({spec}) but the step has {tasks}; \
          change the counts, use '*' for one role, or run srun with -n {requested}"
@@ -207,7 +207,7 @@ pub enum Error {
 
     // ---- settings -----------------------------------------------------------------------
     #[error("plugstack.conf: unknown tfcluster setting '{key}'; known: {known}")]
-    UnknownSetting { key: String, known: &'static str },
+    UnknownSetting { key: String, known: String },
     #[error("{origin}: {key}='{value}' is invalid: {expected}")]
     BadSetting {
         origin: &'static str,

@@ -18,6 +18,6 @@ pub mod tf_config;
 
 pub use error::{Error, Result};
 pub use gpus::GpuAction;
-pub use plan::{Component, StepInputs, StepPlan, TaskEnv};
+pub use plan::{Component, Decider, StepInputs, StepPlan, TaskEnv};
 pub use settings::Settings;
 pub use spec::{Role, Spec};

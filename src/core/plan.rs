@@ -9,7 +9,7 @@ use super::gpus::{self, GpuAction, GpuInputs};
 use super::hostlist;
 use super::layout::{parse_counts, Distribution, Layout};
 use super::ports::StepPorts;
-use super::settings::Settings;
+use super::settings::{EndWithChief, Settings};
 use super::spec::{Role, RoleTable, Spec};
 use super::text;
 use super::tf_config::{self, ClusterJson};
@@ -73,6 +73,37 @@ impl Component<'_> {
             });
         }
         Ok(())
+    }
+}
+
+/// The task that ends the step when it exits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Decider {
+    pub rank: u32,
+    /// Its role (index 0 of it).
+    pub role: Role,
+    /// How many other tasks the step has.
+    pub others: u32,
+}
+
+impl Decider {
+    /// The line srun's user sees when it exits: `chief exited 0; stopping the step's other 5
+    /// tasks`. `status` is the task's wait status.
+    pub fn exit_message(&self, status: i32) -> String {
+        let who = match self.role {
+            Role::Worker => "worker 0".to_string(),
+            role => role.to_string(),
+        };
+        // A wait status: the exit code in bits 8-15, or the terminating signal in bits 0-6.
+        let how = match status & 0x7f {
+            0 => format!("exited {}", (status >> 8) & 0xff),
+            signal => format!("was killed by signal {signal}"),
+        };
+        format!(
+            "{who} {how}; stopping the step's other {} task{}",
+            self.others,
+            if self.others == 1 { "" } else { "s" }
+        )
     }
 }
 
@@ -182,6 +213,28 @@ impl StepPlan {
 
     pub fn tasks(&self) -> u32 {
         self.layout.ranks.len() as u32
+    }
+
+    /// The task whose exit decides the job's result and ends the step (the `end_with_chief`
+    /// setting; `auto` when the spec has `ps`): the chief, or the master, else worker 0, as
+    /// Kubeflow's TFJob decides success. `None` when the step is not ended that way.
+    pub fn decider(&self) -> Option<Decider> {
+        let on = match self.settings.end_with_chief {
+            EndWithChief::Yes => true,
+            EndWithChief::No => false,
+            EndWithChief::Auto => self.roles.slices.iter().any(|s| s.role == Role::Ps),
+        };
+        if !on || self.tasks() < 2 {
+            return None;
+        }
+        [Role::Chief, Role::Master, Role::Worker]
+            .into_iter()
+            .find_map(|role| self.roles.slices.iter().find(|s| s.role == role))
+            .map(|slice| Decider {
+                rank: slice.start,
+                role: slice.role,
+                others: self.tasks() - 1,
+            })
     }
 
     /// Checks this plan against the global ids Slurm really put on `node` (from

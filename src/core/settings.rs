@@ -1,6 +1,5 @@
 //! Admin settings (the words after the plugin path in plugstack.conf) and the per-job
-//! overrides a user may put in `--tf-cluster` (`port_base=`, `rpc_layer=`, `gpus=`,
-//! `gpu_roles=`). Both are parsed strictly: an unknown key or a malformed value is an error that
+//! overrides a user may put in `--tf-cluster` (the keys [`KEYS`] marks). Both are parsed strictly: an unknown key or a malformed value is an error that
 //! names the key, never a silently ignored word.
 
 use super::address::AddressFormat;
@@ -9,8 +8,43 @@ use super::ports::PortPolicy;
 use super::spec::Role;
 use super::text::decimal;
 
-pub const ADMIN_KEYS: &str =
-    "port_base, port_range, port_block, address, gpus, gpu_roles, rpc_layer";
+/// Every setting, in the order messages list them, and whether a job may give it in
+/// `--tf-cluster` too (the others are the admin's alone). The one list of setting names.
+pub const KEYS: &[(&str, bool)] = &[
+    ("port_base", true),
+    ("port_range", false),
+    ("port_block", false),
+    ("address", false),
+    ("gpus", true),
+    ("gpu_roles", true),
+    ("rpc_layer", true),
+    ("end_with_chief", true),
+];
+
+/// The settings plugstack.conf takes, for messages: `port_base, port_range, ...`.
+pub fn admin_keys() -> String {
+    KEYS.iter().map(|(k, _)| *k).collect::<Vec<_>>().join(", ")
+}
+
+/// The settings a job may give in `--tf-cluster`, for messages.
+pub fn job_keys() -> String {
+    KEYS.iter()
+        .filter(|(_, job)| *job)
+        .map(|(k, _)| *k)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// When the task that decides the job's result (the chief, else worker 0) exits, whether
+/// tfcluster ends the rest of the step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EndWithChief {
+    /// When the spec has `ps`: parameter servers (and ParameterServerStrategy's workers) serve
+    /// forever, so the step would otherwise run until its time limit.
+    Auto,
+    Yes,
+    No,
+}
 
 /// The default automatic port range: below Linux's ephemeral range (32768-60999), so no
 /// outgoing connection can already hold one of these ports, and above the usual services.
@@ -66,6 +100,7 @@ pub struct Settings {
     pub gpus: GpuPolicy,
     pub gpu_roles: RoleSet,
     pub rpc_layer: Option<String>,
+    pub end_with_chief: EndWithChief,
 }
 
 impl Default for Settings {
@@ -78,6 +113,7 @@ impl Default for Settings {
             gpus: GpuPolicy::Split,
             gpu_roles: RoleSet::ALL,
             rpc_layer: None,
+            end_with_chief: EndWithChief::Auto,
         }
     }
 }
@@ -102,7 +138,7 @@ impl Settings {
             let word = word.as_ref();
             let (key, value) = word.split_once('=').ok_or_else(|| Error::UnknownSetting {
                 key: word.to_string(),
-                known: ADMIN_KEYS,
+                known: admin_keys(),
             })?;
             settings.set("plugstack.conf", key, value)?;
         }
@@ -113,12 +149,13 @@ impl Settings {
     pub fn with_overrides(&self, overrides: &[(String, String)]) -> Result<Settings> {
         let mut settings = self.clone();
         for (key, value) in overrides {
-            match key.as_str() {
-                "port_base" | "rpc_layer" | "gpus" | "gpu_roles" => {
-                    settings.set("--tf-cluster", key, value)?
-                }
-                _ => return Err(Error::UnknownOverride { key: key.clone() }),
+            if !KEYS.contains(&(key.as_str(), true)) {
+                return Err(Error::UnknownOverride {
+                    key: key.clone(),
+                    allowed: job_keys(),
+                });
             }
+            settings.set("--tf-cluster", key, value)?;
         }
         Ok(settings)
     }
@@ -174,10 +211,18 @@ impl Settings {
                 }
                 self.rpc_layer = Some(value.to_string());
             }
+            "end_with_chief" => {
+                self.end_with_chief = match value {
+                    "auto" => EndWithChief::Auto,
+                    "yes" => EndWithChief::Yes,
+                    "no" => EndWithChief::No,
+                    _ => return Err(bad("expected auto, yes or no")),
+                };
+            }
             _ => {
                 return Err(Error::UnknownSetting {
                     key: key.to_string(),
-                    known: ADMIN_KEYS,
+                    known: admin_keys(),
                 });
             }
         }

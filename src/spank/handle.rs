@@ -46,6 +46,8 @@ pub enum U32Item {
     LocalTasks,
     /// Tasks in the step (`S_JOB_TOTAL_TASK_COUNT`).
     TotalTasks,
+    /// The task's global id (task hooks only).
+    TaskGlobalId,
 }
 
 impl U32Item {
@@ -58,6 +60,7 @@ impl U32Item {
             U32Item::Nodes => it::TFC_S_JOB_NNODES,
             U32Item::LocalTasks => it::TFC_S_JOB_LOCAL_TASK_COUNT,
             U32Item::TotalTasks => it::TFC_S_JOB_TOTAL_TASK_COUNT,
+            U32Item::TaskGlobalId => it::TFC_S_TASK_GLOBAL_ID,
         }
     }
 }
@@ -186,6 +189,20 @@ impl Spank {
         u32::try_from(value).map_err(|_| SpankError(ffi::TFC_ESPANK_ERROR as c_int))
     }
 
+    /// How the task ended (`S_TASK_EXIT_STATUS`, a wait status; `slurm_spank_task_exit` only).
+    pub fn task_exit_status(&self) -> SpankResult<c_int> {
+        let mut status: c_int = 0;
+        // SAFETY: S_TASK_EXIT_STATUS takes one `int *`.
+        check(unsafe {
+            ffi::spank_get_item(
+                self.0,
+                ffi::tfc_spank_item::TFC_S_TASK_EXIT_STATUS,
+                &mut status as *mut c_int,
+            )
+        })?;
+        Ok(status)
+    }
+
     /// The global id of this node's local task `local` (`S_JOB_LOCAL_TO_GLOBAL_ID`).
     pub fn local_to_global(&self, local: u32) -> SpankResult<u32> {
         let mut global: u32 = 0;
@@ -268,4 +285,50 @@ impl Spank {
 /// rather than a panic.
 fn cstring(s: &str) -> CString {
     CString::new(s).unwrap_or_else(|_| CString::new(s.replace('\0', " ")).expect("no NUL left"))
+}
+
+/// Whether the tasks [`kill_step`] ends are reported to srun as successful (23.11 and later:
+/// `KILL_NO_SIG_FAIL`), so that srun's exit status is the other tasks' own. On older releases
+/// srun reports the signal (exit 137 for SIGKILL).
+pub const KILLED_TASKS_SUCCEED: bool = !cfg!(tfc_kill_step = "job_step");
+
+/// Ends every task of a step on every node, through slurmctld (`slurm_kill_job_step`, which
+/// Slurm's own MPI plugins call from slurmstepd too). Blocks until slurmctld answers.
+pub fn kill_step(job_id: u32, step_id: u32, signal: c_int) -> Result<(), String> {
+    let signal = signal as u16;
+    #[cfg(tfc_kill_step = "job_step")]
+    // SAFETY: plain integers; libslurm is loaded in every process that runs our hooks.
+    let rc = unsafe { ffi::slurm_kill_job_step(job_id, step_id, signal) };
+    #[cfg(tfc_kill_step = "job_step_flags")]
+    // SAFETY: as above.
+    let rc = unsafe {
+        ffi::slurm_kill_job_step(job_id, step_id, signal, ffi::TFC_KILL_NO_SIG_FAIL as u16)
+    };
+    #[cfg(tfc_kill_step = "step_id")]
+    let rc = {
+        let mut id = ffi::tfc_step_id_t {
+            sluid: 0,
+            job_id,
+            step_het_comp: ffi::TFC_NO_VAL as u32,
+            step_id,
+        };
+        // SAFETY: `id` is a valid slurm_step_id_t (tests/abi.rs checks the layout) that
+        // outlives the call.
+        unsafe { ffi::slurm_kill_job_step(&mut id, signal, ffi::TFC_KILL_NO_SIG_FAIL as u16) }
+    };
+    if rc == 0 {
+        return Ok(());
+    }
+    let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+    // SAFETY: slurm_strerror returns a static string for any number.
+    let text = unsafe { ffi::slurm_strerror(errno) };
+    let text = if text.is_null() {
+        format!("error {errno}")
+    } else {
+        // SAFETY: non-NULL and NUL-terminated, owned by Slurm.
+        unsafe { CStr::from_ptr(text) }
+            .to_string_lossy()
+            .into_owned()
+    };
+    Err(text)
 }

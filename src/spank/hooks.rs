@@ -46,6 +46,8 @@ struct State {
 /// The plan plus this node's facts, prepared once before the tasks fork.
 struct Node {
     plan: StepPlan,
+    job_id: u32,
+    step_id: u32,
     node: usize,
     step_gpus: Option<String>,
     /// srun ran with -v (`SRUN_DEBUG` above info): each task reports what it got.
@@ -262,6 +264,10 @@ fn plan_node(
     let (distribution, plane_size) = (env("SLURM_DISTRIBUTION")?, env("SLURM_DIST_PLANESIZE")?);
     let resv_ports = env("SLURM_STEP_RESV_PORTS")?;
     let task_hosts = env(TASK_HOSTS_VAR)?;
+    let (job_id, step_id) = (
+        item(U32Item::JobId, "the job id")?,
+        item(U32Item::StepId, "the step id")?,
+    );
     let inputs = StepInputs {
         nodelist: &nodelist,
         tasks_per_node: &tasks_per_node,
@@ -269,8 +275,8 @@ fn plan_node(
         plane_size: plane_size.as_deref(),
         resv_ports: resv_ports.as_deref(),
         task_hosts: task_hosts.as_deref(),
-        job_id: item(U32Item::JobId, "the job id")?,
-        step_id: item(U32Item::StepId, "the step id")?,
+        job_id,
+        step_id,
     };
     let plan = StepPlan::new(&spec, &settings, &inputs).map_err(|e| e.to_string())?;
     let node = item(U32Item::NodeId, "this node's index")? as usize;
@@ -288,6 +294,8 @@ fn plan_node(
         .is_some_and(|v| v > 3);
     Ok(Node {
         plan,
+        job_id,
+        step_id,
         node,
         step_gpus,
         verbose,
@@ -361,4 +369,30 @@ fn apply(sp: &Spank, planned: &Result<Node, String>) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// slurmstepd, each time one of its tasks ends: when it is the task that decides the job's
+/// result (see [`StepPlan::decider`]), end the rest of the step through Slurm, on every node.
+/// ps and worker servers never exit by themselves; without this the step would hold its nodes
+/// until the time limit. From 23.11 the stopped tasks count as successful, so srun's exit status
+/// is the chief's.
+pub fn task_exit(sp: &Spank) -> c_int {
+    let state = state();
+    let Some(Ok(node)) = &state.plan else {
+        return 0;
+    };
+    let Some(decider) = node.plan.decider() else {
+        return 0;
+    };
+    if sp.item_u32(U32Item::TaskGlobalId) != Ok(decider.rank) {
+        return 0;
+    }
+    let status = sp.task_exit_status().unwrap_or(0);
+    log::user(&decider.exit_message(status));
+    if let Err(e) = handle::kill_step(node.job_id, node.step_id, libc::SIGKILL) {
+        log::error(&format!(
+            "could not stop the step's other tasks: {e}; they run until they exit or the time limit"
+        ));
+    }
+    0
 }

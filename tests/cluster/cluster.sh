@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # A real multi-node Slurm cluster on one Debian 12 machine, for tfcluster's tests and demo.
 #
-#   tests/cluster/cluster.sh up [PLUGIN.so]   install what is missing, start munge, slurmctld and
-#                                             one slurmd per node, load PLUGIN.so (if given)
+#   tests/cluster/cluster.sh up [PLUGIN.so [WORD...]]
+#                                             install what is missing, start munge, slurmctld and
+#                                             one slurmd per node, load PLUGIN.so (if given) with
+#                                             the plugstack.conf words WORD...
 #   tests/cluster/cluster.sh plugstack LINE   replace the plugstack.conf line (re-read per step)
 #   tests/cluster/cluster.sh down             stop everything this script started, undo all
 #   tests/cluster/cluster.sh status
@@ -216,7 +218,7 @@ up() {
     write_config
     # Before any daemon starts: slurmd loads plugstack.conf at start, and a line left by an
     # earlier run may name a plugin that no longer exists (with `required`, slurmd then dies).
-    set_plugstack "${1:+required $1}"
+    set_plugstack "${1:+required $*}"
     rm -f "$DIR"/log/*
     write_hosts_block add
     start_munge
@@ -270,9 +272,9 @@ down() {
 }
 
 case "${1:-}" in
-    up) up "${2:-}" ;;
+    up) shift; up "$@" ;;
     down) down ;;
     plugstack) set_plugstack "${2:?plugstack line}" ;;
     status) sinfo -N; cat "$DIR/etc/plugstack.conf" ;;
-    *) echo "usage: $0 up [PLUGIN.so] | plugstack LINE | down | status" >&2; exit 2 ;;
+    *) echo "usage: $0 up [PLUGIN.so [WORD...]] | plugstack LINE | down | status" >&2; exit 2 ;;
 esac

@@ -37,11 +37,13 @@ pub fn tool(name: &str) -> String {
             .arg(&tools)
             .status()
             .unwrap();
-        Command::new("chmod")
-            .arg("a+x")
-            .arg(tools.join("report.sh"))
-            .status()
-            .unwrap();
+        for script in ["report.sh", "decider.sh"] {
+            Command::new("chmod")
+                .arg("a+x")
+                .arg(tools.join(script))
+                .status()
+                .unwrap();
+        }
     });
     tools.join(name).display().to_string()
 }
@@ -72,8 +74,15 @@ pub fn records<'a>(text: &'a str, prefix: &str) -> Vec<Vec<&'a str>> {
         .collect()
 }
 
+/// The plugstack.conf line the test cluster runs with: the plugin, with `end_with_chief=no`
+/// (tasks that print what they got and exit would otherwise be cut short when the spec has
+/// `ps`; `PlugStack::defaults()` is for the tests of that behaviour).
+pub fn plugstack_line() -> String {
+    format!("required {} end_with_chief=no", plugin())
+}
+
 /// Replaces the cluster's plugstack.conf (srun and slurmstepd re-read it for every step) and
-/// restores the plugin line when dropped.
+/// restores the test cluster's line when dropped.
 pub struct PlugStack;
 
 impl PlugStack {
@@ -81,13 +90,18 @@ impl PlugStack {
         std::fs::write(dir().join("etc/plugstack.conf"), format!("{line}\n")).unwrap();
         PlugStack
     }
+
+    /// The plugin with every setting at its default, as a site installs it.
+    pub fn defaults() -> PlugStack {
+        PlugStack::set(&format!("required {}", plugin()))
+    }
 }
 
 impl Drop for PlugStack {
     fn drop(&mut self) {
         std::fs::write(
             dir().join("etc/plugstack.conf"),
-            format!("required {}\n", plugin()),
+            format!("{}\n", plugstack_line()),
         )
         .unwrap();
     }

@@ -23,16 +23,22 @@ pub struct Release {
     /// What srun prints for an `optional` plugin built for another release (`{so}`: its path);
     /// 25.11 turned the error into an info line.
     pub optional_other_release: &'static str,
+    /// Whether the tasks tfcluster stops when the chief exits count as successful
+    /// (`KILL_NO_SIG_FAIL`, 23.11 and later); before, srun reports them killed (137).
+    pub stopped_tasks_succeed: bool,
 }
 
 #[rustfmt::skip]
 pub const RELEASES: &[Release] = &[
     Release { version: "22.05", suite: "bookworm", stepd_line: StepdLine::NodeName,
-              optional_other_release: "srun: error: spank: {so}: Incompatible plugin version" },
+              optional_other_release: "srun: error: spank: {so}: Incompatible plugin version",
+              stopped_tasks_succeed: false },
     Release { version: "24.11", suite: "trixie", stepd_line: StepdLine::NodeName,
-              optional_other_release: "srun: error: spank: {so}: Incompatible plugin version" },
+              optional_other_release: "srun: error: spank: {so}: Incompatible plugin version",
+              stopped_tasks_succeed: true },
     Release { version: "26.05", suite: "sid", stepd_line: StepdLine::Timestamp,
-              optional_other_release: "srun: plugin_load_from_file: Incompatible Slurm plugin {so} version (23.02.0)" },
+              optional_other_release: "srun: plugin_load_from_file: Incompatible Slurm plugin {so} version (23.02.0)",
+              stopped_tasks_succeed: true },
 ];
 
 /// The release under test (TFC_RELEASE; Debian 12's 22.05 when unset).
@@ -74,6 +80,15 @@ impl Release {
     pub fn printed(&self, stderr: &str, line: &str) -> bool {
         let want = self.stepd(line);
         self.stderr_lines(stderr).contains(&want)
+    }
+
+    /// srun's exit status when the chief exits with `code` and tfcluster stops the other tasks.
+    pub fn stopped_step_status(&self, code: i32) -> i32 {
+        if self.stopped_tasks_succeed {
+            code
+        } else {
+            128 + 9
+        }
     }
 
     /// The release after this one (`22.05` -> `22.06`): a package built for this release must

@@ -1,0 +1,55 @@
+"""ParameterServerStrategy in the shape TensorFlow documents, with nothing added for Slurm: ps and
+worker tasks run a tf.distribute.Server and join() it, which never returns; the chief coordinates
+training and exits. tfcluster ends the step when the chief exits (end_with_chief).
+
+Every task prints ROLE|<type>|<index>; the chief prints RESULT|<loss>|<steps>|<unix time> when it
+is done, then exits with $TFC_CHIEF_EXIT (default 0).
+"""
+import os
+import sys
+import time
+
+import tensorflow as tf
+
+resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+print(f"ROLE|{resolver.task_type}|{resolver.task_id}", flush=True)
+
+if resolver.task_type in ("ps", "worker"):
+    server = tf.distribute.Server(
+        resolver.cluster_spec(),
+        job_name=resolver.task_type,
+        task_index=resolver.task_id,
+        protocol=resolver.rpc_layer or "grpc",
+        start=True,
+    )
+    server.join()
+
+strategy = tf.distribute.ParameterServerStrategy(resolver)
+coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
+with strategy.scope():
+    w = tf.Variable(tf.zeros([4, 1]))
+    b = tf.Variable(0.0)
+true_w = tf.constant([[2.0], [-3.0], [0.5], [1.0]])
+
+
+@tf.function
+def step():
+    def replica_fn():
+        x = tf.random.normal([64, 4])
+        y = tf.matmul(x, true_w) + 0.25
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(tf.matmul(x, w) + b - y))
+        gw, gb = tape.gradient(loss, [w, b])
+        w.assign_sub(0.05 * gw)
+        b.assign_sub(0.05 * gb)
+        return loss
+
+    return strategy.run(replica_fn)
+
+
+steps = 60
+results = [coordinator.schedule(step) for _ in range(steps)]
+coordinator.join()
+final = float(results[-1].fetch())
+print(f"RESULT|{final:.6f}|{steps}|{time.time():.3f}", flush=True)
+sys.exit(int(os.environ.get("TFC_CHIEF_EXIT", "0")))
