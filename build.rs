@@ -44,8 +44,11 @@ fn main() {
              /// header against the `slurm/spank.h` there).\n\
              pub const SLURM_INCLUDE_DIR: &str = {include:?};\n\
              /// `slurm_kill_job_step`'s C type in this release (checked by `tests/abi.rs`).\n\
-             pub const KILL_STEP_PROTOTYPE: &str = {prototype:?};\n",
+             pub const KILL_STEP_PROTOTYPE: &str = {prototype:?};\n\
+             /// Whether this release orders block steps by the topology's node ranks.\n\
+             pub const TOPOLOGY_ORDERS_BLOCK_STEPS: bool = {topo};\n",
             prototype = api.kill_step_prototype(),
+            topo = api.topology_orders_block_steps,
         ),
     )
     .unwrap();
@@ -72,6 +75,8 @@ struct ReleaseApi {
     /// `job_step_flags` (plus flags, with KILL_NO_SIG_FAIL) from 23.11; `step_id` (a
     /// `slurm_step_id_t *`, signal, flags) from 26.05.
     kill_step: &'static str,
+    /// 26.05 and later: block-distributed steps follow the topology plugin's node ranks.
+    topology_orders_block_steps: bool,
 }
 
 impl ReleaseApi {
@@ -81,7 +86,10 @@ impl ReleaseApi {
             (..=25, _) => "job_step_flags",
             _ => "step_id",
         };
-        ReleaseApi { kill_step }
+        ReleaseApi {
+            kill_step,
+            topology_orders_block_steps: (major, minor) >= (26, 5),
+        }
     }
 
     fn kill_step_prototype(&self) -> &'static str {

@@ -10,6 +10,7 @@ fn hosts(names: &[&str]) -> Vec<String> {
     names.iter().map(|s| s.to_string()).collect()
 }
 use tfcluster::core::ports::{parse_port_list, PortPolicy, StepPorts};
+use tfcluster::core::topology::NodeRanks;
 use tfcluster::core::{Component, Error, Result, Settings, Spec};
 
 fn spec(text: &str, tasks: u32) -> Result<()> {
@@ -107,7 +108,13 @@ fn every_error_message() {
         (Distribution::parse(Some("plane"), Some("0")).map(|_| ()),
          "plane distribution needs a plane size >= 1, got SLURM_DIST_PLANESIZE='0'; use -m plane=N"),
         (plan("worker:*", &[], &step("a,b", "2(x2)", None)).check_node(1, &[1, 3]),
-         "node 1 (b): Slurm placed global tasks [1,3] here but tfcluster computed [2,3]; refusing to hand out a wrong TF_CONFIG (please report this with the srun command line)"),
+         "node 1 (b): Slurm placed global tasks [1,3] here but tfcluster computed [2,3], so no TF_CONFIG of this step can be right and the whole step is stopped; run srun with -m cyclic or -m plane=N (placements Slurm never reorders), or -m arbitrary with the hosts in rank order in a file named by SLURM_HOSTFILE, or ask the admin to add CR_NO_DIST_TOPO_BLOCK to SelectTypeParameters"),
+        (NodeRanks::read("topology/torus3d", None).map(|_| ()),
+         "Slurm places a block-distributed step's tasks in the topology's node order (TopologyPlugin=topology/torus3d), which tfcluster cannot read here: tfcluster reads only topology/tree and topology/block; run srun with -m cyclic or -m plane=N (placements Slurm never reorders), or -m arbitrary with the hosts in rank order in a file named by SLURM_HOSTFILE, or ask the admin to add CR_NO_DIST_TOPO_BLOCK to SelectTypeParameters"),
+        (NodeRanks::read("topology/tree", None).map(|_| ()),
+         "Slurm places a block-distributed step's tasks in the topology's node order (TopologyPlugin=topology/tree), which tfcluster cannot read here: topology.conf cannot be read; run srun with -m cyclic or -m plane=N (placements Slurm never reorders), or -m arbitrary with the hosts in rank order in a file named by SLURM_HOSTFILE, or ask the admin to add CR_NO_DIST_TOPO_BLOCK to SelectTypeParameters"),
+        (NodeRanks::read("topology/tree", Some("SwitchName=s1 Nodes=a")).unwrap().order("topology/tree", &hosts(&["a", "b"])).map(|_| ()),
+         "Slurm places a block-distributed step's tasks in the topology's node order (TopologyPlugin=topology/tree), which tfcluster cannot read here: topology.conf does not place node b; run srun with -m cyclic or -m plane=N (placements Slurm never reorders), or -m arbitrary with the hosts in rank order in a file named by SLURM_HOSTFILE, or ask the admin to add CR_NO_DIST_TOPO_BLOCK to SelectTypeParameters"),
         (plan("worker:*", &[], &step("a,b", "2(x2)", None)).check_node(2, &[]),
          "node index 2 is outside the step's 2 nodes"),
         (task_err("worker:*", "a", "2", 0, 2, None),
@@ -188,6 +195,7 @@ fn listed(e: &Error) {
         | UnknownDistribution { .. }
         | BadPlaneSize { .. }
         | LayoutMismatch { .. }
+        | TopologyUnreadable { .. }
         | NodeOutOfRange { .. }
         | SlotOutOfRange { .. }
         | NotEnoughReservedPorts { .. }
@@ -232,5 +240,52 @@ fn a_whole_step_is_not_heterogeneous() {
     ];
     for c in whole {
         assert_eq!(c.check_whole_step(), Ok(()), "{c:?}");
+    }
+}
+
+/// The SPANK shell's own errors (srun's and slurmstepd's side), as users see them.
+#[rustfmt::skip]
+#[test]
+fn every_shell_error_message() {
+    use tfcluster::spank::error::ShellError::{self, *};
+    use tfcluster::spank::handle::SpankError;
+    let cases: Vec<(ShellError, &str)> = vec![
+        (Core(Error::NoNodes), "the step has no nodes (SLURM_STEP_NODELIST is empty)"),
+        (Env { name: "SLURM_DISTRIBUTION", err: SpankError(3005) },
+         "cannot read SLURM_DISTRIBUTION from the job environment: ESPANK_NOSPACE (3005)"),
+        (Missing { name: "SLURM_STEP_NODELIST" },
+         "SLURM_STEP_NODELIST is not set; is this an srun job step?"),
+        (Item { what: "the job id", err: SpankError(3009) },
+         "cannot get the job id from Slurm: ESPANK_NOT_AVAIL (3009)"),
+        (GlobalId { task: 2, err: SpankError(3001) },
+         "cannot get the global id of local task 2 from Slurm: ESPANK_BAD_ARG (3001)"),
+        (SetEnv { name: "TF_CONFIG", err: SpankError(42) },
+         "cannot set TF_CONFIG for the task: SPANK error 42"),
+        (Hostfile { path: "hosts".into(), reason: "No such file or directory (os error 2)".into() },
+         "cannot read SLURM_HOSTFILE hosts: No such file or directory (os error 2)"),
+        (PassOrder { reason: "Invalid argument (os error 22)".into() },
+         "cannot pass the task order to the nodes: Invalid argument (os error 22)"),
+        (Kill { reason: "Access/permission denied".into() },
+         "could not stop the step's other tasks (Access/permission denied); they run until they exit or reach the time limit"),
+    ];
+    for (error, message) in &cases {
+        assert_eq!(error.to_string(), *message);
+        shell_listed(error);
+    }
+}
+
+/// The table above covers every shell error (this match fails to compile when one is added).
+fn shell_listed(e: &tfcluster::spank::error::ShellError) {
+    use tfcluster::spank::error::ShellError::*;
+    match e {
+        Core(_)
+        | Env { .. }
+        | Missing { .. }
+        | Item { .. }
+        | GlobalId { .. }
+        | SetEnv { .. }
+        | Hostfile { .. }
+        | PassOrder { .. }
+        | Kill { .. } => {}
     }
 }

@@ -9,6 +9,11 @@ use thiserror::Error;
 /// The allowed role names, in TensorFlow's rank order, for messages.
 pub const ROLE_NAMES: &str = "chief, evaluator, master, ps, worker";
 
+/// What a user can do when tfcluster cannot know how Slurm placed a step's tasks.
+const PLACEMENT_ALTERNATIVES: &str = "run srun with -m cyclic or -m plane=N (placements Slurm \
+    never reorders), or -m arbitrary with the hosts in rank order in a file named by \
+    SLURM_HOSTFILE, or ask the admin to add CR_NO_DIST_TOPO_BLOCK to SelectTypeParameters";
+
 /// The supported way to give different nodes different roles, for the heterogeneous refusals.
 const HET_ALTERNATIVE: &str = "run TensorFlow as one srun step over all its nodes; to put some \
     roles on some nodes (e.g. ps on CPU nodes, workers on GPU nodes), list each task's host in \
@@ -134,8 +139,9 @@ pub enum Error {
     #[error("plane distribution needs a plane size >= 1, got SLURM_DIST_PLANESIZE='{value}'; use -m plane=N")]
     BadPlaneSize { value: String },
     #[error(
-        "node {node} ({host}): Slurm placed global tasks [{actual}] here but tfcluster computed [{expected}]; \
-         refusing to hand out a wrong TF_CONFIG (please report this with the srun command line)"
+        "node {node} ({host}): Slurm placed global tasks [{actual}] here but tfcluster computed \
+         [{expected}], so no TF_CONFIG of this step can be right and the whole step is stopped; \
+         {PLACEMENT_ALTERNATIVES}"
     )]
     LayoutMismatch {
         node: usize,
@@ -143,6 +149,12 @@ pub enum Error {
         expected: String,
         actual: String,
     },
+    #[error(
+        "Slurm places a block-distributed step's tasks in the topology's node order \
+         (TopologyPlugin={plugin}), which tfcluster cannot read here: {reason}; \
+         {PLACEMENT_ALTERNATIVES}"
+    )]
+    TopologyUnreadable { plugin: String, reason: String },
     #[error("node index {node} is outside the step's {nodes} nodes")]
     NodeOutOfRange { node: usize, nodes: usize },
     #[error("local task {slot} is outside node {node}'s {tasks} tasks")]
@@ -215,6 +227,18 @@ pub enum Error {
         value: String,
         expected: &'static str,
     },
+}
+
+impl Error {
+    /// The plan this node made is wrong for the step (Slurm placed the tasks otherwise), so
+    /// other nodes' tasks may have started with a wrong TF_CONFIG: the whole step must stop,
+    /// not only this node's tasks.
+    pub fn plan_is_wrong(&self) -> bool {
+        matches!(
+            self,
+            Error::LayoutMismatch { .. } | Error::TaskHostCount { .. }
+        )
+    }
 }
 
 pub type Result<T> = std::result::Result<T, Error>;

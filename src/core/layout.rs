@@ -229,6 +229,27 @@ impl Layout {
         layout
     }
 
+    /// Block over the nodes taken in `order` (node indices): Slurm 26.05's topology order
+    /// ([`super::topology`]). Node `order[0]` gets the first ranks, and so on; each node's
+    /// ranks stay contiguous.
+    pub fn block_in_order(counts: &[u32], order: &[usize]) -> Result<Layout> {
+        let total: u64 = counts.iter().map(|&c| u64::from(c)).sum();
+        if total > MAX_TASKS {
+            return Err(Error::TooManyTasks {
+                tasks: total,
+                limit: MAX_TASKS,
+            });
+        }
+        let mut layout = Self::empty(counts, total as usize);
+        let mut filled = vec![0u32; counts.len()];
+        for &node in order {
+            for _ in 0..counts[node] {
+                layout.assign(node, &mut filled);
+            }
+        }
+        Ok(layout)
+    }
+
     /// Cyclic (`chunk` = 1) and plane (`chunk` = P): rounds over the nodes that still have
     /// room, up to `chunk` ranks each. Nodes leave the round when full, so the work is linear in
     /// the number of tasks whatever the counts.

@@ -15,6 +15,7 @@ pub mod settings;
 pub mod spec;
 pub mod text;
 pub mod tf_config;
+pub mod topology;
 
 pub use error::{Error, Result};
 pub use gpus::GpuAction;

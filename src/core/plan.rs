@@ -13,6 +13,7 @@ use super::settings::{EndWithChief, Settings};
 use super::spec::{Role, RoleTable, Spec};
 use super::text;
 use super::tf_config::{self, ClusterJson};
+use super::topology::NodeRanks;
 
 /// The step as Slurm describes it in the environment of slurmstepd.
 #[derive(Debug, Clone, Copy, Default)]
@@ -30,6 +31,9 @@ pub struct StepInputs<'a> {
     /// Arbitrary distribution only: every task's host in rank order (comma separated), which
     /// srun reads from `SLURM_HOSTFILE` and passes on.
     pub task_hosts: Option<&'a str>,
+    /// Slurm 26.05 and later, when the topology plugin ranks nodes: their ranks, by which
+    /// Slurm orders a block step's nodes (`Err`: the ranking plugin could not be read).
+    pub topology: Option<&'a Result<(String, NodeRanks)>>,
     pub job_id: u32,
     pub step_id: u32,
 }
@@ -146,9 +150,13 @@ impl StepPlan {
             });
         }
         let dist = Distribution::parse(step.distribution, step.plane_size)?;
-        let layout = match (dist, step.task_hosts) {
-            (Distribution::Arbitrary, Some(list)) => {
+        let layout = match (dist, step.task_hosts, step.topology) {
+            (Distribution::Arbitrary, Some(list), _) => {
                 Layout::from_task_hosts(&hosts, &counts, &hostlist::expand(list)?)?
+            }
+            (Distribution::Block, _, Some(topology)) if hosts.len() > 1 => {
+                let (plugin, ranks) = topology.as_ref().map_err(Clone::clone)?;
+                Layout::block_in_order(&counts, &ranks.order(plugin, &hosts)?)?
             }
             _ => Layout::build(&counts, dist)?,
         };

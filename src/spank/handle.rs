@@ -5,20 +5,31 @@ use super::ffi;
 use std::ffi::{c_char, c_int, CStr, CString};
 use std::fmt;
 
-/// A SPANK error code, shown with Slurm's own text.
+/// A SPANK error code, shown by its name (the numbers are fixed since 21.08, see our header).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SpankError(pub c_int);
 
 impl fmt::Display for SpankError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // SAFETY: spank_strerror returns a static string (or NULL) for any code.
-        let text = unsafe { ffi::spank_strerror(self.0) };
-        if text.is_null() {
-            write!(f, "SPANK error {}", self.0)
-        } else {
-            // SAFETY: non-NULL, NUL-terminated, owned by Slurm for the process lifetime.
-            let text = unsafe { CStr::from_ptr(text) }.to_string_lossy();
-            write!(f, "{text} (SPANK error {})", self.0)
+        const NAMES: [&str; 11] = [
+            "ESPANK_ERROR",
+            "ESPANK_BAD_ARG",
+            "ESPANK_NOT_TASK",
+            "ESPANK_ENV_EXISTS",
+            "ESPANK_ENV_NOEXIST",
+            "ESPANK_NOSPACE",
+            "ESPANK_NOT_REMOTE",
+            "ESPANK_NOEXIST",
+            "ESPANK_NOT_EXECD",
+            "ESPANK_NOT_AVAIL",
+            "ESPANK_NOT_LOCAL",
+        ];
+        let name = usize::try_from(self.0 - ffi::TFC_ESPANK_ERROR as c_int)
+            .ok()
+            .and_then(|i| NAMES.get(i));
+        match name {
+            Some(name) => write!(f, "{name} ({})", self.0),
+            None => write!(f, "SPANK error {}", self.0),
         }
     }
 }

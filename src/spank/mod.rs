@@ -1,7 +1,9 @@
 //! The SPANK shell: turns Slurm's world into core inputs and core outputs back into the task's
 //! environment. The only module with `unsafe` (FFI calls and the exported symbols' wrappers).
 
+pub mod error;
 pub mod ffi;
 pub mod handle;
 pub mod hooks;
 pub mod log;
+pub mod topology;

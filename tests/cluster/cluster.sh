@@ -19,6 +19,9 @@
 #   TFC_NODES   node names, in slurm.conf order (default "n9 n10 n011 n012": Slurm then prints
 #               the step node list as n[9-10,011-012], zero padding and non-lexicographic order)
 #   TFC_DIR     state directory (default /tmp/tfcluster-cluster)
+#   TFC_TOPOLOGY  a topology plugin and its topology.conf lines, `;`-separated, e.g.
+#               "topology/tree;SwitchName=s1 Nodes=n011,n9;SwitchName=s2 Nodes=n012,n10"
+#               (default none: Slurm's flat topology)
 set -euo pipefail
 
 DIR=${TFC_DIR:-/tmp/tfcluster-cluster}
@@ -104,12 +107,17 @@ write_config() {
         echo "KillWait=5"
         echo "InactiveLimit=0"
         echo "PlugStackConfig=$conf/plugstack.conf"
+        if [ -n "${TFC_TOPOLOGY:-}" ]; then echo "TopologyPlugin=${TFC_TOPOLOGY%%;*}"; fi
         for i in "${!NODES[@]}"; do
             echo "NodeName=${NODES[$i]} NodeAddr=$(node_ip "$i") NodeHostname=${NODES[$i]} CPUs=8 RealMemory=4000 Gres=gpu:4 State=UNKNOWN"
         done
         echo "PartitionName=debug Nodes=$names Default=YES OverSubscribe=EXCLUSIVE MaxTime=INFINITE State=UP"
         echo "PartitionName=shared Nodes=$names Default=NO MaxTime=INFINITE State=UP"
     } > "$conf/slurm.conf"
+    rm -f "$conf/topology.conf"
+    if [ -n "${TFC_TOPOLOGY:-}" ]; then
+        tr ';' '\n' <<<"${TFC_TOPOLOGY#*;}" > "$conf/topology.conf"
+    fi
     {
         echo "AutoDetect=off"
         echo "NodeName=$names Name=gpu File=/dev/nvidia[0-3]"

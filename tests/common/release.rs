@@ -26,19 +26,21 @@ pub struct Release {
     /// Whether the tasks tfcluster stops when the chief exits count as successful
     /// (`KILL_NO_SIG_FAIL`, 23.11 and later); before, srun reports them killed (137).
     pub stopped_tasks_succeed: bool,
+    /// 26.05 and later: a block step's tasks follow the topology's node ranks.
+    pub topology_orders_block_steps: bool,
 }
 
 #[rustfmt::skip]
 pub const RELEASES: &[Release] = &[
     Release { version: "22.05", suite: "bookworm", stepd_line: StepdLine::NodeName,
               optional_other_release: "srun: error: spank: {so}: Incompatible plugin version",
-              stopped_tasks_succeed: false },
+              stopped_tasks_succeed: false, topology_orders_block_steps: false },
     Release { version: "24.11", suite: "trixie", stepd_line: StepdLine::NodeName,
               optional_other_release: "srun: error: spank: {so}: Incompatible plugin version",
-              stopped_tasks_succeed: true },
+              stopped_tasks_succeed: true, topology_orders_block_steps: false },
     Release { version: "26.05", suite: "sid", stepd_line: StepdLine::Timestamp,
               optional_other_release: "srun: plugin_load_from_file: Incompatible Slurm plugin {so} version (23.02.0)",
-              stopped_tasks_succeed: true },
+              stopped_tasks_succeed: true, topology_orders_block_steps: true },
 ];
 
 /// The release under test (TFC_RELEASE; Debian 12's 22.05 when unset).

@@ -6,7 +6,8 @@
 #      header against its <slurm/spank.h> (tests/abi.rs);
 #   3. starts the 4-node test cluster with that release's slurmctld and slurmd, loading the plugin;
 #   4. runs the end-to-end, install/packaging and TensorFlow tests against it;
-#   5. tears the cluster and the root's namespace down, whatever happens.
+#   5. restarts the cluster with a tree topology and runs the topology tests;
+#   6. tears the cluster and the root's namespace down, whatever happens.
 # Needs TFC_PYTHON (the TensorFlow virtualenv's python: tests/tensorflow/setup.sh).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -36,3 +37,10 @@ cargo test --test abi
 for t in cluster install tensorflow; do
     cargo test --test "$t" -- --include-ignored --test-threads=1
 done
+
+# The same cluster with a tree topology whose leaf switches interleave the nodes: from 26.05
+# Slurm places block steps in switch order (tests/topology.rs).
+"$root" exec "$suite" bash "$repo/tests/cluster/cluster.sh" down
+TFC_TOPOLOGY="topology/tree;SwitchName=s1 Nodes=n011,n9;SwitchName=s2 Nodes=n012,n10;SwitchName=top Switches=s[1-2]" \
+    "$root" exec "$suite" bash "$repo/tests/cluster/cluster.sh" up "$TFC_PLUGIN" end_with_chief=no
+cargo test --test topology -- --include-ignored --test-threads=1

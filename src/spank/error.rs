@@ -1,0 +1,38 @@
+//! Every way the SPANK shell itself can fail, with the message the user sees (the core's own
+//! errors pass through unchanged). `tests/errors.rs` lists each message.
+
+use super::handle::SpankError;
+use crate::core::Error;
+use thiserror::Error;
+
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ShellError {
+    #[error(transparent)]
+    Core(#[from] Error),
+    #[error("cannot read {name} from the job environment: {err}")]
+    Env { name: &'static str, err: SpankError },
+    #[error("{name} is not set; is this an srun job step?")]
+    Missing { name: &'static str },
+    #[error("cannot get {what} from Slurm: {err}")]
+    Item { what: &'static str, err: SpankError },
+    #[error("cannot get the global id of local task {task} from Slurm: {err}")]
+    GlobalId { task: u32, err: SpankError },
+    #[error("cannot set {name} for the task: {err}")]
+    SetEnv { name: &'static str, err: SpankError },
+    #[error("cannot read SLURM_HOSTFILE {path}: {reason}")]
+    Hostfile { path: String, reason: String },
+    #[error("cannot pass the task order to the nodes: {reason}")]
+    PassOrder { reason: String },
+    #[error(
+        "could not stop the step's other tasks ({reason}); they run until they exit or reach \
+         the time limit"
+    )]
+    Kill { reason: String },
+}
+
+impl ShellError {
+    /// See [`Error::plan_is_wrong`].
+    pub fn plan_is_wrong(&self) -> bool {
+        matches!(self, ShellError::Core(e) if e.plan_is_wrong())
+    }
+}

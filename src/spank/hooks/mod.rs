@@ -1,0 +1,123 @@
+//! What each hook does, per context. The plugin's whole life in one job:
+//!
+//! | process (context)   | hook                         | work                                          |
+//! |---------------------|------------------------------|-----------------------------------------------|
+//! | srun, sbatch, salloc, slurmstepd | `init`          | read plugstack.conf settings, register `--tf-cluster` |
+//! | same                | option callback              | parse the spec: a syntax error fails srun/sbatch before submission |
+//! | srun                | `local_user_init`            | fit the spec to the step: a mismatch fails srun before launch ([`srun`]) |
+//! | slurmstepd (1/node) | `init_post_opt`              | plan the whole step once, check it against Slurm's own ids for this node, record the node's GPUs ([`stepd`]) |
+//! | task (1/task)       | `task_init`                  | pick this task's TF_CONFIG and GPUs from the plan, `spank_setenv` them |
+//! | slurmstepd          | `task_exit`                  | when the chief (or worker 0) ends, end the step (`end_with_chief`) |
+//!
+//! Without `--tf-cluster` every hook returns at once and nothing changes. Errors found in
+//! slurmstepd are kept until `task_init` and reported there: a failing remote `init_post_opt`
+//! makes srun report a cryptic launch failure (and may drain nodes), a failing `task_init`
+//! names the task and keeps it from running with a wrong or missing TF_CONFIG. When a node finds
+//! that the plan itself is wrong (Slurm placed the tasks otherwise), it stops the whole step.
+
+mod srun;
+mod stepd;
+
+pub use srun::local_user_init;
+pub use stepd::{init_post_opt, task_exit, task_init};
+
+use super::error::ShellError;
+use super::ffi;
+use super::handle::{self, Context, Spank};
+use super::log;
+use crate::core::{Error, Settings, Spec};
+use std::ffi::c_int;
+use std::sync::{Mutex, MutexGuard};
+
+pub const OPTION_NAME: &str = "tf-cluster";
+/// srun -> slurmstepd: every task's host in rank order, for `-m arbitrary` (SLURM_HOSTFILE).
+/// Removed from each task's environment before exec.
+const TASK_HOSTS_VAR: &str = "TFCLUSTER_TASK_HOSTS";
+const OPTION_USAGE: &str =
+    "[tfcluster] TF_CONFIG + GPU split for TensorFlow: SPEC=ROLE:COUNT,... e.g. chief:1,ps:2,worker:*";
+
+/// Everything the plugin remembers inside one process (srun, or one slurmstepd and the task
+/// children it forks, which inherit a copy).
+#[derive(Default)]
+struct State {
+    /// The plugstack.conf settings, or why they are invalid.
+    settings: Option<Result<Settings, Error>>,
+    /// The `--tf-cluster` value, parsed, when the option was given (or why it does not parse).
+    option: Option<Result<Spec, Error>>,
+    /// srun: the option was given without an argument (`--tf-cluster`, or `--tf-cluster SPEC`
+    /// by mistake, which makes SPEC the program).
+    bare: bool,
+    /// slurmstepd: the step's plan for this node, or why there is none (reported by each task).
+    plan: Option<Result<stepd::Node, ShellError>>,
+}
+
+static STATE: Mutex<State> = Mutex::new(State {
+    settings: None,
+    option: None,
+    bare: false,
+    plan: None,
+});
+
+/// Locks the state, recovering from a poisoned lock (a panic in an earlier hook is already
+/// reported; it must not make every later hook fail).
+fn state() -> MutexGuard<'static, State> {
+    STATE
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn settings(state: &State) -> Result<Settings, Error> {
+    state
+        .settings
+        .clone()
+        .unwrap_or_else(|| Ok(Settings::default()))
+}
+
+pub fn init(sp: &Spank, args: &[String]) -> c_int {
+    let ctx = handle::context();
+    let parsed = Settings::from_plugstack(args);
+    if let Err(e) = &parsed {
+        // slurmd logs it at start-up for the admin; users see it when they use the option.
+        if ctx == Context::Slurmd {
+            log::error(&e.to_string());
+        }
+    }
+    state().settings = Some(parsed);
+    if matches!(ctx, Context::Local | Context::Remote | Context::Allocator) {
+        let cb: ffi::spank_opt_cb_f = Some(crate::option_callback);
+        if let Err(e) = sp.register_option(OPTION_NAME, "SPEC", OPTION_USAGE, 2, cb) {
+            // Not fatal: jobs without the option must keep running even if, say, another
+            // plugin already owns --tf-cluster.
+            log::error(&format!("cannot register --{OPTION_NAME}: {e}"));
+        }
+    }
+    0
+}
+
+/// The option callback: in srun/sbatch/salloc a bad spec, or an empty one (`--tf-cluster=`),
+/// fails the command ("Invalid --tf-cluster argument") before anything is submitted. In
+/// slurmstepd (where it runs twice before 24.05, once after) it only records the latest value;
+/// there an empty value means a bare `--tf-cluster`: all workers.
+pub fn option(optarg: Option<String>, remote: bool) -> c_int {
+    let mut state = state();
+    let optarg = Spec::slurm_arg(optarg.as_deref());
+    let spec = Spec::parse(optarg);
+    if !remote {
+        let checked = Spec::check_typed(optarg)
+            .and(spec.clone())
+            .and_then(|spec| {
+                settings(&state)?
+                    .with_overrides(&spec.overrides)
+                    .map(|_| ())
+            });
+        if let Err(e) = checked {
+            log::error(&e.to_string());
+            return -1;
+        }
+        state.bare = optarg.is_none();
+    }
+    // In slurmstepd an error is kept and reported by each task (a failing remote callback is
+    // only logged by slurmd, and the job would run as if the option were absent).
+    state.option = Some(spec);
+    0
+}

@@ -1,0 +1,85 @@
+//! srun (local context): what can be checked before anything launches.
+
+use super::{settings, state, TASK_HOSTS_VAR};
+use crate::core::ports::{self, PortPolicy};
+use crate::core::{hostlist, Error, Settings, Spec};
+use crate::spank::error::ShellError;
+use crate::spank::handle::{self, Spank, U32Item};
+use crate::spank::log;
+use std::ffi::c_int;
+
+/// srun: the step's task and node counts and its command are known here; reject what cannot
+/// work before anything launches.
+pub fn local_user_init(sp: &Spank) -> c_int {
+    let (option, bare, settings) = {
+        let state = state();
+        (state.option.clone(), state.bare, settings(&state))
+    };
+    // The callback already refused a spec that does not parse.
+    let Some(Ok(spec)) = option else {
+        return 0;
+    };
+    match check_before_launch(sp, &spec, bare, settings) {
+        Ok(()) => 0,
+        Err(e) => {
+            log::error(&e.to_string());
+            -1
+        }
+    }
+}
+
+fn check_before_launch(
+    sp: &Spank,
+    spec: &Spec,
+    bare: bool,
+    settings: Result<Settings, Error>,
+) -> Result<(), ShellError> {
+    if bare {
+        if let Some(program) = sp.argv().ok().and_then(|argv| argv.into_iter().next()) {
+            Spec::check_program(&program)?;
+        }
+    }
+    let (tasks, nodes) = match (
+        sp.item_u32(U32Item::TotalTasks),
+        sp.item_u32(U32Item::Nodes),
+    ) {
+        (Ok(tasks), Ok(nodes)) => (tasks, nodes.max(1)),
+        (Err(e), _) | (_, Err(e)) => {
+            log::debug(&format!(
+                "task or node count not available in srun ({e}); checked on the nodes"
+            ));
+            return Ok(());
+        }
+    };
+    let roles = spec.resolve(tasks)?;
+    let settings = settings.and_then(|s| s.with_overrides(&spec.overrides))?;
+    if let PortPolicy::Base(base) = settings.ports() {
+        // The busiest node runs at least this many tasks; each node checks its real count.
+        ports::check_base(base, tasks.div_ceil(nodes) as usize)?;
+    }
+    pass_hostfile_order(tasks)?;
+    let text: Vec<String> = roles
+        .slices
+        .iter()
+        .map(|s| format!("{}:{}", s.role, s.count))
+        .collect();
+    log::verbose(&format!("{tasks} tasks as {}", text.join(",")));
+    Ok(())
+}
+
+/// srun, with `-m arbitrary`: the nodes cannot see the task order, which only the user's
+/// SLURM_HOSTFILE holds; read it here and pass it on in the step's environment.
+fn pass_hostfile_order(tasks: u32) -> Result<(), ShellError> {
+    let arbitrary = std::env::var("SLURM_DISTRIBUTION").is_ok_and(|d| d.starts_with("arbitrary"));
+    let Some(path) = std::env::var_os("SLURM_HOSTFILE").filter(|_| arbitrary) else {
+        return Ok(());
+    };
+    let text = std::fs::read_to_string(&path).map_err(|e| ShellError::Hostfile {
+        path: path.to_string_lossy().into_owned(),
+        reason: e.to_string(),
+    })?;
+    let hosts = hostlist::hostfile_task_hosts(&text, tasks)?;
+    handle::set_srun_env(TASK_HOSTS_VAR, &hosts.join(",")).map_err(|e| ShellError::PassOrder {
+        reason: e.to_string(),
+    })
+}

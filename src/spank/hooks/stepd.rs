@@ -1,0 +1,233 @@
+//! slurmstepd (remote context): plan the step once per node, hand each task its part, and end
+//! the step when the chief is done or when the plan turns out wrong.
+
+use super::{settings, state, TASK_HOSTS_VAR};
+use crate::core::{Component, Error, GpuAction, Settings, Spec, StepInputs, StepPlan};
+use crate::spank::error::ShellError;
+use crate::spank::ffi;
+use crate::spank::handle::{self, Context, Spank, U32Item};
+use crate::spank::log;
+use std::ffi::c_int;
+
+/// The plan plus this node's facts, prepared once before the tasks fork.
+pub struct Node {
+    plan: StepPlan,
+    job_id: u32,
+    step_id: u32,
+    node: usize,
+    step_gpus: Option<String>,
+    /// srun ran with -v (`SRUN_DEBUG` above info): each task reports what it got.
+    verbose: bool,
+}
+
+/// slurmstepd, once per node before the tasks fork: plan the step. A plan that Slurm's own
+/// placement contradicts on this node is wrong for the whole step, and tasks on other nodes may
+/// already be starting with it: the step is stopped on every node at once.
+pub fn init_post_opt(sp: &Spank) -> c_int {
+    if handle::context() != Context::Remote {
+        return 0;
+    }
+    let mut state = state();
+    let Some(spec) = state.option.clone() else {
+        return 0;
+    };
+    if !is_task_step(sp) {
+        return 0;
+    }
+    let planned = plan_node(sp, spec, settings(&state));
+    if let Err(e) = &planned {
+        if e.plan_is_wrong() {
+            log::error(&e.to_string());
+            let ids = (sp.item_u32(U32Item::JobId), sp.item_u32(U32Item::StepId));
+            if let (Ok(job), Ok(step)) = ids {
+                if let Err(reason) = handle::kill_step(job, step, libc::SIGKILL) {
+                    log::error(&ShellError::Kill { reason }.to_string());
+                }
+            }
+        }
+    }
+    state.plan = Some(planned);
+    0
+}
+
+/// Batch script, extern and interactive steps carry no TF tasks; planning them would hand a
+/// stale TF_CONFIG to every srun nested in a batch script.
+fn is_task_step(sp: &Spank) -> bool {
+    match sp.item_u32(U32Item::StepId) {
+        Ok(step) => i64::from(step) < ffi::TFC_SLURM_INTERACTIVE_STEP,
+        Err(_) => false,
+    }
+}
+
+fn plan_node(
+    sp: &Spank,
+    spec: Result<Spec, Error>,
+    settings: Result<Settings, Error>,
+) -> Result<Node, ShellError> {
+    let env = |name: &'static str| sp.getenv(name).map_err(|err| ShellError::Env { name, err });
+    let required = |name: &'static str| env(name)?.ok_or(ShellError::Missing { name });
+    let item = |it, what: &'static str| {
+        sp.item_u32(it)
+            .map_err(|err| ShellError::Item { what, err })
+    };
+    let nodes = item(U32Item::Nodes, "the step's node count")?;
+    Component {
+        nodes,
+        tasks: item(U32Item::TotalTasks, "the step's task count")?,
+        step_nodes: env("SLURM_STEP_NUM_NODES")?.as_deref(),
+        step_tasks: env("SLURM_STEP_NUM_TASKS")?.as_deref(),
+        het_size: env("SLURM_HET_SIZE")?.as_deref(),
+    }
+    .check_whole_step()?;
+    let (spec, settings) = (spec?, settings?);
+    let (nodelist, tasks_per_node) = (
+        required("SLURM_STEP_NODELIST")?,
+        required("SLURM_STEP_TASKS_PER_NODE")?,
+    );
+    let (distribution, plane_size) = (env("SLURM_DISTRIBUTION")?, env("SLURM_DIST_PLANESIZE")?);
+    let resv_ports = env("SLURM_STEP_RESV_PORTS")?;
+    let task_hosts = env(TASK_HOSTS_VAR)?;
+    let (job_id, step_id) = (
+        item(U32Item::JobId, "the job id")?,
+        item(U32Item::StepId, "the step id")?,
+    );
+    // Read only where Slurm reorders: 26.05 and later, steps on several nodes.
+    let topology = (ffi::TOPOLOGY_ORDERS_BLOCK_STEPS && nodes > 1)
+        .then(crate::spank::topology::node_ranks)
+        .flatten();
+    let plan = StepPlan::new(
+        &spec,
+        &settings,
+        &StepInputs {
+            nodelist: &nodelist,
+            tasks_per_node: &tasks_per_node,
+            distribution: distribution.as_deref(),
+            plane_size: plane_size.as_deref(),
+            resv_ports: resv_ports.as_deref(),
+            task_hosts: task_hosts.as_deref(),
+            topology: topology.as_ref(),
+            job_id,
+            step_id,
+        },
+    )?;
+    let node = item(U32Item::NodeId, "this node's index")? as usize;
+    let local = item(U32Item::LocalTasks, "the local task count")?;
+    let gtids = (0..local)
+        .map(|task| {
+            sp.local_to_global(task)
+                .map_err(|err| ShellError::GlobalId { task, err })
+        })
+        .collect::<Result<Vec<u32>, ShellError>>()?;
+    plan.check_node(node, &gtids)?;
+    let step_gpus = env("CUDA_VISIBLE_DEVICES")?;
+    let verbose = env("SRUN_DEBUG")?
+        .and_then(|v| v.parse::<u32>().ok())
+        .is_some_and(|v| v > 3);
+    Ok(Node {
+        plan,
+        job_id,
+        step_id,
+        node,
+        step_gpus,
+        verbose,
+    })
+}
+
+/// Each task, just before `execve`: set TF_CONFIG and CUDA_VISIBLE_DEVICES.
+pub fn task_init(sp: &Spank) -> c_int {
+    let state = state();
+    let Some(planned) = &state.plan else { return 0 };
+    // srun's hand-over to the nodes is not for the program.
+    let _ = sp.unsetenv(TASK_HOSTS_VAR);
+    match planned
+        .as_ref()
+        .map_err(Clone::clone)
+        .and_then(|node| apply(sp, node))
+    {
+        Ok(()) => 0,
+        Err(e) => {
+            // Never leave an inherited TF_CONFIG behind for a task we could not configure.
+            let _ = sp.unsetenv("TF_CONFIG");
+            // Slurm 26.05 no longer puts the node's name before lines forwarded from
+            // slurmstepd, so the message names it.
+            let node = sp
+                .getenv("SLURMD_NODENAME")
+                .ok()
+                .flatten()
+                .map(|n| format!("node {n}, "))
+                .unwrap_or_default();
+            let task = sp
+                .task_id()
+                .map(|t| format!("local task {t}"))
+                .unwrap_or_default();
+            log::error(&format!("{e} [{node}{task}; TF_CONFIG not set]"));
+            -1
+        }
+    }
+}
+
+fn apply(sp: &Spank, node: &Node) -> Result<(), ShellError> {
+    let slot = sp.task_id().map_err(|err| ShellError::Item {
+        what: "the local task id",
+        err,
+    })? as usize;
+    let task_gpus = sp
+        .getenv("CUDA_VISIBLE_DEVICES")
+        .map_err(|err| ShellError::Env {
+            name: "CUDA_VISIBLE_DEVICES",
+            err,
+        })?;
+    let env = node.plan.task(
+        node.node,
+        slot,
+        node.step_gpus.as_deref(),
+        task_gpus.as_deref(),
+    )?;
+    let set = |name: &'static str, value: &str| {
+        sp.setenv(name, value)
+            .map_err(|err| ShellError::SetEnv { name, err })
+    };
+    set("TF_CONFIG", &env.tf_config)?;
+    let gpus = match &env.gpus {
+        GpuAction::Leave => task_gpus.unwrap_or_else(|| "unset".into()),
+        GpuAction::Set(value) => {
+            set("CUDA_VISIBLE_DEVICES", value)?;
+            if value.is_empty() {
+                "none".into()
+            } else {
+                value.clone()
+            }
+        }
+    };
+    if node.verbose {
+        log::user(&format!(
+            "rank {} is {}:{} at {}, GPUs {}",
+            env.rank, env.role, env.index, env.endpoint, gpus
+        ));
+    }
+    Ok(())
+}
+
+/// slurmstepd, each time one of its tasks ends: when it is the task that decides the job's
+/// result (see [`StepPlan::decider`]), end the rest of the step through Slurm, on every node.
+/// ps and worker servers never exit by themselves; without this the step would hold its nodes
+/// until the time limit. From 23.11 the stopped tasks count as successful, so srun's exit status
+/// is the chief's.
+pub fn task_exit(sp: &Spank) -> c_int {
+    let state = state();
+    let Some(Ok(node)) = &state.plan else {
+        return 0;
+    };
+    let Some(decider) = node.plan.decider() else {
+        return 0;
+    };
+    if sp.item_u32(U32Item::TaskGlobalId) != Ok(decider.rank) {
+        return 0;
+    }
+    let status = sp.task_exit_status().unwrap_or(0);
+    log::user(&decider.exit_message(status));
+    if let Err(reason) = handle::kill_step(node.job_id, node.step_id, libc::SIGKILL) {
+        log::error(&ShellError::Kill { reason }.to_string());
+    }
+    0
+}

@@ -1,0 +1,190 @@
+//! Slurm 26.05's topology order for block steps: the rules (tables, every row seen on a Slurm
+//! 26.05.5 test cluster) and, on the test cluster started with a tree topology, what every
+//! release really does. tests/release/run.sh runs the cluster part on each release with
+//! TFC_TOPOLOGY set (leaf switch s1 = n011,n9 and s2 = n012,n10: not node order).
+
+#![allow(clippy::type_complexity)] // tables of cases
+
+mod common;
+use common::cluster::{dir, sh, tool};
+use common::release;
+use tfcluster::core::topology::{NodeRanks, SlurmConf};
+
+/// (slurm.conf lines, the plugin whose ranks reorder block steps)
+#[rustfmt::skip]
+const CONFS: &[(&str, Option<&str>)] = &[
+    ("",                                                              None),
+    ("TopologyPlugin=topology/tree",                                  Some("topology/tree")),
+    ("topologyplugin=topology/block # a comment",                     Some("topology/block")),
+    ("SelectType=select/cons_tres TopologyPlugin=topology/tree",      Some("topology/tree")),
+    ("TopologyPlugin=topology/tree\nSelectTypeParameters=CR_CPU,CR_NO_DIST_TOPO_BLOCK", None),
+    ("TopologyPlugin=topology/flat",                                  None),
+    ("TopologyPlugin=topology/default",                               None),
+    ("#TopologyPlugin=topology/tree",                                 None),
+    ("TopologyPlugin=topology/tree\nTopologyPlugin=topology/flat",    None), // the last line wins
+];
+
+#[test]
+fn which_configurations_reorder_block_steps() {
+    for (text, want) in CONFS {
+        assert_eq!(SlurmConf::parse(text).ranking_plugin(), *want, "{text:?}");
+    }
+    let conf = SlurmConf::parse("Include /etc/slurm/topo.conf\ninclude nodes.conf");
+    assert_eq!(conf.includes, ["/etc/slurm/topo.conf", "nodes.conf"]);
+}
+
+/// (plugin, topology.conf, the step's nodes in node order, Slurm's order of them for a block step)
+#[rustfmt::skip]
+const ORDERS: &[(&str, &str, &[&str], &[&str])] = &[
+    // Seen on Slurm 26.05.5: srun -N4 puts ranks on n011, n9, n012, n10.
+    ("topology/tree", "SwitchName=s1 Nodes=n011,n9\nSwitchName=s2 Nodes=n012,n10\nSwitchName=top Switches=s[1-2]",
+     &["n011", "n012", "n9", "n10"], &["n011", "n9", "n012", "n10"]),
+    // Leaf switches rank in file order, not by name (seen: zz before aa).
+    ("topology/tree", "SwitchName=zz Nodes=n012,n10\nSwitchName=aa Nodes=n011,n9\nSwitchName=top Switches=zz,aa",
+     &["n011", "n012", "n9", "n10"], &["n012", "n10", "n011", "n9"]),
+    ("topology/tree", "SwitchName=zz Nodes=n012,n10\nSwitchName=aa Nodes=n011,n9",
+     &["n9", "n10", "n012"], &["n10", "n012", "n9"]),
+    ("topology/tree", "SwitchName=s1 Nodes=node[1,3]\nSwitchName=s2 Nodes=node[2,4]",
+     &["node1", "node2", "node3", "node4"], &["node1", "node3", "node2", "node4"]),
+    ("topology/block", "BlockName=b1 Nodes=node[1,3,5,7]\nBlockName=b2 Nodes=node[2,4,6,8]\nBlockSizes=4",
+     &["node1", "node2", "node3", "node4", "node5", "node6", "node7", "node8"],
+     &["node1", "node3", "node5", "node7", "node2", "node4", "node6", "node8"]),
+];
+
+#[test]
+fn slurms_node_order_for_block_steps() {
+    for (plugin, conf, hosts, want) in ORDERS {
+        let hosts: Vec<String> = hosts.iter().map(|h| h.to_string()).collect();
+        let order = NodeRanks::read(plugin, Some(conf))
+            .unwrap()
+            .order(plugin, &hosts)
+            .unwrap();
+        let got: Vec<&str> = order.iter().map(|&i| hosts[i].as_str()).collect();
+        assert_eq!(got, *want, "{plugin}: {conf}");
+    }
+}
+
+struct Task {
+    rank: u32,
+    host: String,
+    tf: Option<serde_json::Value>,
+}
+
+fn tasks(stdout: &str) -> Vec<Task> {
+    let mut tasks: Vec<Task> = common::cluster::records(stdout, "TASK")
+        .iter()
+        .map(|f| Task {
+            rank: f[0].parse().unwrap(),
+            host: f[1].to_string(),
+            tf: (f[3] != "-").then(|| serde_json::from_str(f[3]).unwrap()),
+        })
+        .collect();
+    tasks.sort_by_key(|t| t.rank);
+    tasks
+}
+
+/// (srun arguments, the host of each rank in Slurm 26.05's topology order, before 26.05)
+#[rustfmt::skip]
+const STEPS: &[(&str, &[&str], &[&str])] = &[
+    ("-N4 -n8",
+     &["n011", "n011", "n9", "n9", "n012", "n012", "n10", "n10"],
+     &["n011", "n011", "n012", "n012", "n9", "n9", "n10", "n10"]),
+    ("-N4 -n4 -m block",
+     &["n011", "n9", "n012", "n10"],
+     &["n011", "n012", "n9", "n10"]),
+    ("-p shared -N4 -n8",
+     &["n011", "n011", "n011", "n011", "n011", "n9", "n012", "n10"],
+     &["n011", "n011", "n011", "n011", "n011", "n012", "n9", "n10"]),
+    ("-N4 -n4 -m cyclic",
+     &["n011", "n012", "n9", "n10"],
+     &["n011", "n012", "n9", "n10"]),
+    ("-N3 -n6 -w n011,n012,n9 -m plane=2",
+     &["n011", "n011", "n012", "n012", "n9", "n9"],
+     &["n011", "n011", "n012", "n012", "n9", "n9"]),
+    ("-N1 -n2 -w n9",
+     &["n9", "n9"],
+     &["n9", "n9"]),
+];
+
+#[test]
+#[ignore = "needs the test cluster with a tree topology: run tests/run.sh"]
+fn every_task_is_listed_where_it_runs_under_a_tree_topology() {
+    let release = release::current();
+    for (args, ordered, before) in STEPS {
+        let out = sh(&format!(
+            "srun {args} --tf-cluster=chief:1,worker:* {}",
+            tool("report.sh")
+        ));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "srun {args}:\n{stderr}");
+        let tasks = tasks(&String::from_utf8_lossy(&out.stdout));
+        let hosts: Vec<&str> = tasks.iter().map(|t| t.host.as_str()).collect();
+        let want = if release.topology_orders_block_steps {
+            ordered
+        } else {
+            before
+        };
+        assert_eq!(hosts, *want, "srun {args}: where Slurm ran each rank");
+        let cluster = tasks[0].tf.as_ref().unwrap()["cluster"].clone();
+        for t in &tasks {
+            let tf = t.tf.as_ref().unwrap();
+            assert_eq!(tf["cluster"], cluster, "srun {args}: one cluster");
+            let (role, index) = (
+                tf["task"]["type"].as_str().unwrap(),
+                tf["task"]["index"].as_u64().unwrap(),
+            );
+            let own = tf["cluster"][role][index as usize].as_str().unwrap();
+            assert_eq!(
+                own.rsplit_once(':').unwrap().0,
+                t.host,
+                "srun {args}: rank {}",
+                t.rank
+            );
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs the test cluster with a tree topology: run tests/run.sh"]
+fn a_plan_slurm_contradicts_stops_the_whole_step() {
+    // topology.conf changed on disk after slurmctld read it: the nodes compute another order
+    // than the one Slurm uses. n011 and n10 hold the ids the plan gives them; n9 and n012 do not.
+    let release = release::current();
+    let conf = dir().join("etc/topology.conf");
+    let original = std::fs::read_to_string(&conf).unwrap();
+    std::fs::write(&conf, "SwitchName=s0 Nodes=n011,n012,n9,n10\n").unwrap();
+    let started = std::time::Instant::now();
+    // Each task waits a second before reporting: long enough for the stop to reach it.
+    let out = sh(&format!(
+        "srun -N4 -n8 --tf-cluster=chief:1,worker:* bash -c 'sleep 1; exec {}'",
+        tool("report.sh")
+    ));
+    let elapsed = started.elapsed().as_secs_f64();
+    std::fs::write(&conf, original).unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if !release.topology_orders_block_steps {
+        // Before 26.05 Slurm places block steps in node order and tfcluster reads no topology.
+        assert!(out.status.success(), "{stderr}");
+        return;
+    }
+    assert_ne!(out.status.code(), Some(0), "{stderr}");
+    let line = "tfcluster: node 1 (n012): Slurm placed global tasks [4,5] here but tfcluster \
+                computed [2,3], so no TF_CONFIG of this step can be right and the whole step is stopped; \
+                run srun with -m cyclic or -m plane=N (placements Slurm never reorders), or -m arbitrary \
+                with the hosts in rank order in a file named by SLURM_HOSTFILE, or ask the admin to add \
+                CR_NO_DIST_TOPO_BLOCK to SelectTypeParameters";
+    assert!(
+        release
+            .stderr_lines(&stderr)
+            .iter()
+            .any(|l| l.contains(line)),
+        "expected a line with\n{line}\ngot:\n{stderr}"
+    );
+    assert!(
+        tasks(&stdout).is_empty(),
+        "no task may get to use a TF_CONFIG of a wrong plan:\n{stdout}"
+    );
+    eprintln!("the whole step was stopped in {elapsed:.2} s");
+    assert!(elapsed < 20.0, "the step ran {elapsed:.1} s");
+}
