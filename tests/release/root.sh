@@ -16,7 +16,7 @@
 # Inside, /proc is fresh, /sys and /dev are the host's, /run is a private tmpfs (munge's socket,
 # `ip netns` mounts), and /tmp, the checkout and the TensorFlow virtualenv (with the host's
 # Python 3.11 that it runs on) are the host's, at the same paths, so tests on the host and
-# daemons inside see the same files. Roots are cached in TFC_ROOTS (/var/cache/tfcluster/roots)
+# daemons inside see the same files. The bare root shares nothing (its /tmp is its own). Roots are cached in TFC_ROOTS (/var/cache/tfcluster/roots)
 # and rebuilt only when their package list changes. Needs mmdebstrap (tests/setup.sh installs it).
 set -euo pipefail
 
@@ -56,6 +56,12 @@ make_root() {
     mmdebstrap --quiet --variant=minbase --include="$packages" \
         --aptopt='Acquire::Check-Valid-Until "false"' "$suite" "$dir.new" >&2 \
         || die "mmdebstrap $suite failed"
+    if [ "$name" = bare ]; then
+        # The archives this machine's apt uses (a Debian 12 installation has the security
+        # archive too; mmdebstrap alone gives only the main one).
+        cp /etc/apt/sources.list "$dir.new/etc/apt/" 2>/dev/null || true
+        cp /etc/apt/sources.list.d/*.sources "$dir.new/etc/apt/sources.list.d/" 2>/dev/null || true
+    fi
     echo "$suite $packages" > "$dir.new/.tfcluster-packages"
     rm -rf "$dir"
     mv "$dir.new" "$dir"
@@ -78,19 +84,24 @@ up() {
     printf '127.0.0.1\tlocalhost %s\n::1\t\tlocalhost ip6-localhost ip6-loopback\n' \
         "$(hostname)" > "$dir/etc/hosts"
     sed -i 's/^hosts:.*/hosts:          files/' "$dir/etc/nsswitch.conf"
-    local shared=(/tmp "$REPO")
-    [ -d "$TF_VENV" ] && shared+=("$TF_VENV")
-    # The TensorFlow virtualenv runs on the host's Python 3.11 (one virtualenv serves every
-    # release; the roots' own Pythons are 3.13 and 3.14).
-    local python_binds=()
-    if [ -x /usr/bin/python3.11 ] && [ -d /usr/lib/python3.11 ]; then
-        python_binds=(/usr/bin/python3.11 /usr/lib/python3.11)
+    local shared=() tmp=bind
+    if [ "$name" = bare ]; then
+        tmp=tmpfs    # a machine of its own: nothing of this one's is shared
+    else
+        shared=(/tmp "$REPO")
+        [ -d "$TF_VENV" ] && shared+=("$TF_VENV")
+        # The TensorFlow virtualenv runs on the host's Python 3.11 (one virtualenv serves every
+        # release; the roots' own Pythons are 3.13 and 3.14).
+        if [ -x /usr/bin/python3.11 ] && [ -d /usr/lib/python3.11 ]; then
+            shared+=(/usr/bin/python3.11 /usr/lib/python3.11)
+        fi
     fi
     # shellcheck disable=SC2016
     setsid unshare --mount --propagation private -- bash -c '
         set -e
-        R=$1; shift
+        R=$1; tmp=$2; shift 2
         mount --bind "$R" "$R"      # `ip netns` remounts / and needs it to be a mount point
+        [ "$tmp" = tmpfs ] && mount -t tmpfs -o mode=1777 tmpfs "$R/tmp"
         mount -t proc proc "$R/proc"
         mount --rbind /sys "$R/sys"
         mount --rbind /dev "$R/dev"
@@ -101,7 +112,7 @@ up() {
         done
         mkdir -p "$R/run/lock"
         exec chroot "$R" /bin/sleep infinity
-    ' holder "$dir" "${shared[@]}" "${python_binds[@]}" </dev/null >/dev/null 2>&1 &
+    ' holder "$dir" "$tmp" "${shared[@]}" </dev/null >/dev/null 2>&1 &
     local pid=$!
     for _ in $(seq 100); do
         [ "$(readlink "/proc/$pid/root" 2>/dev/null)" = "$dir" ] && break
