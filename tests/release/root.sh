@@ -59,8 +59,12 @@ make_root() {
     if [ "$name" = bare ]; then
         # The archives this machine's apt uses (a Debian 12 installation has the security
         # archive too; mmdebstrap alone gives only the main one).
-        cp /etc/apt/sources.list "$dir.new/etc/apt/" 2>/dev/null || true
-        cp /etc/apt/sources.list.d/*.sources "$dir.new/etc/apt/sources.list.d/" 2>/dev/null || true
+        if ls /etc/apt/sources.list.d/*.sources >/dev/null 2>&1; then
+            rm -f "$dir.new/etc/apt/sources.list"
+            cp /etc/apt/sources.list.d/*.sources "$dir.new/etc/apt/sources.list.d/"
+        fi
+        [ -f /etc/apt/sources.list ] && cp /etc/apt/sources.list "$dir.new/etc/apt/"
+        cp /etc/resolv.conf "$dir.new/etc/resolv.conf" 2>/dev/null || true
     fi
     echo "$suite $packages" > "$dir.new/.tfcluster-packages"
     rm -rf "$dir"
@@ -80,10 +84,11 @@ up() {
     holder_pid "$name" >/dev/null && return 0
     dir=$(path_of "$name")
     # Names of this machine must resolve inside (from 24.11 an unresolvable name costs 10 s per
-    # lookup), and only from files: the nodes' network namespaces reach no DNS server.
+    # lookup), and, in the release roots, only from files: the nodes' network namespaces reach
+    # no DNS server. The bare root stays as Debian made it (it needs DNS for apt-get).
     printf '127.0.0.1\tlocalhost %s\n::1\t\tlocalhost ip6-localhost ip6-loopback\n' \
         "$(hostname)" > "$dir/etc/hosts"
-    sed -i 's/^hosts:.*/hosts:          files/' "$dir/etc/nsswitch.conf"
+    [ "$name" = bare ] || sed -i 's/^hosts:.*/hosts:          files/' "$dir/etc/nsswitch.conf"
     local shared=() tmp=bind
     if [ "$name" = bare ]; then
         tmp=tmpfs    # a machine of its own: nothing of this one's is shared
