@@ -65,6 +65,13 @@ make_root() {
         fi
         [ -f /etc/apt/sources.list ] && cp /etc/apt/sources.list "$dir.new/etc/apt/"
         cp /etc/resolv.conf "$dir.new/etc/resolv.conf" 2>/dev/null || true
+        # The certificate authorities this machine trusts besides Debian's (a site's own, or
+        # a proxy's), so that the registries answer inside as they do here.
+        if ls /usr/local/share/ca-certificates/*.crt >/dev/null 2>&1; then
+            cp /usr/local/share/ca-certificates/*.crt "$dir.new/usr/local/share/ca-certificates/"
+            chroot "$dir.new" update-ca-certificates >/dev/null 2>&1 || true
+        fi
+        [ -f /etc/pip.conf ] && cp /etc/pip.conf "$dir.new/etc/pip.conf"
     fi
     echo "$suite $packages" > "$dir.new/.tfcluster-packages"
     rm -rf "$dir"
