@@ -357,7 +357,7 @@ const BAD_INPUT: &[(&str, i32, &str)] = &[
     ("-N1 -n3 --tf-cluster=chief:1,ps:2,worker:*", 1,
      "srun: error: tfcluster: --tf-cluster: the fixed roles take 3 of the step's 3 tasks, leaving none for worker:*; run with more tasks (-n) or lower the fixed counts"),
     ("-n2 -w n9,n10 -m arbitrary --tf-cluster", 1,
-     "slurmstepd-n9: error: tfcluster: distribution 'arbitrary' without SLURM_HOSTFILE (e.g. -m arbitrary -w LIST) places tasks in an order tfcluster cannot see; list the hosts in a file named by SLURM_HOSTFILE, or use -m block, cyclic or plane=N [node n9, local task 0; TF_CONFIG not set]"),
+     "srun: error: tfcluster: distribution 'arbitrary' without SLURM_HOSTFILE (e.g. -m arbitrary -w LIST) places tasks in an order tfcluster cannot see; list the hosts in a file named by SLURM_HOSTFILE, or use -m block, cyclic or plane=N"),
     ("-w n011 -N1 -n2 --gres=gpu:1 --tf-cluster", 1,
      "slurmstepd-n011: error: tfcluster: node n011 has 1 GPU(s) (0) for 2 GPU tasks; ask for at least 2 GPUs per node (--gres=gpu:2), fewer tasks per node, or keep some roles off GPUs (gpu_roles=) [node n011, local task 0; TF_CONFIG not set]"),
     ("-w n011 -N1 -n3 --resv-ports=1 --tf-cluster", 1,
@@ -389,29 +389,82 @@ fn arbitrary_distribution_follows_the_host_file() {
     // Rank k runs on the k-th line's host; Slurm lists the nodes as n[011-012,9].
     let file = dir().join("hostfile");
     std::fs::write(&file, "n012\nn9\nn012\nn011\nn9\n").unwrap();
-    let env = format!("SLURM_HOSTFILE={}", file.display());
+    let hostfile = format!("SLURM_HOSTFILE={}", file.display());
+    let arbitrary = [
+        "ps:0@n012 -",
+        "worker:0@n9 -",
+        "worker:1@n012 -",
+        "worker:2@n011 -",
+        "worker:3@n9 -",
+    ];
+    // Whatever the job's environment policy: srun hands the order over in a SLURM_* variable,
+    // which srun forwards in every case.
+    for env in ["", "--export=NONE", "--export=PATH", "--export=ALL,FOO=1"] {
+        let run = parse(sh(&format!(
+            "{hostfile} srun {env} -m arbitrary -n5 --tf-cluster=ps:1,worker:* {}",
+            report()
+        )));
+        assert_eq!(summary(&run, env), arbitrary, "srun {env}");
+    }
     let run = parse(sh(&format!(
-        "{env} srun -m arbitrary -n5 --tf-cluster=ps:1,worker:* {}",
+        "{hostfile} SLURM_EXPORT_ENV=NONE srun -m arbitrary -n5 --tf-cluster=ps:1,worker:* {}",
         report()
     )));
-    assert_eq!(
-        summary(&run, "arbitrary"),
-        [
-            "ps:0@n012 -",
-            "worker:0@n9 -",
-            "worker:1@n012 -",
-            "worker:2@n011 -",
-            "worker:3@n9 -"
-        ]
-    );
+    assert_eq!(summary(&run, "SLURM_EXPORT_ENV=NONE"), arbitrary);
     // srun's hand-over to the nodes does not reach the program.
     let out = sh(&format!(
-        "{env} srun -m arbitrary -n5 --tf-cluster printenv TFCLUSTER_TASK_HOSTS"
+        "{hostfile} srun -m arbitrary -n5 --tf-cluster printenv SLURM_TFCLUSTER_TASK_HOSTS"
     ));
     assert!(
         out.stdout.is_empty(),
         "{}",
         String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+/// (what, srun arguments, what each rank got) with `--export=NONE`
+#[rustfmt::skip]
+const EXPORT_NONE: &[(&str, &str, &[&str])] = &[
+    ("block", "--export=NONE -w n011,n012 -N2 -n4 --tf-cluster=chief:1,ps:1,worker:*",
+     &["chief:0@n011 -", "ps:0@n011 -", "worker:0@n012 -", "worker:1@n012 -"]),
+    ("cyclic", "--export=NONE -w n011,n012 -N2 -n4 -m cyclic --tf-cluster=chief:1,ps:1,worker:*",
+     &["chief:0@n011 -", "ps:0@n012 -", "worker:0@n011 -", "worker:1@n012 -"]),
+];
+
+#[test]
+#[ignore = "needs the test cluster: run tests/run.sh"]
+fn export_none_changes_nothing() {
+    for (what, args, want) in EXPORT_NONE {
+        assert_eq!(summary(&srun(args), what), *want, "{what}: srun {args}");
+    }
+    let out = dir().join("export-none.out");
+    let script = dir().join("export-none.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/bash\n#SBATCH --export=NONE\n#SBATCH --tf-cluster=chief:1,worker:*\n\
+             #SBATCH -w n011,n012 -N2 -n2\nsrun {}\n",
+            report()
+        ),
+    )
+    .unwrap();
+    let run = sh(&format!(
+        "sbatch --wait -o {} {}",
+        out.display(),
+        script.display()
+    ));
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let run = parse(Output {
+        stdout: std::fs::read(&out).unwrap(),
+        ..run
+    });
+    assert_eq!(
+        summary(&run, "sbatch --export=NONE"),
+        ["chief:0@n011 -", "worker:0@n012 -"]
     );
 }
 

@@ -90,6 +90,8 @@ fn every_error_message() {
         (Component { nodes: 1, tasks: 2, step_nodes: Some("2"), step_tasks: Some("4"), het_size: None }.check_whole_step(),
          "this is one component of a heterogeneous step (srun ... : ...): 2 of the step's 4 tasks on 1 of its 2 nodes, launched separately, so no component knows the others' tasks; run TensorFlow as one srun step over all its nodes; to put some roles on some nodes (e.g. ps on CPU nodes, workers on GPU nodes), list each task's host in rank order in a file named by SLURM_HOSTFILE and run srun -m arbitrary"),
         (step_err("worker:*", &[], "a,b", "1(x2)", Some("arbitrary")),
+         "-m arbitrary: the task order srun reads from SLURM_HOSTFILE did not reach this node (SLURM_TFCLUSTER_TASK_HOSTS is not in the step's environment); srun must load tfcluster too, the same version as the nodes (srun --help lists --tf-cluster)"),
+        (Layout::build(&[1, 1], Distribution::Arbitrary).map(|_| ()),
          "distribution 'arbitrary' without SLURM_HOSTFILE (e.g. -m arbitrary -w LIST) places tasks in an order tfcluster cannot see; list the hosts in a file named by SLURM_HOSTFILE, or use -m block, cyclic or plane=N"),
         (hostlist::hostfile_task_hosts("n1\nn2\n", 3).map(|_| ()),
          "SLURM_HOSTFILE lists 2 hosts for 3 tasks; list one host per task"),
@@ -189,6 +191,7 @@ fn listed(e: &Error) {
         | TooManyTasks { .. }
         | NoNodes
         | ArbitraryDistribution
+        | TaskOrderMissing
         | HostfileTooShort { .. }
         | TaskHostNotInStep { .. }
         | TaskHostCount { .. }

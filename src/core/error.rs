@@ -113,6 +113,12 @@ pub enum Error {
          -m block, cyclic or plane=N"
     )]
     ArbitraryDistribution,
+    #[error(
+        "-m arbitrary: the task order srun reads from SLURM_HOSTFILE did not reach this node \
+         (SLURM_TFCLUSTER_TASK_HOSTS is not in the step's environment); srun must load tfcluster \
+         too, the same version as the nodes (srun --help lists --tf-cluster)"
+    )]
+    TaskOrderMissing,
     #[error("SLURM_HOSTFILE lists {entries} hosts for {tasks} tasks; list one host per task")]
     HostfileTooShort { entries: usize, tasks: u32 },
     #[error(

@@ -154,6 +154,8 @@ impl StepPlan {
             (Distribution::Arbitrary, Some(list), _) => {
                 Layout::from_task_hosts(&hosts, &counts, &hostlist::expand(list)?)?
             }
+            // srun refuses -m arbitrary without SLURM_HOSTFILE, so here the order was lost.
+            (Distribution::Arbitrary, None, _) => return Err(Error::TaskOrderMissing),
             (Distribution::Block, _, Some(topology)) if hosts.len() > 1 => {
                 let (plugin, ranks) = topology.as_ref().map_err(Clone::clone)?;
                 Layout::block_in_order(&counts, &ranks.order(plugin, &hosts)?)?

@@ -68,11 +68,15 @@ fn check_before_launch(
 }
 
 /// srun, with `-m arbitrary`: the nodes cannot see the task order, which only the user's
-/// SLURM_HOSTFILE holds; read it here and pass it on in the step's environment.
+/// SLURM_HOSTFILE holds; read it here and pass it on in the step's environment. Without a
+/// host file (`-m arbitrary -w LIST`) the order is visible nowhere: refused before launch.
 fn pass_hostfile_order(tasks: u32) -> Result<(), ShellError> {
     let arbitrary = std::env::var("SLURM_DISTRIBUTION").is_ok_and(|d| d.starts_with("arbitrary"));
-    let Some(path) = std::env::var_os("SLURM_HOSTFILE").filter(|_| arbitrary) else {
+    if !arbitrary {
         return Ok(());
+    }
+    let Some(path) = std::env::var_os("SLURM_HOSTFILE") else {
+        return Err(Error::ArbitraryDistribution.into());
     };
     let text = std::fs::read_to_string(&path).map_err(|e| ShellError::Hostfile {
         path: path.to_string_lossy().into_owned(),
