@@ -5,7 +5,9 @@
 #   2. TensorFlow's SlurmClusterResolver on the same layouts, and TensorFlow's import time;
 #   3. end to end on the 4-node test cluster: launch time with/without the option/plugin, and
 #      slurmstepd's memory (benches/e2e.sh);
-#   4. the size of the plugin.
+#   4. cost at scale on a 64-node test cluster: `srun -N64 -n4096 true` with and without the
+#      plugin and against the floor any TF_CONFIG delivery pays (benches/scale.sh);
+#   5. the size of the plugin.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -63,6 +65,26 @@ mem = {r["memory"]: r["slurmstepd_rss_kb"] for r in rows if "memory" in r}
 print("| slurmstepd resident memory, 8 tasks on one node | --tf-cluster given | plugin loaded, no option | no plugin |")
 print("|---|---:|---:|---:|")
 print(f"| VmRSS | {mem['option']} KiB | {mem['loaded']} KiB | {mem['none']} KiB |")
+PY
+echo
+
+tests/cluster/cluster.sh down 2>/dev/null
+TFC_NODES="$(printf 'tfc-node-%04d ' $(seq 64))" TFC_CPUS=96 tests/cluster/cluster.sh up "$plugin" 2>/dev/null
+bash benches/scale.sh "$plugin" "${BENCH_SCALE_RUNS:-5}" > "$tmp/scale.jsonl"
+"$python" - "$tmp/scale.jsonl" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+r = next(r for r in rows if "launch" in r)
+print("| `srun -N64 -n4096 true` (median of %d interleaved runs) | ms |" % r["runs"])
+print("|---|---:|")
+print(f"| (a) --tf-cluster=chief:1,ps:8,worker:* ({r['tf_config_bytes']} B TF_CONFIG) | {r['option_ms']} |")
+print(f"| (b) plugin loaded, no option | {r['loaded_ms']} |")
+print(f"| (c) no plugin | {r['none_ms']} |")
+print(f"| (d) no plugin, a {r['tf_config_bytes']} B variable exported to every task | {r['floor_ms']} |")
+print(f"| a/c, a/d | {r['a_over_c']:.3f}, {r['a_over_d']:.3f} |")
+m = next(r for r in rows if "memory" in r)
+print()
+print(f"slurmstepd resident memory per process, 64 tasks per node: {m['option_kb']} KiB with the option, {m['none_kb']} KiB without the plugin")
 PY
 echo
 echo "plugin: $(stat -c %s "$plugin") bytes ($(basename "$plugin"), release build)"

@@ -734,3 +734,24 @@ fn a_batch_job_ends_with_the_chiefs_result() {
         );
     }
 }
+
+#[test]
+fn releases_agree_with_the_runner() {
+    // tests/releases.tsv (what tests/run.sh runs) and tests/common/release.rs (what each
+    // release shows users) list the same releases.
+    let tsv = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/releases.tsv"))
+        .unwrap();
+    let runner: Vec<(&str, &str)> = tsv
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f[0], f[1])
+        })
+        .collect();
+    let table: Vec<(&str, &str)> = release::RELEASES
+        .iter()
+        .map(|r| (r.version, r.suite))
+        .collect();
+    assert_eq!(runner, table);
+}

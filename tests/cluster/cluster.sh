@@ -19,6 +19,7 @@
 #   TFC_NODES   node names, in slurm.conf order (default "n9 n10 n011 n012": Slurm then prints
 #               the step node list as n[9-10,011-012], zero padding and non-lexicographic order)
 #   TFC_DIR     state directory (default /tmp/tfcluster-cluster)
+#   TFC_CPUS    CPUs each node declares (default 8; slurmd accepts more than the machine has)
 #   TFC_TOPOLOGY  a topology plugin and its topology.conf lines, `;`-separated, e.g.
 #               "topology/tree;SwitchName=s1 Nodes=n011,n9;SwitchName=s2 Nodes=n012,n10"
 #               (default none: Slurm's flat topology)
@@ -109,7 +110,7 @@ write_config() {
         echo "PlugStackConfig=$conf/plugstack.conf"
         if [ -n "${TFC_TOPOLOGY:-}" ]; then echo "TopologyPlugin=${TFC_TOPOLOGY%%;*}"; fi
         for i in "${!NODES[@]}"; do
-            echo "NodeName=${NODES[$i]} NodeAddr=$(node_ip "$i") NodeHostname=${NODES[$i]} CPUs=8 RealMemory=4000 Gres=gpu:4 State=UNKNOWN"
+            echo "NodeName=${NODES[$i]} NodeAddr=$(node_ip "$i") NodeHostname=${NODES[$i]} CPUs=${TFC_CPUS:-8} RealMemory=4000 Gres=gpu:4 State=UNKNOWN"
         done
         echo "PartitionName=debug Nodes=$names Default=YES OverSubscribe=EXCLUSIVE MaxTime=INFINITE State=UP"
         echo "PartitionName=shared Nodes=$names Default=NO MaxTime=INFINITE State=UP"
@@ -198,7 +199,9 @@ EOF
 wait_ready() {
     local names
     names=$(IFS=,; echo "${NODES[*]}")
-    for _ in $(seq 150); do
+    # 30 s, plus 1 s for every 8 nodes past the first 8.
+    local tries=$((150 + 5 * (${#NODES[@]} > 8 ? (${#NODES[@]} - 8) / 8 : 0) * 8))
+    for _ in $(seq "$tries"); do
         if scontrol ping >/dev/null 2>&1; then
             local states
             states=$(sinfo -h -N -n "$names" -o '%t' 2>/dev/null | sort -u | tr '\n' ' ')
@@ -208,7 +211,7 @@ wait_ready() {
     done
     sinfo -N 2>&1 >&2 || true
     tail -n 20 "$DIR"/log/*.log "$DIR"/log/*.out >&2 || true
-    die "the cluster did not become ready in 30 s"
+    die "the cluster did not become ready in $((tries / 5)) s"
 }
 
 set_plugstack() {

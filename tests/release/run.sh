@@ -6,7 +6,8 @@
 #      header against its <slurm/spank.h> (tests/abi.rs);
 #   3. starts the 4-node test cluster with that release's slurmctld and slurmd, loading the plugin;
 #   4. runs the end-to-end, install/packaging and TensorFlow tests against it;
-#   5. restarts the cluster with a tree topology and runs the topology tests;
+#   5. restarts the cluster with a tree topology and runs the topology tests, and on the release
+#      marked `scale`, with 64 nodes for the 4096-task tests;
 #   6. tears the cluster and the root's namespace down, whatever happens.
 # Needs TFC_PYTHON (the TensorFlow virtualenv's python: tests/tensorflow/setup.sh).
 set -euo pipefail
@@ -44,3 +45,11 @@ done
 TFC_TOPOLOGY="topology/tree;SwitchName=s1 Nodes=n011,n9;SwitchName=s2 Nodes=n012,n10;SwitchName=top Switches=s[1-2]" \
     "$root" exec "$suite" bash "$repo/tests/cluster/cluster.sh" up "$TFC_PLUGIN" end_with_chief=no
 cargo test --test topology -- --include-ignored --test-threads=1
+
+# 64 nodes and 4096 tasks, on the release tests/releases.tsv marks `scale`.
+if awk -v r="$release" '$1 == r && $3 == "scale" {found = 1} END {exit !found}' tests/releases.tsv; then
+    "$root" exec "$suite" bash "$repo/tests/cluster/cluster.sh" down
+    TFC_NODES="$(printf 'tfc-node-%04d ' $(seq 64))" TFC_CPUS=96 \
+        "$root" exec "$suite" bash "$repo/tests/cluster/cluster.sh" up "$TFC_PLUGIN" end_with_chief=no
+    cargo test --test scale -- --include-ignored --test-threads=1
+fi

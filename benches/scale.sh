@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Cost at scale, on a running 64-node test cluster (benches/run.sh brings one up; so does
+# tests/release/run.sh for the release marked `scale` in tests/releases.tsv):
+# median wall time over interleaved runs of `srun -N64 -n4096 true`
+#   option: the plugin loaded and --tf-cluster=chief:1,ps:8,worker:* given
+#   loaded: the plugin loaded, no option
+#   none:   no plugin in plugstack.conf
+#   floor:  no plugin, but an environment variable as large as that step's TF_CONFIG exported
+#           to every task (what any TF_CONFIG delivery pays: copying it into 4096 processes)
+# and slurmstepd's resident memory per node during such a step, with and without the option.
+# Output: JSON lines. Usage: benches/scale.sh PLUGIN.so [RUNS]
+set -euo pipefail
+plugin=$1
+runs=${2:-5}
+dir=${TFC_DIR:-/tmp/tfcluster-cluster}
+stack=$dir/etc/plugstack.conf
+step=(-N64 -n4096)
+# end_with_chief=no: `true` exits at once, and stopping the step after the chief would time
+# Slurm's step cancellation, not the delivery of TF_CONFIG.
+spec=--tf-cluster=chief:1,ps:8,worker:*,end_with_chief=no
+cd /tmp
+
+# The size of that step's TF_CONFIG, as the plugin gives it to rank 0.
+echo "required $plugin" > "$stack"
+size=$(srun "${step[@]}" "$spec" sh -c '[ "$SLURM_PROCID" = 0 ] && printf %s "${#TF_CONFIG}"; true')
+floor=$(head -c "$size" /dev/zero | tr '\0' x)
+
+run() { # mode -> prints ms
+    local s
+    case $1 in
+        option|loaded) echo "required $plugin" > "$stack" ;;
+        none|floor) : > "$stack" ;;
+    esac
+    s=$(date +%s%N)
+    case $1 in
+        option) srun "${step[@]}" "$spec" true ;;
+        loaded|none) srun "${step[@]}" true ;;
+        floor) TFC_FLOOR=$floor srun "${step[@]}" true ;;
+    esac
+    echo $((($(date +%s%N) - s) / 1000000))
+}
+declare -A t
+for _ in $(seq "$runs"); do
+    for mode in option loaded none floor; do t[$mode]+="$(run $mode) "; done
+done
+median() { tr ' ' '\n' <<<"$1" | grep . | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+o=$(median "${t[option]}"); l=$(median "${t[loaded]}"); n=$(median "${t[none]}"); f=$(median "${t[floor]}")
+printf '{"launch":"srun -N64 -n4096 true","runs":%s,"tf_config_bytes":%s,"option_ms":%s,"loaded_ms":%s,"none_ms":%s,"floor_ms":%s,"a_over_c":%.3f,"a_over_d":%.3f}\n' \
+    "$runs" "$size" "$o" "$l" "$n" "$f" "$(echo "$o / $n" | awk -F/ '{print $1/$2}')" "$(echo "$o / $f" | awk -F/ '{print $1/$2}')"
+
+rss() { # mode -> mean VmRSS (KiB) of the step's slurmstepd processes, mid-step
+    case $1 in option) echo "required $plugin" > "$stack" ;; none) : > "$stack" ;; esac
+    local args=("${step[@]}")
+    [ "$1" = option ] && args+=("$spec")
+    srun -J "tfc-rss-$1" "${args[@]}" sleep 6 &
+    local pid=$! job=""
+    for _ in $(seq 50); do
+        job=$(squeue -h -n "tfc-rss-$1" -o %i 2>/dev/null | head -1)
+        [ -n "$job" ] && break
+        sleep 0.1
+    done
+    sleep 4
+    local total=0 count=0 p kb
+    for p in $(pgrep -f "^slurmstepd: \[$job\.0\]"); do
+        kb=$(awk '/VmRSS/ {print $2}' "/proc/$p/status" 2>/dev/null) || continue
+        [ -n "$kb" ] && total=$((total + kb)) && count=$((count + 1))
+    done
+    wait "$pid" || true
+    echo $((count ? total / count : 0)) "$count"
+}
+read -r ro co < <(rss option)
+read -r rn cn < <(rss none)
+printf '{"memory":"slurmstepd per node, 64 tasks each","option_kb":%s,"none_kb":%s,"stepds":%s}\n' "$ro" "$rn" "$co"
+echo "required $plugin" > "$stack"
