@@ -171,53 +171,39 @@ fn layouts_roles_and_gpus() {
     }
 }
 
-#[test]
-#[ignore = "needs the test cluster: run tests/run.sh"]
-fn a_step_on_a_subset_of_the_allocation() {
-    let out = dir().join("subset.out");
-    let run = sh(&format!(
-        "sbatch --wait -w n011,n012,n9 -N3 -n6 -o {} --wrap 'srun -N2 -n3 -r1 --tf-cluster=ps:1,worker:* {}'",
-        out.display(),
-        report()
-    ));
+/// Runs `sbatch --wait -o FILE ARGS` and reads the tasks' lines from the job's output.
+fn sbatch(name: &str, args: &str) -> Run {
+    let out = dir().join(format!("{name}.out"));
+    let run = sh(&format!("sbatch --wait -o {} {args}", out.display()));
     assert!(
         run.status.success(),
-        "{}",
+        "sbatch {args}: {}",
         String::from_utf8_lossy(&run.stderr)
     );
-    let run = parse(Output {
+    parse(Output {
         stdout: std::fs::read(&out).unwrap(),
         ..run
-    });
-    assert_eq!(
-        summary(&run, "-r1"),
-        ["ps:0@n012 -", "worker:0@n012 -", "worker:1@n9 -"]
-    );
+    })
 }
+
+/// (what, sbatch arguments with `{r}` for the task program, what each rank got)
+#[rustfmt::skip]
+const BATCH: &[(&str, &str, &[&str])] = &[
+    ("a step on part of the allocation (-r1)",
+     "-w n011,n012,n9 -N3 -n6 --wrap 'srun -N2 -n3 -r1 --tf-cluster=ps:1,worker:* {r}'",
+     &["ps:0@n012 -", "worker:0@n012 -", "worker:1@n9 -"]),
+    ("a bare #SBATCH --tf-cluster: all workers (sbatch passes it on as '(null)')",
+     "-w n011,n012 -N2 -n2 --tf-cluster --wrap 'srun {r}'",
+     &["worker:0@n011 -", "worker:1@n012 -"]),
+];
 
 #[test]
 #[ignore = "needs the test cluster: run tests/run.sh"]
-fn a_bare_sbatch_option_means_all_workers() {
-    // sbatch passes a bare --tf-cluster on to the steps as '(null)'.
-    let out = dir().join("bare-sbatch.out");
-    let run = sh(&format!(
-        "sbatch --wait -w n011,n012 -N2 -n2 --tf-cluster -o {} --wrap 'srun {}'",
-        out.display(),
-        report()
-    ));
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let run = parse(Output {
-        stdout: std::fs::read(&out).unwrap(),
-        ..run
-    });
-    assert_eq!(
-        summary(&run, "#SBATCH --tf-cluster"),
-        ["worker:0@n011 -", "worker:1@n012 -"]
-    );
+fn batch_jobs() {
+    for (i, (what, args, want)) in BATCH.iter().enumerate() {
+        let run = sbatch(&format!("batch-{i}"), &args.replace("{r}", &report()));
+        assert_eq!(summary(&run, what), *want, "{what}");
+    }
 }
 
 #[test]
@@ -437,7 +423,6 @@ fn export_none_changes_nothing() {
     for (what, args, want) in EXPORT_NONE {
         assert_eq!(summary(&srun(args), what), *want, "{what}: srun {args}");
     }
-    let out = dir().join("export-none.out");
     let script = dir().join("export-none.sh");
     std::fs::write(
         &script,
@@ -448,20 +433,7 @@ fn export_none_changes_nothing() {
         ),
     )
     .unwrap();
-    let run = sh(&format!(
-        "sbatch --wait -o {} {}",
-        out.display(),
-        script.display()
-    ));
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let run = parse(Output {
-        stdout: std::fs::read(&out).unwrap(),
-        ..run
-    });
+    let run = sbatch("export-none", &script.display().to_string());
     assert_eq!(
         summary(&run, "sbatch --export=NONE"),
         ["chief:0@n011 -", "worker:0@n012 -"]
