@@ -337,7 +337,7 @@ const BAD_INPUT: &[(&str, i32, &str)] = &[
     ("-N1 -n2 --tf-cluster=chief:2,worker:*", 255,
      "srun: error: tfcluster: --tf-cluster: chief:2 asks for 2 chief tasks; TensorFlow allows at most one chief"),
     ("-N1 -n2 --tf-cluster=worker:*,port=1", 255,
-     "srun: error: tfcluster: --tf-cluster: 'port' is not a per-job setting; allowed: port_base, gpus, gpu_roles, rpc_layer, end_with_chief"),
+     "srun: error: tfcluster: --tf-cluster: 'port' is not a per-job setting; allowed: port_base, gpus, gpu_roles, rpc_layer, end_with_chief, grpc_proxy_bypass"),
     ("-N1 -n3 --tf-cluster=ps:1,worker:3", 1,
      "srun: error: tfcluster: --tf-cluster asks for 4 tasks (ps:1,worker:3) but the step has 3; change the counts, use '*' for one role, or run srun with -n 4"),
     ("-N1 -n3 --tf-cluster=chief:1,ps:2,worker:*", 1,
@@ -573,7 +573,7 @@ fn a_bad_admin_setting_is_named_and_only_affects_the_option() {
     drop(stack);
     assert_eq!(with.code, 255);
     assert!(with.stderr.contains(
-        "srun: error: tfcluster: plugstack.conf: unknown tfcluster setting 'port_bsae'; known: port_base, port_range, port_block, address, gpus, gpu_roles, rpc_layer, end_with_chief"
+        "srun: error: tfcluster: plugstack.conf: unknown tfcluster setting 'port_bsae'; known: port_base, port_range, port_block, address, gpus, gpu_roles, rpc_layer, end_with_chief, grpc_proxy_bypass"
     ), "{}", with.stderr);
     assert_eq!(without.code, 0, "{}", without.stderr);
 }
@@ -726,4 +726,33 @@ fn releases_agree_with_the_runner() {
         .map(|r| (r.version, r.suite))
         .collect();
     assert_eq!(runner, table);
+}
+
+/// (the job's environment, what every task's no_grpc_proxy is: `-` when unset)
+#[rustfmt::skip]
+const PROXIES: &[(&str, &str, &str)] = &[
+    ("",                                                      "--tf-cluster",                         "-"),
+    ("http_proxy=http://127.0.0.1:9",                         "--tf-cluster",                         "n011,n012"),
+    ("https_proxy=http://127.0.0.1:9 no_proxy=localhost,.site", "--tf-cluster",                       "localhost,.site,n011,n012"),
+    ("http_proxy=http://127.0.0.1:9 no_grpc_proxy=10.1.0.0/16", "--tf-cluster",                       "10.1.0.0/16,n011,n012"),
+    ("http_proxy=http://127.0.0.1:9",                         "--tf-cluster=worker:*,grpc_proxy_bypass=no", "-"),
+    ("http_proxy=http://127.0.0.1:9",                         "",                                     "-"), // no option: untouched
+];
+
+#[test]
+#[ignore = "needs the test cluster: run tests/run.sh"]
+fn grpc_bypasses_a_proxy_for_the_cluster() {
+    for (env, option, want) in PROXIES {
+        let out = sh(&format!(
+            "{env} srun -w n011,n012 -N2 -n2 {option} sh -c 'echo \"P|${{no_grpc_proxy--}}\"'"
+        ));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let got: Vec<Vec<&str>> = common::cluster::records(&stdout, "P");
+        assert_eq!(got, vec![vec![*want]; 2], "{env} srun {option}");
+    }
 }

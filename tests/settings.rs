@@ -197,3 +197,32 @@ fn what_the_user_is_told_when_the_chief_exits() {
         assert_eq!(decider.exit_message(*status), *want, "{status:#x}");
     }
 }
+
+/// (proxy set?, no_grpc_proxy, no_proxy, the task's no_grpc_proxy for cluster hosts n1, n2)
+#[rustfmt::skip]
+const PROXIES: &[(bool, Option<&str>, Option<&str>, Option<&str>)] = &[
+    (false, None,                None,                      None),                     // no proxy: nothing set
+    (false, None,                Some("example.org"),       None),
+    (true,  None,                None,                      Some("n1,n2")),
+    (true,  None,                Some("localhost,.site"),   Some("localhost,.site,n1,n2")), // no_proxy kept
+    (true,  Some("10.0.0.0/8"),  Some("localhost"),         Some("10.0.0.0/8,n1,n2")),      // gRPC reads no_grpc_proxy first
+    (true,  Some(""),            Some("localhost"),         Some("localhost,n1,n2")),       // an empty one does not count
+    (true,  None,                Some("n2, localhost ,"),   Some("n2,localhost,n1")),       // no duplicates, blanks dropped
+];
+
+#[test]
+fn grpc_bypasses_the_proxy_for_the_cluster() {
+    use tfcluster::core::proxy::{no_grpc_proxy, ProxyEnv};
+    for (proxy_set, no_grpc, no, want) in PROXIES {
+        let env = ProxyEnv {
+            proxy_set: *proxy_set,
+            no_grpc_proxy: *no_grpc,
+            no_proxy: *no,
+        };
+        assert_eq!(
+            no_grpc_proxy(&env, &["n1", "n2"]).as_deref(),
+            *want,
+            "{env:?}"
+        );
+    }
+}

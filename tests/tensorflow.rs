@@ -30,6 +30,31 @@ fn tf_step(srun_args: &str, program: &str) -> (String, String) {
     (stdout, stderr)
 }
 
+/// MultiWorkerMirroredStrategy across nodes while the job's environment names a proxy that does
+/// not answer, as many sites set one: tfcluster's no_grpc_proxy lets it train; without it
+/// (grpc_proxy_bypass=no) gRPC goes through the dead proxy and training hangs.
+#[test]
+#[ignore = "needs the test cluster and TensorFlow: run tests/run.sh"]
+fn training_is_not_sent_through_a_dead_proxy() {
+    let proxy = "--export=ALL,http_proxy=http://127.0.0.1:9,https_proxy=http://127.0.0.1:9";
+    let (stdout, _) = tf_step(
+        &format!("{proxy} -w n011,n012 -N2 -n2 --tf-cluster"),
+        "mwms_train.py",
+    );
+    assert_eq!(records(&stdout, "RESULT").len(), 2, "{stdout}");
+    // The same without the bypass, bounded: no result within 40 s.
+    let out = sh(&format!(
+        "timeout 40 srun {proxy} -w n011,n012 -N2 -n2 --tf-cluster=worker:*,grpc_proxy_bypass=no {} {}",
+        python(),
+        tool("mwms_train.py")
+    ));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        records(&stdout, "RESULT").is_empty(),
+        "expected a hang without the bypass:\n{stdout}"
+    );
+}
+
 /// (what, srun arguments, roles that train)
 #[rustfmt::skip]
 const MWMS: &[(&str, &str, &[&str])] = &[

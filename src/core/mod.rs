@@ -11,6 +11,7 @@ pub mod hostlist;
 pub mod layout;
 pub mod plan;
 pub mod ports;
+pub mod proxy;
 pub mod settings;
 pub mod spec;
 pub mod text;

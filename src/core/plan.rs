@@ -225,6 +225,16 @@ impl StepPlan {
         self.layout.ranks.len() as u32
     }
 
+    /// The hosts TensorFlow dials (the node names after the `address=` template), once each.
+    pub fn cluster_addresses(&self) -> Vec<String> {
+        let mut seen = std::collections::HashSet::new();
+        self.hosts
+            .iter()
+            .map(|h| self.settings.address.render(h))
+            .filter(|a| seen.insert(a.clone()))
+            .collect()
+    }
+
     /// The task whose exit decides the job's result and ends the step (the `end_with_chief`
     /// setting; `auto` when the spec has `ps`): the chief, or the master, else worker 0, as
     /// Kubeflow's TFJob decides success. `None` when the step is not ended that way.

@@ -19,6 +19,7 @@ pub const KEYS: &[(&str, bool)] = &[
     ("gpu_roles", true),
     ("rpc_layer", true),
     ("end_with_chief", true),
+    ("grpc_proxy_bypass", true),
 ];
 
 /// The settings plugstack.conf takes, for messages: `port_base, port_range, ...`.
@@ -101,6 +102,9 @@ pub struct Settings {
     pub gpu_roles: RoleSet,
     pub rpc_layer: Option<String>,
     pub end_with_chief: EndWithChief,
+    /// When a proxy is set, set `no_grpc_proxy` so gRPC reaches the cluster directly
+    /// ([`super::proxy`]).
+    pub grpc_proxy_bypass: bool,
 }
 
 impl Default for Settings {
@@ -114,6 +118,7 @@ impl Default for Settings {
             gpu_roles: RoleSet::ALL,
             rpc_layer: None,
             end_with_chief: EndWithChief::Auto,
+            grpc_proxy_bypass: true,
         }
     }
 }
@@ -217,6 +222,13 @@ impl Settings {
                     "yes" => EndWithChief::Yes,
                     "no" => EndWithChief::No,
                     _ => return Err(bad("expected auto, yes or no")),
+                };
+            }
+            "grpc_proxy_bypass" => {
+                self.grpc_proxy_bypass = match value {
+                    "yes" => true,
+                    "no" => false,
+                    _ => return Err(bad("expected yes or no")),
                 };
             }
             _ => {

@@ -2,6 +2,7 @@
 //! the step when the chief is done or when the plan turns out wrong.
 
 use super::{settings, state, TASK_HOSTS_VAR};
+use crate::core::proxy::{no_grpc_proxy, ProxyEnv};
 use crate::core::{Component, Error, GpuAction, Settings, Spec, StepInputs, StepPlan};
 use crate::spank::error::ShellError;
 use crate::spank::ffi;
@@ -18,6 +19,8 @@ pub struct Node {
     step_gpus: Option<String>,
     /// srun ran with -v (`SRUN_DEBUG` above info): each task reports what it got.
     verbose: bool,
+    /// `no_grpc_proxy` for every task, when the job's environment sets a proxy.
+    no_grpc_proxy: Option<String>,
 }
 
 /// slurmstepd, once per node before the tasks fork: plan the step. A plan that Slurm's own
@@ -123,6 +126,27 @@ fn plan_node(
     let verbose = env("SRUN_DEBUG")?
         .and_then(|v| v.parse::<u32>().ok())
         .is_some_and(|v| v > 3);
+    let no_grpc_proxy = if plan.settings.grpc_proxy_bypass {
+        let mut proxy_set = false;
+        for name in [
+            "grpc_proxy",
+            "https_proxy",
+            "http_proxy",
+            "HTTPS_PROXY",
+            "HTTP_PROXY",
+        ] {
+            proxy_set |= env(name)?.is_some_and(|v| !v.trim().is_empty());
+        }
+        let (no_grpc, no) = (env("no_grpc_proxy")?, env("no_proxy")?.or(env("NO_PROXY")?));
+        let proxies = ProxyEnv {
+            proxy_set,
+            no_grpc_proxy: no_grpc.as_deref(),
+            no_proxy: no.as_deref(),
+        };
+        no_grpc_proxy(&proxies, &plan.cluster_addresses())
+    } else {
+        None
+    };
     Ok(Node {
         plan,
         job_id,
@@ -130,6 +154,7 @@ fn plan_node(
         node,
         step_gpus,
         verbose,
+        no_grpc_proxy,
     })
 }
 
@@ -188,6 +213,9 @@ fn apply(sp: &Spank, node: &Node) -> Result<(), ShellError> {
             .map_err(|err| ShellError::SetEnv { name, err })
     };
     set("TF_CONFIG", &env.tf_config)?;
+    if let Some(value) = &node.no_grpc_proxy {
+        set("no_grpc_proxy", value)?;
+    }
     let gpus = match &env.gpus {
         GpuAction::Leave => task_gpus.unwrap_or_else(|| "unset".into()),
         GpuAction::Set(value) => {
