@@ -115,7 +115,7 @@ fn every_error_message() {
          "Slurm places a block-distributed step's tasks in the topology's node order (TopologyPlugin=topology/torus3d), which tfcluster cannot read here: tfcluster reads only topology/tree and topology/block; run srun with -m cyclic or -m plane=N (placements Slurm never reorders), or -m arbitrary with the hosts in rank order in a file named by SLURM_HOSTFILE, or ask the admin to add CR_NO_DIST_TOPO_BLOCK to SelectTypeParameters"),
         (NodeRanks::read("topology/tree", None).map(|_| ()),
          "Slurm places a block-distributed step's tasks in the topology's node order (TopologyPlugin=topology/tree), which tfcluster cannot read here: topology.conf cannot be read; run srun with -m cyclic or -m plane=N (placements Slurm never reorders), or -m arbitrary with the hosts in rank order in a file named by SLURM_HOSTFILE, or ask the admin to add CR_NO_DIST_TOPO_BLOCK to SelectTypeParameters"),
-        (NodeRanks::read("topology/tree", Some("SwitchName=s1 Nodes=a")).unwrap().order("topology/tree", &hosts(&["a", "b"])).map(|_| ()),
+        (NodeRanks::read("topology/tree", Some("SwitchName=s1 Nodes=a")).unwrap().order(&hosts(&["a", "b"])).map(|_| ()),
          "Slurm places a block-distributed step's tasks in the topology's node order (TopologyPlugin=topology/tree), which tfcluster cannot read here: topology.conf does not place node b; run srun with -m cyclic or -m plane=N (placements Slurm never reorders), or -m arbitrary with the hosts in rank order in a file named by SLURM_HOSTFILE, or ask the admin to add CR_NO_DIST_TOPO_BLOCK to SelectTypeParameters"),
         (plan("worker:*", &[], &step("a,b", "2(x2)", None)).check_node(2, &[]),
          "node index 2 is outside the step's 2 nodes"),

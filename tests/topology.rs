@@ -57,7 +57,7 @@ fn slurms_node_order_for_block_steps() {
         let hosts: Vec<String> = hosts.iter().map(|h| h.to_string()).collect();
         let order = NodeRanks::read(plugin, Some(conf))
             .unwrap()
-            .order(plugin, &hosts)
+            .order(&hosts)
             .unwrap();
         let got: Vec<&str> = order.iter().map(|&i| hosts[i].as_str()).collect();
         assert_eq!(got, *want, "{plugin}: {conf}");

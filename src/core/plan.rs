@@ -33,7 +33,7 @@ pub struct StepInputs<'a> {
     pub task_hosts: Option<&'a str>,
     /// Slurm 26.05 and later, when the topology plugin ranks nodes: their ranks, by which
     /// Slurm orders a block step's nodes (`Err`: the ranking plugin could not be read).
-    pub topology: Option<&'a Result<(String, NodeRanks)>>,
+    pub topology: Option<&'a Result<NodeRanks>>,
     pub job_id: u32,
     pub step_id: u32,
 }
@@ -157,8 +157,8 @@ impl StepPlan {
             // srun refuses -m arbitrary without SLURM_HOSTFILE, so here the order was lost.
             (Distribution::Arbitrary, None, _) => return Err(Error::TaskOrderMissing),
             (Distribution::Block, _, Some(topology)) if hosts.len() > 1 => {
-                let (plugin, ranks) = topology.as_ref().map_err(Clone::clone)?;
-                Layout::block_in_order(&counts, &ranks.order(plugin, &hosts)?)?
+                let ranks = topology.as_ref().map_err(Clone::clone)?;
+                Layout::block_in_order(&counts, &ranks.order(&hosts)?)?
             }
             _ => Layout::build(&counts, dist)?,
         };

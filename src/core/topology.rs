@@ -81,6 +81,8 @@ impl SlurmConf {
 /// block), in rank order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NodeRanks {
+    /// The plugin the ranks come from (`topology/tree`), for messages.
+    plugin: String,
     groups: Vec<Vec<String>>,
 }
 
@@ -117,7 +119,10 @@ impl NodeRanks {
                 groups.push(hosts);
             }
         }
-        Ok(NodeRanks { groups })
+        Ok(NodeRanks {
+            plugin: plugin.to_string(),
+            groups,
+        })
     }
 
     /// The rank of `host` (its group's position), or `None` when no group lists it.
@@ -127,11 +132,11 @@ impl NodeRanks {
 
     /// The order in which Slurm gives a block step's tasks to its nodes (`hosts`, in node
     /// order): by rank, ties in node order.
-    pub fn order(&self, plugin: &str, hosts: &[String]) -> Result<Vec<usize>> {
+    pub fn order(&self, hosts: &[String]) -> Result<Vec<usize>> {
         let mut keyed = Vec::with_capacity(hosts.len());
         for (index, host) in hosts.iter().enumerate() {
             let rank = self.rank(host).ok_or_else(|| Error::TopologyUnreadable {
-                plugin: plugin.to_string(),
+                plugin: self.plugin.clone(),
                 reason: format!("topology.conf does not place node {host}"),
             })?;
             keyed.push((rank, index));

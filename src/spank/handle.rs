@@ -24,8 +24,10 @@ impl fmt::Display for SpankError {
             "ESPANK_NOT_AVAIL",
             "ESPANK_NOT_LOCAL",
         ];
-        let name = usize::try_from(self.0 - ffi::TFC_ESPANK_ERROR as c_int)
-            .ok()
+        let name = self
+            .0
+            .checked_sub(ffi::TFC_ESPANK_ERROR as c_int)
+            .and_then(|i| usize::try_from(i).ok())
             .and_then(|i| NAMES.get(i));
         match name {
             Some(name) => write!(f, "{name} ({})", self.0),

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 /// `None` when the cluster's topology does not reorder block steps; otherwise the ranking
 /// plugin and its node ranks, or why they cannot be known.
-pub fn node_ranks() -> Option<Result<(String, NodeRanks)>> {
+pub fn node_ranks() -> Option<Result<NodeRanks>> {
     let path = std::env::var_os("SLURM_CONF")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/etc/slurm/slurm.conf"));
@@ -39,7 +39,7 @@ pub fn node_ranks() -> Option<Result<(String, NodeRanks)>> {
             .to_string();
         return unreadable(&plugin, "tfcluster does not read topology.yaml".into());
     }
-    let plugin = conf.ranking_plugin()?.to_string();
+    let plugin = conf.ranking_plugin()?;
     let topology = std::fs::read_to_string(dir.join("topology.conf")).ok();
-    Some(NodeRanks::read(&plugin, topology.as_deref()).map(|ranks| (plugin, ranks)))
+    Some(NodeRanks::read(plugin, topology.as_deref()))
 }
