@@ -92,16 +92,17 @@ pub struct Decider {
 
 impl Decider {
     /// The line srun's user sees when it exits: `chief exited 0; stopping the step's other 5
-    /// tasks`. `status` is the task's wait status.
-    pub fn exit_message(&self, status: i32) -> String {
+    /// tasks`. `status` is the task's wait status, when Slurm gave it.
+    pub fn exit_message(&self, status: Option<i32>) -> String {
         let who = match self.role {
             Role::Worker => "worker 0".to_string(),
             role => role.to_string(),
         };
         // A wait status: the exit code in bits 8-15, or the terminating signal in bits 0-6.
-        let how = match status & 0x7f {
-            0 => format!("exited {}", (status >> 8) & 0xff),
-            signal => format!("was killed by signal {signal}"),
+        let how = match status.map(|s| (s & 0x7f, (s >> 8) & 0xff)) {
+            Some((0, code)) => format!("exited {code}"),
+            Some((signal, _)) => format!("was killed by signal {signal}"),
+            None => "ended".to_string(),
         };
         format!(
             "{who} {how}; stopping the step's other {} task{}",

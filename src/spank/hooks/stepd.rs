@@ -41,11 +41,9 @@ pub fn init_post_opt(sp: &Spank) -> c_int {
     if let Err(e) = &planned {
         if e.plan_is_wrong() {
             log::error(&e.to_string());
-            let ids = (sp.item_u32(U32Item::JobId), sp.item_u32(U32Item::StepId));
-            if let (Ok(job), Ok(step)) = ids {
-                if let Err(reason) = handle::kill_step(job, step, libc::SIGKILL) {
-                    log::error(&ShellError::Kill { reason }.to_string());
-                }
+            if let (Ok(job), Ok(step)) = (sp.item_u32(U32Item::JobId), sp.item_u32(U32Item::StepId))
+            {
+                stop_step(job, step);
             }
         }
     }
@@ -252,10 +250,14 @@ pub fn task_exit(sp: &Spank) -> c_int {
     if sp.item_u32(U32Item::TaskGlobalId) != Ok(decider.rank) {
         return 0;
     }
-    let status = sp.task_exit_status().unwrap_or(0);
-    log::user(&decider.exit_message(status));
-    if let Err(reason) = handle::kill_step(node.job_id, node.step_id, libc::SIGKILL) {
+    log::user(&decider.exit_message(sp.task_exit_status().ok()));
+    stop_step(node.job_id, node.step_id);
+    0
+}
+
+/// Ends every task of the step on every node, through Slurm; says so when Slurm refuses.
+fn stop_step(job_id: u32, step_id: u32) {
+    if let Err(reason) = handle::kill_step(job_id, step_id, libc::SIGKILL) {
         log::error(&ShellError::Kill { reason }.to_string());
     }
-    0
 }
