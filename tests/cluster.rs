@@ -66,12 +66,19 @@ fn srun(args: &str) -> Run {
     parse(sh(&format!("srun {args} {}", report())))
 }
 
-/// `role:index@host gpus` per rank, after checking the invariants every TF_CONFIG must meet.
+/// `role:index@host gpus` per rank, after checking the invariants every TF_CONFIG must meet:
+/// the trainers share one cluster (the evaluator has its own), every task finds itself at its
+/// host, no endpoint twice.
 fn summary(run: &Run, what: &str) -> Vec<String> {
     assert_eq!(run.code, 0, "{what}: srun failed:\n{}", run.stderr);
+    let is_evaluator = |t: &&Task| {
+        t.tf.as_ref()
+            .is_some_and(|v| v["task"]["type"] == "evaluator")
+    };
     let clusters: HashSet<String> = run
         .tasks
         .iter()
+        .filter(|t| !is_evaluator(t))
         .map(|t| {
             t.tf.as_ref()
                 .map(|v| v["cluster"].to_string())
@@ -94,19 +101,17 @@ fn summary(run: &Run, what: &str) -> Vec<String> {
                 tf["task"]["type"].as_str().unwrap(),
                 tf["task"]["index"].as_u64().unwrap(),
             );
-            if role != "evaluator" {
-                let own = tf["cluster"][role][index as usize].as_str().unwrap();
-                let (host, _port) = own.rsplit_once(':').unwrap();
-                assert_eq!(
-                    host, t.host,
-                    "{what}: rank {} finds itself at {own}",
-                    t.rank
-                );
-                assert!(
-                    endpoints.insert(own.to_string()),
-                    "{what}: {own} is used twice"
-                );
-            }
+            let own = tf["cluster"][role][index as usize].as_str().unwrap();
+            let (host, _port) = own.rsplit_once(':').unwrap();
+            assert_eq!(
+                host, t.host,
+                "{what}: rank {} finds itself at {own}",
+                t.rank
+            );
+            assert!(
+                endpoints.insert(own.to_string()),
+                "{what}: {own} is used twice"
+            );
             format!("{role}:{index}@{} {}", t.host, t.gpus)
         })
         .collect()
@@ -155,6 +160,15 @@ const LAYOUTS: &[(&str, &str, &[&str])] = &[
     ("2 nodes x 4 GPUs over 2 tasks each",
      "-w n011,n012 -N2 -n4 --gres=gpu:4 --tf-cluster=chief:1,worker:*",
      &["chief:0@n011 0,1", "worker:0@n011 2,3", "worker:1@n012 0,1", "worker:2@n012 2,3"]),
+    ("uneven: every worker gets the busiest node's share",
+     "-w n011,n012 -N2 -n3 --gres=gpu:4 --tf-cluster",
+     &["worker:0@n011 0,1", "worker:1@n011 2,3", "worker:2@n012 0,1"]),
+    ("uneven with ps: each node splits its own",
+     "-w n011,n012 -N2 -n3 --gres=gpu:4 --tf-cluster=chief:1,ps:1,worker:*",
+     &["chief:0@n011 0,1", "ps:0@n011 2,3", "worker:0@n012 0,1,2,3"]),
+    ("uneven, even_gpus=no",
+     "-w n011,n012 -N2 -n3 --gres=gpu:4 --tf-cluster=worker:*,even_gpus=no",
+     &["worker:0@n011 0,1", "worker:1@n011 2,3", "worker:2@n012 0,1,2,3"]),
     ("--gpus-per-task=1: Slurm's binding kept",
      "-w n011 -N1 -n4 --gpus-per-task=1 --tf-cluster",
      &["worker:0@n011 0", "worker:1@n011 1", "worker:2@n011 2", "worker:3@n011 3"]),
@@ -337,7 +351,7 @@ const BAD_INPUT: &[(&str, i32, &str)] = &[
     ("-N1 -n2 --tf-cluster=chief:2,worker:*", 255,
      "srun: error: tfcluster: --tf-cluster: chief:2 asks for 2 chief tasks; TensorFlow allows at most one chief"),
     ("-N1 -n2 --tf-cluster=worker:*,port=1", 255,
-     "srun: error: tfcluster: --tf-cluster: 'port' is not a per-job setting; allowed: port_base, gpus, gpu_roles, rpc_layer, end_with_chief, grpc_proxy_bypass"),
+     "srun: error: tfcluster: --tf-cluster: 'port' is not a per-job setting; allowed: port_base, gpus, gpu_roles, rpc_layer, end_with_chief, grpc_proxy_bypass, even_gpus, evaluator_cluster, dtensor"),
     ("-N1 -n3 --tf-cluster=ps:1,worker:3", 1,
      "srun: error: tfcluster: --tf-cluster asks for 4 tasks (ps:1,worker:3) but the step has 3; change the counts, use '*' for one role, or run srun with -n 4"),
     ("-N1 -n3 --tf-cluster=chief:1,ps:2,worker:*", 1,
@@ -367,6 +381,40 @@ fn bad_input_fails_with_a_clear_message() {
             "srun {args}: a task got a TF_CONFIG"
         );
     }
+}
+
+/// `--gpus=5` over two nodes of 4 gives one node fewer GPUs than the busiest node's tasks: that
+/// node cannot give its task an equal share, and the tasks elsewhere would wait for it, so the
+/// whole step stops at once (the other tasks never report) with what to ask for instead.
+#[test]
+#[ignore = "needs the test cluster: run tests/run.sh"]
+fn a_node_short_of_gpus_stops_the_whole_step() {
+    let started = std::time::Instant::now();
+    let run = parse(sh(&format!(
+        "srun -w n011,n012 -N2 -n3 --gpus=5 --tf-cluster bash -c 'sleep 3; exec {}'",
+        report()
+    )));
+    let elapsed = started.elapsed().as_secs_f64();
+    let line = "slurmstepd-n012: error: tfcluster: node n012 has 1 GPU(s), fewer than the 2 GPU \
+                tasks of the busiest node n011: even_gpus gives every GPU task the same count and \
+                takes every node to have as many GPUs; ask for GPUs per node (--gres=gpu:N or \
+                --gpus-per-node=N, not --gpus=N), or set even_gpus=no [node n012, local task 0; \
+                TF_CONFIG not set]";
+    let release = release::current();
+    assert!(release.printed(&run.stderr, line), "{}", run.stderr);
+    // The task that failed exits 1; the ones tfcluster stopped count as killed before 23.11.
+    assert_eq!(
+        run.code,
+        if release.stopped_tasks_succeed {
+            1
+        } else {
+            137
+        },
+        "{}",
+        run.stderr
+    );
+    assert!(run.tasks.is_empty(), "no task ran on");
+    assert!(elapsed < 3.0, "the step ran {elapsed:.1} s");
 }
 
 #[test]
@@ -573,7 +621,7 @@ fn a_bad_admin_setting_is_named_and_only_affects_the_option() {
     drop(stack);
     assert_eq!(with.code, 255);
     assert!(with.stderr.contains(
-        "srun: error: tfcluster: plugstack.conf: unknown tfcluster setting 'port_bsae'; known: port_base, port_range, port_block, address, gpus, gpu_roles, rpc_layer, end_with_chief, grpc_proxy_bypass"
+        "srun: error: tfcluster: plugstack.conf: unknown tfcluster setting 'port_bsae'; known: port_base, port_range, port_block, address, gpus, gpu_roles, rpc_layer, end_with_chief, grpc_proxy_bypass, even_gpus, evaluator_cluster, dtensor"
     ), "{}", with.stderr);
     assert_eq!(without.code, 0, "{}", without.stderr);
 }

@@ -66,7 +66,7 @@ fn every_error_message() {
         (spec("chief:1,ps:2,worker:*", 3),
          "--tf-cluster: the fixed roles take 3 of the step's 3 tasks, leaving none for worker:*; run with more tasks (-n) or lower the fixed counts"),
         (step_err("worker:*,ports=1", &[], "a", "1", None),
-         "--tf-cluster: 'ports' is not a per-job setting; allowed: port_base, gpus, gpu_roles, rpc_layer, end_with_chief, grpc_proxy_bypass"),
+         "--tf-cluster: 'ports' is not a per-job setting; allowed: port_base, gpus, gpu_roles, rpc_layer, end_with_chief, grpc_proxy_bypass, even_gpus, evaluator_cluster, dtensor"),
         (step_err("worker:*", &[], "n[1-2", "1", None),
          "hostlist 'n[1-2': '[' without a matching ']'"),
         (step_err("worker:*", &[], "", "1", None),
@@ -131,14 +131,18 @@ fn every_error_message() {
          "a node runs 8 tasks but the port range 30000-30003 has room for 4; the admin should widen port_range in plugstack.conf, or give port_base=N"),
         (task_err("worker:*", "n9", "3", 0, 0, Some("0,1")),
          "node n9 has 2 GPU(s) (0,1) for 3 GPU tasks; ask for at least 3 GPUs per node (--gres=gpu:3), fewer tasks per node, or keep some roles off GPUs (gpu_roles=)"),
+        (task_err("worker:*", "a,b", "3,1", 1, 0, Some("0,1")),
+         "node b has 2 GPU(s), fewer than the 3 GPU tasks of the busiest node a: even_gpus gives every GPU task the same count and takes every node to have as many GPUs; ask for GPUs per node (--gres=gpu:N or --gpus-per-node=N, not --gpus=N), or set even_gpus=no"),
+        (step_err("worker:*,dtensor=yes", &[], &long_names, "1(x10000)", None),
+         "DTENSOR_JOBS for 10000 tasks would be 400013 bytes, over Linux's limit of 131072 bytes for one environment variable; use fewer tasks or shorter node addresses"),
         (task_err("worker:*", "n9", "2", 0, 0, Some("0,,1")),
          "CUDA_VISIBLE_DEVICES '0,,1' has an empty entry; fix the GRES configuration or the job's environment"),
         (step_err("worker:*", &[], &long_names, "1(x10000)", None),
          "TF_CONFIG for 10000 tasks would be 420073 bytes, over Linux's limit of 131072 bytes for one environment variable; use fewer tasks or shorter node addresses"),
         (Settings::from_plugstack(&["port_bsae=9000"]).map(|_| ()),
-         "plugstack.conf: unknown tfcluster setting 'port_bsae'; known: port_base, port_range, port_block, address, gpus, gpu_roles, rpc_layer, end_with_chief, grpc_proxy_bypass"),
+         "plugstack.conf: unknown tfcluster setting 'port_bsae'; known: port_base, port_range, port_block, address, gpus, gpu_roles, rpc_layer, end_with_chief, grpc_proxy_bypass, even_gpus, evaluator_cluster, dtensor"),
         (Settings::from_plugstack(&["verbose"]).map(|_| ()),
-         "plugstack.conf: unknown tfcluster setting 'verbose'; known: port_base, port_range, port_block, address, gpus, gpu_roles, rpc_layer, end_with_chief, grpc_proxy_bypass"),
+         "plugstack.conf: unknown tfcluster setting 'verbose'; known: port_base, port_range, port_block, address, gpus, gpu_roles, rpc_layer, end_with_chief, grpc_proxy_bypass, even_gpus, evaluator_cluster, dtensor"),
         (Settings::from_plugstack(&["port_base=http"]).map(|_| ()),
          "plugstack.conf: port_base='http' is invalid: expected a port number 1-65535"),
         (Settings::from_plugstack(&["port_range=3000-2000"]).map(|_| ()),
@@ -208,6 +212,8 @@ fn listed(e: &Error) {
         | PortOverflow { .. }
         | PortRangeTooSmall { .. }
         | NotEnoughGpus { .. }
+        | UnevenGpus { .. }
+        | EnvTooLarge { .. }
         | BadGpuList { .. }
         | TfConfigTooLarge { .. }
         | UnknownSetting { .. }

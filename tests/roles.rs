@@ -4,6 +4,8 @@
 
 #![allow(clippy::type_complexity)] // tables of cases
 
+mod common;
+use common::*;
 use tfcluster::core::{Role, Spec};
 use Role::*;
 
@@ -120,5 +122,58 @@ const PROGRAMS: &[(&str, bool)] = &[
 fn a_spec_given_as_the_program_is_caught() {
     for (program, refused) in PROGRAMS {
         assert_eq!(Spec::check_program(program).is_err(), *refused, "{program}");
+    }
+}
+
+/// (spec, the TF_CONFIG `cluster` of the chief and of the evaluator) on nodes a, b with two tasks
+/// each and port_base=9000: trainers never list the evaluator; the evaluator sees itself alone,
+/// as TensorFlow documents, or the trainers too for Estimator.
+#[rustfmt::skip]
+const EVALUATOR_VIEWS: &[(&str, &str, &str)] = &[
+    ("chief:1,evaluator:1,worker:*",
+     r#"{"chief":["a:9000"],"worker":["b:9000","b:9001"]}"#,
+     r#"{"evaluator":["a:9001"]}"#),
+    ("chief:1,evaluator:1,worker:*,evaluator_cluster=training",
+     r#"{"chief":["a:9000"],"worker":["b:9000","b:9001"]}"#,
+     r#"{"chief":["a:9000"],"evaluator":["a:9001"],"worker":["b:9000","b:9001"]}"#),
+    ("chief:1,evaluator:1,ps:1,worker:*,evaluator_cluster=training",
+     r#"{"chief":["a:9000"],"ps":["b:9000"],"worker":["b:9001"]}"#,
+     r#"{"chief":["a:9000"],"evaluator":["a:9001"],"ps":["b:9000"],"worker":["b:9001"]}"#),
+];
+
+#[test]
+fn what_the_evaluator_sees() {
+    for (spec, chief, evaluator) in EVALUATOR_VIEWS {
+        let p = plan(spec, &["port_base=9000"], &step("a,b", "2,2", None));
+        let (c, e) = (tf_config(&p, 0), tf_config(&p, 1));
+        assert_eq!(c["task"], serde_json::json!({"type": "chief", "index": 0}));
+        assert_eq!(
+            e["task"],
+            serde_json::json!({"type": "evaluator", "index": 0})
+        );
+        assert_eq!(c["cluster"].to_string(), *chief, "{spec}: the chief's");
+        assert_eq!(
+            e["cluster"].to_string(),
+            *evaluator,
+            "{spec}: the evaluator's"
+        );
+    }
+}
+
+/// (spec, tasks per node, distribution, DTENSOR_JOBS): every task's address in rank order, on
+/// the ports of TF_CONFIG; `DTENSOR_CLIENT_ID` is the rank.
+#[rustfmt::skip]
+const DTENSOR: &[(&str, &str, Option<&str>, Option<&str>)] = &[
+    ("worker:*,dtensor=yes",       "2,1", None,           Some("a:9000,a:9001,b:9000")),
+    ("worker:*,dtensor=yes",       "2,1", Some("cyclic"), Some("a:9000,b:9000,a:9001")),
+    ("chief:1,worker:*,dtensor=yes", "1,1", None,         Some("a:9000,b:9000")),
+    ("worker:*",                   "2,1", None,           None), // opt-in
+];
+
+#[test]
+fn dtensor_clients() {
+    for (spec, counts, dist, want) in DTENSOR {
+        let p = plan(spec, &["port_base=9000"], &step("a,b", counts, *dist));
+        assert_eq!(p.dtensor_jobs.as_deref(), *want, "{spec} {counts} {dist:?}");
     }
 }

@@ -135,13 +135,67 @@ fn gpu_roles_keep_parameter_servers_off_gpus() {
     assert_eq!(gpus(&p, 1, all, all), set(""));
 }
 
+/// (spec, tasks per node, each node's CUDA_VISIBLE_DEVICES, every rank's GPUs)
+#[rustfmt::skip]
+const GPU_SHARES: &[(&str, &str, &[&str], &[&str])] = &[
+    // All-reduce training (no ps): every worker gets the busiest node's share.
+    ("worker:*",                          "3,1", &["0,1,2,3", "0,1,2,3"], &["0", "1", "2", "0"]),
+    ("chief:1,worker:*",                  "2,1", &["0,1,2,3", "0,1,2,3"], &["0,1", "2,3", "0,1"]),
+    ("worker:*",                          "2,2", &["0,1,2,3", "4,5,6,7"], &["0,1", "2,3", "4,5", "6,7"]),
+    ("worker:*,gpu_roles=none",           "3,1", &["0,1,2,3", "0,1,2,3"], &["", "", "", ""]),
+    // The evaluator trains nothing with the others, but takes a GPU share like any GPU task.
+    ("chief:1,evaluator:1,worker:*",      "3,1", &["0,1,2,3", "0,1,2,3"], &["0", "1", "2", "0"]),
+    // Opted out, or ParameterServerStrategy (ps): each node splits its own.
+    ("worker:*,even_gpus=no",             "3,1", &["0,1,2,3", "0,1,2,3"], &["0", "1", "2", "0,1,2,3"]),
+    ("chief:1,ps:1,worker:*",             "3,1", &["0,1,2,3", "0,1,2,3"], &["0", "1", "2", "0,1,2,3"]),
+    ("chief:1,ps:1,worker:*,even_gpus=yes", "3,1", &["0,1,2,3", "0,1,2,3"], &["0", "1", "2", "0"]),
+    // DTensor needs equal devices per client, with or without ps in the spec.
+    ("chief:1,ps:1,worker:*,dtensor=yes", "3,1", &["0,1,2,3", "0,1,2,3"], &["0", "1", "2", "0"]),
+    // Only GPU tasks count towards the busiest node: ps off GPUs, 2 GPU tasks on each node.
+    ("chief:1,ps:1,worker:*,gpu_roles=chief+worker,even_gpus=yes", "3,2", &["0,1,2,3", "0,1,2,3"],
+        &["0,1", "", "2,3", "0,1", "2,3"]),
+];
+
 #[test]
-fn every_node_splits_its_own_gpus() {
-    // 3 tasks on a, 1 on b: a's tasks get one GPU each, b's task gets all of b's.
+fn gpu_shares() {
+    for (spec, counts, node_gpus, want) in GPU_SHARES {
+        let p = plan(spec, &[], &step("a,b", counts, None));
+        let got: Vec<GpuAction> = (0..p.tasks())
+            .map(|r| {
+                let g = Some(node_gpus[where_is(&p, r).0]);
+                gpus(&p, r, g, g)
+            })
+            .collect();
+        let want: Vec<GpuAction> = want.iter().map(|v| set(v)).collect();
+        assert_eq!(got, want, "{spec} on {counts}");
+    }
+}
+
+/// (spec, tasks per node, the line rank 0 prints about GPUs left unused on a node with 4)
+#[rustfmt::skip]
+const GPU_NOTES: &[(&str, &str, Option<&str>)] = &[
+    ("worker:*",              "3,1", Some("every GPU task gets 1 GPU, the share of the busiest node (a: 3 GPU tasks for 4 GPUs), because all-reduce training needs the same count on every worker; nodes with fewer tasks leave GPUs unused. Put as many tasks on every node (--ntasks-per-node) to use them all, or set even_gpus=no")),
+    ("worker:*",              "1,2", Some("every GPU task gets 2 GPUs, the share of the busiest node (b: 2 GPU tasks for 4 GPUs), because all-reduce training needs the same count on every worker; nodes with fewer tasks leave GPUs unused. Put as many tasks on every node (--ntasks-per-node) to use them all, or set even_gpus=no")),
+    ("worker:*",              "2,2", None), // even already
+    ("worker:*",              "4,4", None),
+    ("worker:*,even_gpus=no", "3,1", None),
+    ("worker:*,gpus=keep",    "3,1", None),
+    ("chief:1,ps:1,worker:*", "3,1", None),
+];
+
+#[test]
+fn why_some_gpus_stay_unused() {
+    for (spec, counts, want) in GPU_NOTES {
+        let p = plan(spec, &[], &step("a,b", counts, None));
+        assert_eq!(
+            p.gpu_note(Some("0,1,2,3")).as_deref(),
+            *want,
+            "{spec} on {counts}"
+        );
+    }
+    // No GPUs on the node: nothing to say.
     let p = plan("worker:*", &[], &step("a,b", "3,1", None));
-    assert_eq!(gpus(&p, 0, Some("0,1,2,3"), Some("0,1,2,3")), set("0"));
-    assert_eq!(gpus(&p, 2, Some("0,1,2,3"), Some("0,1,2,3")), set("2"));
-    assert_eq!(gpus(&p, 3, Some("4,5"), Some("4,5")), set("4,5"));
+    assert_eq!(p.gpu_note(None), None);
 }
 
 /// (spec, plugstack words, the task that ends the step when it exits: (rank, message for exit

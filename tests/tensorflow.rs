@@ -168,6 +168,28 @@ fn the_program_sees_its_own_gpus() {
     assert_eq!(got, ["0 0,1", "1 2,3", "2 0,1", "3 2,3"]);
 }
 
+/// Two tasks on one node and one on the other, 4 GPUs each: MultiWorkerMirroredStrategy needs
+/// the same count on every worker, so every task sees 2 (the lone task's other 2 stay unused),
+/// and srun says why.
+#[test]
+#[ignore = "needs the test cluster and TensorFlow: run tests/run.sh"]
+fn uneven_layouts_give_every_worker_the_same_gpus() {
+    let (stdout, stderr) = tf_step(
+        "-w n011,n012 -N2 -n3 --gres=gpu:4 --tf-cluster",
+        "gpus_seen.py",
+    );
+    let mut got: Vec<String> = records(&stdout, "GPUS")
+        .iter()
+        .map(|r| format!("{} {}", r[0], r[1]))
+        .collect();
+    got.sort();
+    assert_eq!(got, ["0 0,1", "1 2,3", "2 0,1"]);
+    assert!(
+        stderr.contains("tfcluster: every GPU task gets 2 GPUs, the share of the busiest node (n011: 2 GPU tasks for 4 GPUs)"),
+        "{stderr}"
+    );
+}
+
 fn oracle(srun_args: &str) -> Vec<(String, Value, Value, Value, Value)> {
     let (stdout, _) = tf_step(
         &format!("--export=ALL,TFC_PORT_BASE=8888 {srun_args} --tf-cluster=chief:1,worker:*,port_base=8888"),
@@ -244,28 +266,84 @@ fn tfcluster_is_right_where_tensorflows_resolver_is_wrong() {
     }
 }
 
+/// An evaluator beside a training chief and workers, as TensorFlow documents it: the trainers
+/// never list it (they train without waiting for it); it builds MultiWorkerMirroredStrategy on
+/// itself (one replica: it finds its own role in its cluster) and runs SidecarEvaluator on the
+/// chief's checkpoint, after the trainers may have exited.
 #[test]
 #[ignore = "needs the test cluster and TensorFlow: run tests/run.sh"]
-fn an_evaluator_beside_training_workers() {
+fn an_evaluator_runs_sidecar_evaluator_beside_training() {
+    use std::os::unix::fs::PermissionsExt;
+    let shared = common::cluster::dir().join("sidecar");
+    let _ = std::fs::remove_dir_all(&shared);
+    std::fs::create_dir_all(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
     let (stdout, _) = tf_step(
         "-w n011,n012 -N2 -n4 --tf-cluster=chief:1,evaluator:1,worker:*",
-        "mwms_train.py",
+        &format!("sidecar.py {}", shared.display()),
     );
-    let eval = records(&stdout, "EVALUATOR");
-    assert_eq!(eval.len(), 1, "{stdout}");
+    let _ = std::fs::remove_dir_all(&shared);
+    let trained = records(&stdout, "TRAINED");
+    let mut roles: Vec<(&str, &str)> = trained.iter().map(|r| (r[0], r[1])).collect();
+    roles.sort();
     assert_eq!(
-        (eval[0][0], eval[0][1], eval[0][2]),
-        ("evaluator", "0", "False"),
-        "not in the cluster it sees"
+        roles,
+        [("chief", "0"), ("worker", "0"), ("worker", "1")],
+        "{stdout}"
     );
-    let results = records(&stdout, "RESULT");
+    let losses: HashSet<&str> = trained.iter().map(|r| r[2]).collect();
+    assert_eq!(losses.len(), 1, "the trainers agree: {stdout}");
+    let trainers: Value = serde_json::from_str(trained[0][3]).unwrap();
+    assert!(
+        trainers.get("evaluator").is_none(),
+        "trainers never list it"
+    );
+
+    let evaluated = records(&stdout, "EVALUATED");
+    assert_eq!(evaluated.len(), 1, "{stdout}");
+    let [_, index, replicas, loss, cluster] = evaluated[0][..] else {
+        panic!("{stdout}")
+    };
+    assert_eq!((index, replicas), ("0", "1"), "a one-replica strategy");
     assert_eq!(
-        results.len(),
-        3,
-        "the chief and two workers train without it"
+        Some(&loss),
+        losses.iter().next(),
+        "it evaluated the weights the trainers trained"
     );
-    let finals: HashSet<&str> = results.iter().map(|r| r[3]).collect();
-    assert_eq!(finals.len(), 1);
-    let cluster: Value = serde_json::from_str(results[0][5]).unwrap();
-    assert!(cluster.get("evaluator").is_none());
+    // The chief has n011's first slot, the evaluator its second: the next port.
+    let chief = trainers["chief"][0].as_str().unwrap();
+    let port: u32 = chief.strip_prefix("n011:").unwrap().parse().unwrap();
+    assert_eq!(
+        serde_json::from_str::<Value>(cluster).unwrap(),
+        json!({"evaluator": [format!("n011:{}", port + 1)]}),
+        "its own address alone"
+    );
+}
+
+/// DTensor's multi-client mesh from `dtensor=yes`: 4 clients on 2 nodes form one mesh of 8
+/// devices and compute the same sum; without the setting each program is a mesh of its own.
+#[test]
+#[ignore = "needs the test cluster and TensorFlow: run tests/run.sh"]
+fn a_dtensor_mesh_spans_the_step() {
+    // (--tf-cluster, what every client prints: clients, global devices, sum, expected sum)
+    #[rustfmt::skip]
+    let cases: &[(&str, [&str; 4])] = &[
+        ("--tf-cluster=dtensor=yes", ["4", "8", "36.0", "36.0"]),
+        ("--tf-cluster",             ["1", "2", "3.0", "3.0"]),
+    ];
+    for (option, want) in cases {
+        let (stdout, _) = tf_step(&format!("-w n011,n012 -N2 -n4 {option}"), "dtensor_mesh.py");
+        let rows = records(&stdout, "DTENSOR");
+        let mut ids: Vec<&str> = rows.iter().map(|r| r[0]).collect();
+        ids.sort();
+        let want_ids: &[&str] = if want[0] == "4" {
+            &["0", "1", "2", "3"]
+        } else {
+            &["0"; 4]
+        };
+        assert_eq!(ids, want_ids, "{option}: {stdout}");
+        for r in &rows {
+            assert_eq!(r[1..], want[..], "{option}: {stdout}");
+        }
+    }
 }

@@ -121,10 +121,11 @@ fn x18_alphabetical_roles_put_chief_first() {
         tf_config(&p, 0),
         json!({"cluster": cluster, "task": {"type": "chief", "index": 0}})
     );
-    // The evaluator (rank 1, on b) is not in the training cluster but knows its role.
+    // The evaluator (rank 1, on b) is not in the training cluster; it sees itself alone, as
+    // TensorFlow's tutorial writes it.
     assert_eq!(
         tf_config(&p, 1),
-        json!({"cluster": cluster, "task": {"type": "evaluator", "index": 0}})
+        json!({"cluster": {"evaluator": ["b:8888"]}, "task": {"type": "evaluator", "index": 0}})
     );
 }
 
@@ -135,5 +136,9 @@ fn x20_uneven_counts() {
         tf_config(&p, 2)["cluster"]["worker"],
         json!(["a:8888", "a:8889", "b:8888"])
     );
+    // Every worker gets the busiest node's share (all-reduce needs equal counts); b's second
+    // GPU stays unused unless even_gpus=no.
+    assert_eq!(gpus(&p, 2, Some("0,1"), Some("0,1")), set("0"));
+    let p = plan("worker:*,even_gpus=no", TF, &step("a,b", "2,1", None));
     assert_eq!(gpus(&p, 2, Some("0,1"), Some("0,1")), set("0,1"));
 }

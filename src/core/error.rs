@@ -209,6 +209,17 @@ pub enum Error {
         tokens: String,
         tasks: usize,
     },
+    #[error(
+        "node {host} has {gpus} GPU(s), fewer than the {tasks} GPU tasks of the busiest node {busiest}: \
+         even_gpus gives every GPU task the same count and takes every node to have as many GPUs; \
+         ask for GPUs per node (--gres=gpu:N or --gpus-per-node=N, not --gpus=N), or set even_gpus=no"
+    )]
+    UnevenGpus {
+        host: String,
+        gpus: usize,
+        busiest: String,
+        tasks: usize,
+    },
     #[error("CUDA_VISIBLE_DEVICES '{value}' has an empty entry; fix the GRES configuration or the job's environment")]
     BadGpuList { value: String },
 
@@ -218,6 +229,16 @@ pub enum Error {
          environment variable; use fewer tasks or shorter node addresses"
     )]
     TfConfigTooLarge {
+        tasks: u32,
+        bytes: usize,
+        limit: usize,
+    },
+    #[error(
+        "{name} for {tasks} tasks would be {bytes} bytes, over Linux's limit of {limit} bytes for one \
+         environment variable; use fewer tasks or shorter node addresses"
+    )]
+    EnvTooLarge {
+        name: &'static str,
         tasks: u32,
         bytes: usize,
         limit: usize,
@@ -244,6 +265,15 @@ impl Error {
             self,
             Error::LayoutMismatch { .. } | Error::TaskHostCount { .. }
         )
+    }
+}
+
+impl Error {
+    /// A node cannot give its task the GPUs the step needs: the task does not start, and
+    /// its peers on other nodes would wait for it (up to TensorFlow's one-hour registration
+    /// timeout), so the whole step stops.
+    pub fn starves_peers(&self) -> bool {
+        matches!(self, Error::NotEnoughGpus { .. } | Error::UnevenGpus { .. })
     }
 }
 

@@ -29,6 +29,10 @@ pub struct GpuInputs<'a> {
     /// The roles of this node's tasks, by local slot.
     pub node_roles: &'a [Role],
     pub slot: usize,
+    /// With `even_gpus`: the step's busiest node (its name and its GPU task count). Every GPU
+    /// task then gets the share a task of that node gets, assuming every node of the step has
+    /// as many GPUs as this one (as `--gres=gpu:N` and `--gpus-per-node=N` give).
+    pub busiest: Option<(&'a str, usize)>,
 }
 
 pub fn assign(policy: GpuPolicy, gpu_roles: RoleSet, t: &GpuInputs) -> Result<GpuAction> {
@@ -53,8 +57,8 @@ pub fn assign(policy: GpuPolicy, gpu_roles: RoleSet, t: &GpuInputs) -> Result<Gp
     let gpu_slots: Vec<usize> = (0..t.node_roles.len())
         .filter(|&s| gpu_roles.contains(t.node_roles[s]))
         .collect();
-    let per_task = tokens.len() / gpu_slots.len();
-    if per_task == 0 {
+    let own = tokens.len() / gpu_slots.len();
+    if own == 0 {
         return Err(Error::NotEnoughGpus {
             host: t.host.to_string(),
             gpus: tokens.len(),
@@ -62,6 +66,20 @@ pub fn assign(policy: GpuPolicy, gpu_roles: RoleSet, t: &GpuInputs) -> Result<Gp
             tasks: gpu_slots.len(),
         });
     }
+    let per_task = match t.busiest {
+        Some((busiest, tasks)) if tokens.len() < tasks => {
+            // This node has GPUs for its own tasks but not for the busiest node's share: the
+            // nodes were given different GPU counts.
+            return Err(Error::UnevenGpus {
+                host: t.host.to_string(),
+                gpus: tokens.len(),
+                busiest: busiest.to_string(),
+                tasks,
+            });
+        }
+        Some((_, tasks)) => tokens.len() / tasks,
+        None => own,
+    };
     let nth = gpu_slots
         .iter()
         .position(|&s| s == t.slot)

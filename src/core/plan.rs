@@ -9,11 +9,14 @@ use super::gpus::{self, GpuAction, GpuInputs};
 use super::hostlist;
 use super::layout::{parse_counts, Distribution, Layout};
 use super::ports::StepPorts;
-use super::settings::{EndWithChief, Settings};
+use super::settings::{EvaluatorCluster, GpuPolicy, Settings};
 use super::spec::{Role, RoleTable, Spec};
 use super::text;
 use super::tf_config::{self, ClusterJson};
 use super::topology::NodeRanks;
+
+/// The variable DTensor's multi-client setup reads for its clients' addresses.
+pub const DTENSOR_JOBS: &str = "DTENSOR_JOBS";
 
 /// The step as Slurm describes it in the environment of slurmstepd.
 #[derive(Debug, Clone, Copy, Default)]
@@ -131,8 +134,14 @@ pub struct StepPlan {
     pub roles: RoleTable,
     pub ports: StepPorts,
     pub settings: Settings,
-    /// The `cluster` object, rendered once.
+    /// The `cluster` object every trainer gets, rendered once.
     pub cluster_json: String,
+    /// The evaluator's own `cluster` object (see [`EvaluatorCluster`]), when the spec has one.
+    pub evaluator_json: Option<String>,
+    /// With `even_gpus` on: the node with the most GPU tasks, and how many it has.
+    pub gpu_busiest: Option<(usize, usize)>,
+    /// With `dtensor=yes`: `DTENSOR_JOBS`, every task's `address:port` in rank order.
+    pub dtensor_jobs: Option<String>,
 }
 
 impl StepPlan {
@@ -186,20 +195,65 @@ impl StepPlan {
             .iter()
             .map(|h| tf_config::endpoint_prefix(&settings.address.render(h)))
             .collect();
-        let mut cluster = ClusterJson::with_capacity(
-            layout.ranks.len() * (prefixes.iter().map(String::len).max().unwrap_or(0) + 7),
-        );
         let suffixes: Vec<String> = (0..max_local)
             .map(|slot| tf_config::endpoint_suffix(ports.of_slot(slot)))
             .collect();
-        for slice in roles.slices.iter().filter(|s| s.role.in_cluster()) {
-            cluster.job(slice.role);
-            for rank in slice.start..slice.start + slice.count {
-                let p = layout.ranks[rank as usize];
-                cluster.endpoint(&prefixes[p.node as usize], &suffixes[p.slot as usize]);
+        let widest = prefixes.iter().map(String::len).max().unwrap_or(0) + 7;
+        let cluster_with = |listed: &dyn Fn(Role) -> bool| {
+            let mut cluster = ClusterJson::with_capacity(layout.ranks.len() * widest);
+            for slice in roles.slices.iter().filter(|s| listed(s.role)) {
+                cluster.job(slice.role);
+                for rank in slice.start..slice.start + slice.count {
+                    let p = layout.ranks[rank as usize];
+                    cluster.endpoint(&prefixes[p.node as usize], &suffixes[p.slot as usize]);
+                }
             }
-        }
-        let cluster_json = cluster.finish();
+            cluster.finish()
+        };
+        let cluster_json = cluster_with(&Role::in_cluster);
+        let has_evaluator = roles.slices.iter().any(|s| s.role == Role::Evaluator);
+        let evaluator_json = has_evaluator.then(|| match settings.evaluator_cluster {
+            EvaluatorCluster::Own => cluster_with(&|role| role == Role::Evaluator),
+            EvaluatorCluster::Training => cluster_with(&|_| true),
+        });
+        let has_ps = roles.slices.iter().any(|s| s.role == Role::Ps);
+        let gpu_busiest = settings.even_gpus.on(!has_ps || settings.dtensor).then(|| {
+            layout
+                .nodes()
+                .map(|gtids| {
+                    let gpu_task = |&&g: &&u32| {
+                        let role = roles.of_rank(g).expect("roles cover every rank").0;
+                        settings.gpu_roles.contains(role)
+                    };
+                    gtids.iter().filter(gpu_task).count()
+                })
+                .enumerate()
+                .max_by_key(|&(n, count)| (count, std::cmp::Reverse(n)))
+                .expect("at least one node")
+        });
+        let dtensor_jobs = if settings.dtensor {
+            let mut jobs = String::with_capacity(layout.ranks.len() * widest);
+            for (rank, p) in layout.ranks.iter().enumerate() {
+                if rank > 0 {
+                    jobs.push(',');
+                }
+                jobs.push_str(&settings.address.render(&hosts[p.node as usize]));
+                jobs.push(':');
+                text::push_decimal(&mut jobs, ports.of_slot(p.slot as usize).into(), 0);
+            }
+            let bytes = DTENSOR_JOBS.len() + 1 + jobs.len() + 1;
+            if bytes > tf_config::ENV_STRING_LIMIT {
+                return Err(Error::EnvTooLarge {
+                    name: DTENSOR_JOBS,
+                    tasks,
+                    bytes,
+                    limit: tf_config::ENV_STRING_LIMIT,
+                });
+            }
+            Some(jobs)
+        } else {
+            None
+        };
         let plan = StepPlan {
             hosts,
             layout,
@@ -207,12 +261,15 @@ impl StepPlan {
             ports,
             settings,
             cluster_json,
+            evaluator_json,
+            gpu_busiest,
+            dtensor_jobs,
         };
         // Fail for the whole step now if any task's TF_CONFIG cannot be passed to execve: the
         // longest is some role's last index (role names and index digits both vary).
         for slice in &plan.roles.slices {
             tf_config::check_size(
-                &plan.cluster_json,
+                plan.cluster_of(slice.role),
                 slice.role,
                 slice.count - 1,
                 plan.settings.rpc_layer.as_deref(),
@@ -220,6 +277,53 @@ impl StepPlan {
             )?;
         }
         Ok(plan)
+    }
+
+    /// The `cluster` object a task of `role` gets.
+    fn cluster_of(&self, role: Role) -> &str {
+        match (role, &self.evaluator_json) {
+            (Role::Evaluator, Some(json)) => json,
+            _ => &self.cluster_json,
+        }
+    }
+
+    /// When `even_gpus` leaves some node's GPUs unused, the line that tells the user why, given
+    /// the node's `CUDA_VISIBLE_DEVICES` (every node is taken to have as many GPUs).
+    pub fn gpu_note(&self, step_gpus: Option<&str>) -> Option<String> {
+        let (busiest, most) = self.gpu_busiest?;
+        let gpus = step_gpus?
+            .split(',')
+            .filter(|t| !t.trim().is_empty())
+            .count();
+        if self.settings.gpus != GpuPolicy::Split || most == 0 || gpus < most {
+            return None;
+        }
+        let each = gpus / most;
+        let fewest = self
+            .layout
+            .nodes()
+            .map(|gtids| {
+                gtids
+                    .iter()
+                    .filter(|&&g| {
+                        let role = self.roles.of_rank(g).expect("covered").0;
+                        self.settings.gpu_roles.contains(role)
+                    })
+                    .count()
+            })
+            .filter(|&n| n > 0)
+            .min()?;
+        if gpus / fewest == each {
+            return None;
+        }
+        Some(format!(
+            "every GPU task gets {each} GPU{}, the share of the busiest node ({}: {most} GPU tasks \
+             for {gpus} GPUs), because all-reduce training needs the same count on every worker; \
+             nodes with fewer tasks leave GPUs unused. Put as many tasks on every node \
+             (--ntasks-per-node) to use them all, or set even_gpus=no",
+            if each == 1 { "" } else { "s" },
+            self.hosts[busiest],
+        ))
     }
 
     pub fn tasks(&self) -> u32 {
@@ -240,11 +344,8 @@ impl StepPlan {
     /// setting; `auto` when the spec has `ps`): the chief, or the master, else worker 0, as
     /// Kubeflow's TFJob decides success. `None` when the step is not ended that way.
     pub fn decider(&self) -> Option<Decider> {
-        let on = match self.settings.end_with_chief {
-            EndWithChief::Yes => true,
-            EndWithChief::No => false,
-            EndWithChief::Auto => self.roles.slices.iter().any(|s| s.role == Role::Ps),
-        };
+        let on =
+            (self.settings.end_with_chief).on(self.roles.slices.iter().any(|s| s.role == Role::Ps));
         if !on || self.tasks() < 2 {
             return None;
         }
@@ -283,7 +384,7 @@ impl StepPlan {
 
     fn render(&self, role: Role, index: u32) -> Result<String> {
         tf_config::render(
-            &self.cluster_json,
+            self.cluster_of(role),
             role,
             index,
             self.settings.rpc_layer.as_deref(),
@@ -320,6 +421,9 @@ impl StepPlan {
                 task: task_gpus,
                 node_roles: &node_roles,
                 slot,
+                busiest: self
+                    .gpu_busiest
+                    .map(|(n, count)| (self.hosts[n].as_str(), count)),
             },
         )?;
         Ok(TaskEnv {

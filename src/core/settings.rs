@@ -20,6 +20,9 @@ pub const KEYS: &[(&str, bool)] = &[
     ("rpc_layer", true),
     ("end_with_chief", true),
     ("grpc_proxy_bypass", true),
+    ("even_gpus", true),
+    ("evaluator_cluster", true),
+    ("dtensor", true),
 ];
 
 /// The settings plugstack.conf takes, for messages: `port_base, port_range, ...`.
@@ -36,15 +39,35 @@ pub fn job_keys() -> String {
         .join(", ")
 }
 
-/// When the task that decides the job's result (the chief, else worker 0) exits, whether
-/// tfcluster ends the rest of the step.
+/// A switch whose `auto` depends on the step's spec (see each setting for what `auto` means).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EndWithChief {
-    /// When the spec has `ps`: parameter servers (and ParameterServerStrategy's workers) serve
-    /// forever, so the step would otherwise run until its time limit.
+pub enum Switch {
     Auto,
     Yes,
     No,
+}
+
+impl Switch {
+    /// On or off, given what `auto` means for this step.
+    pub fn on(self, auto: bool) -> bool {
+        match self {
+            Switch::Auto => auto,
+            Switch::Yes => true,
+            Switch::No => false,
+        }
+    }
+}
+
+/// What the evaluator's own TF_CONFIG lists in `cluster` (the trainers never list it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EvaluatorCluster {
+    /// `{"evaluator":[its own address]}`, TensorFlow's documented shape: the evaluator does not
+    /// know the training cluster, so nothing it builds (e.g. MultiWorkerMirroredStrategy, whose
+    /// health check would wait for every task it is told about) waits for a trainer.
+    Own,
+    /// The trainers' cluster plus the evaluator itself: what TF 1.x Estimator's RunConfig
+    /// demands (a `chief` in `cluster`, even on the evaluator, which it then ignores).
+    Training,
 }
 
 /// The default automatic port range: below Linux's ephemeral range (32768-60999), so no
@@ -101,10 +124,20 @@ pub struct Settings {
     pub gpus: GpuPolicy,
     pub gpu_roles: RoleSet,
     pub rpc_layer: Option<String>,
-    pub end_with_chief: EndWithChief,
+    /// When the task that decides the job's result (the chief, else worker 0) exits, end the
+    /// rest of the step. `auto`: when the spec has `ps` (parameter servers and
+    /// ParameterServerStrategy's workers serve forever, so the step would run to its limit).
+    pub end_with_chief: Switch,
     /// When a proxy is set, set `no_grpc_proxy` so gRPC reaches the cluster directly
     /// ([`super::proxy`]).
     pub grpc_proxy_bypass: bool,
+    /// Give every GPU task of the step the same number of GPUs (the busiest node's share), so
+    /// no worker has more than another. `auto`: when the spec has no `ps` (all-reduce
+    /// training: MultiWorkerMirroredStrategy and DTensor need equal counts) or `dtensor` is on.
+    pub even_gpus: Switch,
+    pub evaluator_cluster: EvaluatorCluster,
+    /// Also set DTensor's multi-client variables (`DTENSOR_JOBS`, `DTENSOR_CLIENT_ID`).
+    pub dtensor: bool,
 }
 
 impl Default for Settings {
@@ -117,8 +150,11 @@ impl Default for Settings {
             gpus: GpuPolicy::Split,
             gpu_roles: RoleSet::ALL,
             rpc_layer: None,
-            end_with_chief: EndWithChief::Auto,
+            end_with_chief: Switch::Auto,
             grpc_proxy_bypass: true,
+            even_gpus: Switch::Auto,
+            evaluator_cluster: EvaluatorCluster::Own,
+            dtensor: false,
         }
     }
 }
@@ -217,18 +253,23 @@ impl Settings {
                 self.rpc_layer = Some(value.to_string());
             }
             "end_with_chief" => {
-                self.end_with_chief = match value {
-                    "auto" => EndWithChief::Auto,
-                    "yes" => EndWithChief::Yes,
-                    "no" => EndWithChief::No,
-                    _ => return Err(bad("expected auto, yes or no")),
-                };
+                self.end_with_chief =
+                    switch(value).ok_or_else(|| bad("expected auto, yes or no"))?;
+            }
+            "even_gpus" => {
+                self.even_gpus = switch(value).ok_or_else(|| bad("expected auto, yes or no"))?;
             }
             "grpc_proxy_bypass" => {
-                self.grpc_proxy_bypass = match value {
-                    "yes" => true,
-                    "no" => false,
-                    _ => return Err(bad("expected yes or no")),
+                self.grpc_proxy_bypass = yes_no(value).ok_or_else(|| bad("expected yes or no"))?;
+            }
+            "dtensor" => {
+                self.dtensor = yes_no(value).ok_or_else(|| bad("expected yes or no"))?;
+            }
+            "evaluator_cluster" => {
+                self.evaluator_cluster = match value {
+                    "self" => EvaluatorCluster::Own,
+                    "training" => EvaluatorCluster::Training,
+                    _ => return Err(bad("expected self or training")),
                 };
             }
             _ => {
@@ -239,6 +280,23 @@ impl Settings {
             }
         }
         Ok(())
+    }
+}
+
+fn switch(text: &str) -> Option<Switch> {
+    match text {
+        "auto" => Some(Switch::Auto),
+        "yes" => Some(Switch::Yes),
+        "no" => Some(Switch::No),
+        _ => None,
+    }
+}
+
+fn yes_no(text: &str) -> Option<bool> {
+    match text {
+        "yes" => Some(true),
+        "no" => Some(false),
+        _ => None,
     }
 }
 

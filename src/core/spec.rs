@@ -57,10 +57,10 @@ impl Role {
         matches!(self, Role::Chief | Role::Master | Role::Evaluator)
     }
 
-    /// Whether the role is listed in TF_CONFIG's `cluster`. The evaluator is not: it is a
-    /// side-car outside the training cluster (Kubeflow's TF operator and Estimator both drop
-    /// it, and MultiWorkerMirroredStrategy allows it to be absent), so trainers never wait
-    /// for it. It still gets `task.type = "evaluator"`.
+    /// Whether the role is listed in the trainers' TF_CONFIG `cluster`. The evaluator is not:
+    /// it is a side-car outside the training cluster, and ParameterServerStrategy's
+    /// coordinator waits forever for a listed evaluator that runs no server (TensorFlow
+    /// #46169). The evaluator's own `cluster` is decided by `evaluator_cluster`.
     pub fn in_cluster(self) -> bool {
         self != Role::Evaluator
     }

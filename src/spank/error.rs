@@ -35,4 +35,9 @@ impl ShellError {
     pub fn plan_is_wrong(&self) -> bool {
         matches!(self, ShellError::Core(e) if e.plan_is_wrong())
     }
+
+    /// See [`Error::starves_peers`].
+    pub fn starves_peers(&self) -> bool {
+        matches!(self, ShellError::Core(e) if e.starves_peers())
+    }
 }

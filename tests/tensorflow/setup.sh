@@ -5,11 +5,12 @@
 set -euo pipefail
 venv=${TFC_TF_VENV:-/var/cache/tfcluster/tf-venv}
 version=${TFC_TF_VERSION:-2.21.0}
-if ! "$venv/bin/python" -c "import tensorflow as tf, sys; sys.exit(tf.__version__ != '$version')" 2>/dev/null; then
-    echo "tensorflow: installing tensorflow-cpu==$version into $venv (about 1.6 GB, once)" >&2
+# tf_keras (Keras 2) of the same version: the evaluator test's SidecarEvaluator lives there.
+if ! "$venv/bin/python" -c "import tensorflow as tf, tf_keras, sys; sys.exit(tf.__version__ != '$version' or tf_keras.__version__ != '$version')" 2>/dev/null; then
+    echo "tensorflow: installing tensorflow-cpu==$version and tf_keras into $venv (about 1.6 GB, once)" >&2
     mkdir -p "$(dirname "$venv")"
-    /usr/bin/python3.11 -m venv "$venv"
-    "$venv/bin/pip" install --quiet --disable-pip-version-check "tensorflow-cpu==$version" >&2
+    [ -x "$venv/bin/pip" ] || /usr/bin/python3.11 -m venv "$venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check "tensorflow-cpu==$version" "tf_keras==$version" >&2
 fi
 # Name the interpreter by its version, not /usr/bin/python3: the test roots of other Slurm
 # releases (tests/release/root.sh) bind Debian 12's python3.11 in beside their own python3.

@@ -2,6 +2,7 @@
 //! the step when the chief is done or when the plan turns out wrong.
 
 use super::{settings, state, TASK_HOSTS_VAR};
+use crate::core::plan::DTENSOR_JOBS;
 use crate::core::proxy::{no_grpc_proxy, ProxyEnv};
 use crate::core::{Component, Error, GpuAction, Settings, Spec, StepInputs, StepPlan};
 use crate::spank::error::ShellError;
@@ -184,6 +185,11 @@ pub fn task_init(sp: &Spank) -> c_int {
                 .map(|t| format!("local task {t}"))
                 .unwrap_or_default();
             log::error(&format!("{e} [{node}{task}; TF_CONFIG not set]"));
+            if e.starves_peers() {
+                if let Ok(node) = planned {
+                    stop_step(node.job_id, node.step_id);
+                }
+            }
             -1
         }
     }
@@ -213,6 +219,16 @@ fn apply(sp: &Spank, node: &Node) -> Result<(), ShellError> {
     set("TF_CONFIG", &env.tf_config)?;
     if let Some(value) = &node.no_grpc_proxy {
         set("no_grpc_proxy", value)?;
+    }
+    if let Some(jobs) = &node.plan.dtensor_jobs {
+        set(DTENSOR_JOBS, jobs)?;
+        set("DTENSOR_CLIENT_ID", &env.rank.to_string())?;
+    }
+    if env.rank == 0 {
+        // Once per step: why some GPUs stay unused.
+        if let Some(note) = node.plan.gpu_note(node.step_gpus.as_deref()) {
+            log::user(&note);
+        }
     }
     let gpus = match &env.gpus {
         GpuAction::Leave => task_gpus.unwrap_or_else(|| "unset".into()),
