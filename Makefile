@@ -23,7 +23,7 @@ PLUGIN_PATH = $(SLURM_PLUGIN_DIR)/spank_tfcluster.so
 SHARE := $(PREFIX)/share/tfcluster
 SNIPPET := $(SYSCONFDIR)/slurm/plugstack.conf.d/tfcluster.conf
 
-.PHONY: all build install install-config uninstall deb rpm test demo bench clean FORCE
+.PHONY: all build install install-config uninstall deb rpm test demo bench fuzz clean FORCE
 
 all: build
 
@@ -71,5 +71,11 @@ demo:
 bench:
 	bash benches/run.sh
 
+# Coverage-guided fuzzing of every parser and of whole plans, FUZZ_SECONDS per target.
+FUZZ_SECONDS ?= 120
+fuzz:
+	bash fuzz/run.sh $(FUZZ_SECONDS)
+
 clean:
 	cargo clean
+	rm -rf fuzz/target

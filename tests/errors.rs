@@ -124,7 +124,7 @@ fn every_error_message() {
         (StepPorts::plan(&PortPolicy::Range { lo: 20000, hi: 32767, block: 64 }, Some("12000"), 1, 0, 2, "n9").map(|_| ()),
          "node n9 runs 2 tasks but SLURM_STEP_RESV_PORTS reserved only 1 ports; use srun --resv-ports=2 or more"),
         (parse_port_list("12000-99999").map(|_| ()),
-         "SLURM_STEP_RESV_PORTS '12000-99999' is not a list of ports 1-65535 like 12000-12003,12010; run srun with --resv-ports=0 to let tfcluster choose the ports"),
+         "SLURM_STEP_RESV_PORTS '12000-99999' is not a list of distinct ports 1-65535 like 12000-12003,12010; run srun with --resv-ports=0 to let tfcluster choose the ports"),
         (step_err("worker:*", &["port_base=65535"], "a", "2", None),
          "port 65535 + 2 tasks on one node goes past 65535; choose a lower port_base"),
         (step_err("worker:*", &["port_range=30000-30003"], "a", "8", None),
@@ -135,6 +135,12 @@ fn every_error_message() {
          "node b has 2 GPU(s), fewer than the 3 GPU tasks of the busiest node a: even_gpus gives every GPU task the same count and takes every node to have as many GPUs; ask for GPUs per node (--gres=gpu:N or --gpus-per-node=N, not --gpus=N), or set even_gpus=no"),
         (step_err("worker:*,dtensor=yes", &[], &long_names, "1(x10000)", None),
          "DTENSOR_JOBS for 10000 tasks would be 400013 bytes, over Linux's limit of 131072 bytes for one environment variable; use fewer tasks or shorter node addresses"),
+        (step_err("worker:*", &[], "n[2,2]", "3,2", None),
+         "SLURM_STEP_NODELIST 'n[2,2]' names node n2 twice, which Slurm never does; do not set SLURM_STEP_NODELIST in the job's environment"),
+        (task_err("worker:*", "n9", "2", 0, 0, Some("2,1,2,3")),
+         "CUDA_VISIBLE_DEVICES '2,1,2,3' lists GPU 2 twice; fix the GRES configuration or the job's environment"),
+        (parse_port_list("10,22,2050,22").map(|_| ()),
+         "SLURM_STEP_RESV_PORTS '10,22,2050,22' is not a list of distinct ports 1-65535 like 12000-12003,12010; run srun with --resv-ports=0 to let tfcluster choose the ports"),
         (task_err("worker:*", "n9", "2", 0, 0, Some("0,,1")),
          "CUDA_VISIBLE_DEVICES '0,,1' has an empty entry; fix the GRES configuration or the job's environment"),
         (step_err("worker:*", &[], &long_names, "1(x10000)", None),
@@ -196,6 +202,7 @@ fn listed(e: &Error) {
         | NodeCountMismatch { .. }
         | TooManyTasks { .. }
         | NoNodes
+        | NodeListedTwice { .. }
         | ArbitraryDistribution
         | TaskOrderMissing
         | HostfileTooShort { .. }
@@ -215,6 +222,7 @@ fn listed(e: &Error) {
         | UnevenGpus { .. }
         | EnvTooLarge { .. }
         | BadGpuList { .. }
+        | RepeatedGpu { .. }
         | TfConfigTooLarge { .. }
         | UnknownSetting { .. }
         | BadSetting { .. } => {}

@@ -2,7 +2,8 @@
 # Every test of tfcluster, on a fresh Debian 12 as root:
 #   1. installs what is missing (tests/setup.sh);
 #   2. lints (rustfmt, clippy) where those tools are installed;
-#   3. unit, table, property, ABI and symbol tests (cargo test);
+#   3. unit, table, property, ABI and symbol tests (cargo test), and a deterministic short run
+#      of every fuzz target (fuzz/run.sh smoke; `make fuzz` is the real campaign);
 #   4. makes (once per machine) a TensorFlow virtualenv (tests/tensorflow/setup.sh);
 #   5. on every Slurm release of tests/releases.tsv (22.05, 24.11, 26.05), in a Debian root of
 #      that release (made once, then cached): builds the plugin from the release's headers,
@@ -23,10 +24,8 @@ trap 'rm -rf "$logs"' EXIT
 passed() { sed -n 's/^test result: [a-zA-Z]*\. \([0-9]*\) passed.*/\1/p' "$1" | awk '{s += $1} END {print s + 0}'; }
 failed() { sed -n 's/^test result: .* \([0-9]*\) failed;.*/\1/p' "$1" | awk '{s += $1} END {print s + 0}'; }
 
-# The plugin itself: `cargo test` builds only the library the tests link, not the .so that
-# tests/abi.rs inspects.
-cargo build
 cargo test 2>&1 | tee "$logs/host"
+bash fuzz/run.sh smoke
 releases=${TFC_RELEASES:-$(awk '!/^#/ && NF {print $1}' tests/releases.tsv)}
 [ "$releases" = none ] && releases=
 [ -z "$releases" ] || python=$(bash tests/tensorflow/setup.sh)

@@ -108,6 +108,11 @@ pub enum Error {
     #[error("the step has no nodes (SLURM_STEP_NODELIST is empty)")]
     NoNodes,
     #[error(
+        "SLURM_STEP_NODELIST '{list}' names node {host} twice, which Slurm never does; \
+         do not set SLURM_STEP_NODELIST in the job's environment"
+    )]
+    NodeListedTwice { list: String, host: String },
+    #[error(
         "distribution 'arbitrary' without SLURM_HOSTFILE (e.g. -m arbitrary -w LIST) places tasks \
          in an order tfcluster cannot see; list the hosts in a file named by SLURM_HOSTFILE, or use \
          -m block, cyclic or plane=N"
@@ -181,7 +186,7 @@ pub enum Error {
         ports: usize,
     },
     #[error(
-        "SLURM_STEP_RESV_PORTS '{value}' is not a list of ports 1-65535 like 12000-12003,12010; \
+        "SLURM_STEP_RESV_PORTS '{value}' is not a list of distinct ports 1-65535 like 12000-12003,12010; \
          run srun with --resv-ports=0 to let tfcluster choose the ports"
     )]
     ReservedPortList { value: String },
@@ -220,6 +225,8 @@ pub enum Error {
         busiest: String,
         tasks: usize,
     },
+    #[error("CUDA_VISIBLE_DEVICES '{value}' lists GPU {token} twice; fix the GRES configuration or the job's environment")]
+    RepeatedGpu { value: String, token: String },
     #[error("CUDA_VISIBLE_DEVICES '{value}' has an empty entry; fix the GRES configuration or the job's environment")]
     BadGpuList { value: String },
 

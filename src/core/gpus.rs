@@ -54,6 +54,14 @@ pub fn assign(policy: GpuPolicy, gpu_roles: RoleSet, t: &GpuInputs) -> Result<Gp
             value: step.to_string(),
         });
     }
+    // Two tasks must never share a GPU because the list named it twice.
+    let mut seen = std::collections::HashSet::with_capacity(tokens.len());
+    if let Some(token) = tokens.iter().find(|t| !seen.insert(**t)) {
+        return Err(Error::RepeatedGpu {
+            value: step.to_string(),
+            token: token.to_string(),
+        });
+    }
     let gpu_slots: Vec<usize> = (0..t.node_roles.len())
         .filter(|&s| gpu_roles.contains(t.node_roles[s]))
         .collect();

@@ -152,6 +152,14 @@ impl StepPlan {
         if hosts.is_empty() {
             return Err(Error::NoNodes);
         }
+        // Two nodes of one name would get the same endpoints. Slurm never lists a node twice.
+        let mut seen = std::collections::HashSet::with_capacity(hosts.len());
+        if let Some(host) = hosts.iter().find(|h| !seen.insert(h.as_str())) {
+            return Err(Error::NodeListedTwice {
+                list: step.nodelist.to_string(),
+                host: host.clone(),
+            });
+        }
         let counts = parse_counts("SLURM_STEP_TASKS_PER_NODE", step.tasks_per_node)?;
         if counts.len() != hosts.len() {
             return Err(Error::NodeCountMismatch {

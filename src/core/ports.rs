@@ -103,11 +103,18 @@ pub fn parse_port_list(list: &str) -> Result<Vec<u16>> {
         value: list.to_string(),
     };
     let mut ports = Vec::new();
+    let mut seen = vec![false; 65536];
     for range in parse_ranges(list).map_err(|_| fail())? {
         if range.lo == 0 || range.hi > 65535 {
             return Err(fail());
         }
-        ports.extend((range.lo..=range.hi).map(|p| p as u16));
+        for port in range.lo..=range.hi {
+            // Two slots on one port would collide; Slurm never reserves a port twice.
+            if std::mem::replace(&mut seen[port as usize], true) {
+                return Err(fail());
+            }
+            ports.push(port as u16);
+        }
     }
     Ok(ports)
 }
