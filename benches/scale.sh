@@ -7,6 +7,9 @@
 #   none:   no plugin in plugstack.conf
 #   floor:  no plugin, but an environment variable as large as that step's TF_CONFIG exported
 #           to every task (what any TF_CONFIG delivery pays: copying it into 4096 processes)
+#   spank:  instead of tfcluster, benches/setenv_floor.c, which only hands every task a
+#           variable of that size with spank_setenv (what any per-task delivery through SPANK
+#           pays: Slurm's own setenv, per task); a/e is then tfcluster's own work
 # and slurmstepd's resident memory per node during such a step, with and without the option.
 # Output: JSON lines. Usage: benches/scale.sh PLUGIN.so [RUNS]
 set -euo pipefail
@@ -24,29 +27,39 @@ cd /tmp
 echo "required $plugin" > "$stack"
 size=$(srun "${step[@]}" "$spec" sh -c '[ "$SLURM_PROCID" = 0 ] && printf %s "${#TF_CONFIG}"; true')
 floor=$(head -c "$size" /dev/zero | tr '\0' x)
+# The SPANK floor plugin, for the same release as the plugin (its version word).
+release=$(bash "$(dirname "$0")/../packaging/plugin-version.sh" "$plugin")
+spank_so=$dir/setenv_floor.so
+cc -shared -fPIC -O2 -I "$(dirname "$0")/../spank-headers" \
+    -DPLUGIN_VERSION="$(( (10#${release%.*} << 16) | (10#${release#*.} << 8) ))" \
+    -o "$spank_so" "$(dirname "$0")/setenv_floor.c"
 
 run() { # mode -> prints ms
     local s
     case $1 in
         option|loaded) echo "required $plugin" > "$stack" ;;
         none|floor) : > "$stack" ;;
+        spank) echo "required $spank_so $size" > "$stack" ;;
     esac
     s=$(date +%s%N)
     case $1 in
         option) srun "${step[@]}" "$spec" true ;;
-        loaded|none) srun "${step[@]}" true ;;
+        loaded|none|spank) srun "${step[@]}" true ;;
         floor) TFC_FLOOR=$floor srun "${step[@]}" true ;;
     esac
     echo $((($(date +%s%N) - s) / 1000000))
 }
 declare -A t
 for _ in $(seq "$runs"); do
-    for mode in option loaded none floor; do t[$mode]+="$(run $mode) "; done
+    for mode in option loaded none floor spank; do t[$mode]+="$(run $mode) "; done
 done
 median() { tr ' ' '\n' <<<"$1" | grep . | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 o=$(median "${t[option]}"); l=$(median "${t[loaded]}"); n=$(median "${t[none]}"); f=$(median "${t[floor]}")
-printf '{"launch":"srun -N64 -n4096 true","runs":%s,"tf_config_bytes":%s,"option_ms":%s,"loaded_ms":%s,"none_ms":%s,"floor_ms":%s,"a_over_c":%.3f,"a_over_d":%.3f}\n' \
-    "$runs" "$size" "$o" "$l" "$n" "$f" "$(echo "$o / $n" | awk -F/ '{print $1/$2}')" "$(echo "$o / $f" | awk -F/ '{print $1/$2}')"
+e=$(median "${t[spank]}")
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", a / b}'; }
+printf '{"launch":"srun -N64 -n4096 true","runs":%s,"tf_config_bytes":%s,"option_ms":%s,"loaded_ms":%s,"none_ms":%s,"floor_ms":%s,"spank_ms":%s,"a_over_c":%s,"a_over_d":%s,"a_over_e":%s,"e_over_d":%s,"all":{"a":"%s","b":"%s","c":"%s","d":"%s","e":"%s"}}\n' \
+    "$runs" "$size" "$o" "$l" "$n" "$f" "$e" "$(ratio "$o" "$n")" "$(ratio "$o" "$f")" "$(ratio "$o" "$e")" "$(ratio "$e" "$f")" \
+    "${t[option]% }" "${t[loaded]% }" "${t[none]% }" "${t[floor]% }" "${t[spank]% }"
 
 rss() { # mode -> mean VmRSS (KiB) of the step's slurmstepd processes, mid-step
     case $1 in option) echo "required $plugin" > "$stack" ;; none) : > "$stack" ;; esac
