@@ -12,7 +12,7 @@
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
-use tfcluster::core::{Settings, Spec, StepInputs, StepPlan};
+use tfcluster::core::{Role, Settings, Spec, StepInputs, StepPlan};
 
 const PER_NODE: u32 = 8;
 
@@ -97,14 +97,26 @@ fn main() {
         let node = (tasks / PER_NODE / 2) as usize;
         let cold = measure(|| {
             let plan = StepPlan::new(&spec, &admin, &inputs(&s)).unwrap();
-            plan.task(node, 0, gpus, gpus).unwrap()
+            let env = plan.task(node, 0, gpus, gpus).unwrap();
+            plan.tf_config(env.role, env.index).unwrap()
         });
         let plan = StepPlan::new(&spec, &admin, &inputs(&s)).unwrap();
         let local = plan.layout.node(node).unwrap().len() as u32;
-        let render = measure(|| plan.task(node, 0, gpus, gpus).unwrap());
-        let plan_time = measure(|| StepPlan::new(&spec, &admin, &inputs(&s)).unwrap());
+        // As slurmstepd does it: the node's buffer made before the tasks fork (counted with the
+        // plan), each task renders into it.
+        let mut renderer = plan.renderer();
+        let render = measure(|| {
+            let env = plan.task(node, 0, gpus, gpus).unwrap();
+            plan.tf_config_nul(&mut renderer, env.role, env.index)
+                .unwrap()
+                .len()
+        });
+        let plan_time = measure(|| {
+            let plan = StepPlan::new(&spec, &admin, &inputs(&s)).unwrap();
+            plan.renderer()
+        });
         let per_task = plan_time / local + render;
-        let bytes = plan.task(node, 0, gpus, gpus).unwrap().tf_config.len();
+        let bytes = plan.tf_config(Role::Worker, 0).unwrap().len();
         let source = vec![b'x'; bytes];
         let copy = measure(|| source.clone());
         let ratio = per_task.as_secs_f64() / copy.as_secs_f64();

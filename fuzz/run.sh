@@ -41,6 +41,7 @@ total=0 failed=0
 for t in "${targets[@]}"; do
     mkdir -p "$corpora/$t" "artifacts/$t"
     log=$(mktemp)
+    mark=$(mktemp) # only artifacts newer than this are this run's
     set +e
     "target/$host/release/$t" "$corpora/$t" "seeds/$t" "${budget[@]}" -timeout=5 \
         -rss_limit_mb=2048 -max_len=4096 -print_final_stats=1 -artifact_prefix="artifacts/$t/" \
@@ -48,8 +49,8 @@ for t in "${targets[@]}"; do
     rc=$?
     set -e
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
-    crashes=$(find "artifacts/$t" -name 'crash-*' -o -name 'oom-*' | wc -l)
-    hangs=$(find "artifacts/$t" -name 'timeout-*' -o -name 'slow-unit-*' | wc -l)
+    crashes=$(find "artifacts/$t" -newer "$mark" \( -name 'crash-*' -o -name 'oom-*' \) | wc -l)
+    hangs=$(find "artifacts/$t" -newer "$mark" \( -name 'timeout-*' -o -name 'slow-unit-*' \) | wc -l)
     corpus=$(find "$corpora/$t" -type f | wc -l)
     printf '%-13s %12s %8s %8s %8s\n' "$t" "${runs:-?}" "$crashes" "$hangs" "$corpus"
     total=$((total + ${runs:-0}))
@@ -57,7 +58,7 @@ for t in "${targets[@]}"; do
         failed=1
         grep -E 'panicked|ERROR|SUMMARY' "$log" | head -5 >&2 || true
     fi
-    rm -f "$log"
+    rm -f "$log" "$mark"
 done
 echo "total executions: $total"
 exit "$failed"

@@ -11,7 +11,7 @@ fn hosts(names: &[&str]) -> Vec<String> {
 }
 use tfcluster::core::ports::{parse_port_list, PortPolicy, StepPorts};
 use tfcluster::core::topology::NodeRanks;
-use tfcluster::core::{Component, Error, Result, Settings, Spec};
+use tfcluster::core::{Component, Error, Result, Role, Settings, Spec};
 
 fn spec(text: &str, tasks: u32) -> Result<()> {
     Spec::parse(Some(text))?.resolve(tasks).map(|_| ())
@@ -235,7 +235,7 @@ fn the_size_check_covers_the_longest_task_of_any_role() {
     // chief's TF_CONFIG is exactly at the limit: the plan must still fail, for the last ps.
     let one_node = step("a", "12000", None);
     let short = plan("chief:1,ps:*,port_base=1000,rpc_layer=x", &[], &one_node);
-    let chief = "TF_CONFIG=".len() + short.task(0, 0, None, None).unwrap().tf_config.len() + 1;
+    let chief = "TF_CONFIG=".len() + short.tf_config(Role::Chief, 0).unwrap().len() + 1;
     let rpc = "x".repeat(1 + 131072 - chief); // the chief's TF_CONFIG is now exactly 131072 bytes
     let err = try_plan(
         &format!("chief:1,ps:*,port_base=1000,rpc_layer={rpc}"),

@@ -147,7 +147,8 @@ proptest! {
         for (node, gtids) in plan.layout.nodes().enumerate() {
             for slot in 0..gtids.len() {
                 let env = plan.task(node, slot, None, None).unwrap();
-                let v: serde_json::Value = serde_json::from_str(&env.tf_config).unwrap();
+                let text = plan.tf_config(env.role, env.index).unwrap();
+                let v: serde_json::Value = serde_json::from_str(&text).unwrap();
                 prop_assert!(endpoints.insert(env.endpoint.clone()));
                 prop_assert!(env.endpoint.starts_with(hosts[node].as_str()));
                 let own = &v["cluster"][env.role.name()][env.index as usize];

@@ -81,6 +81,7 @@ fn check(plan: &StepPlan, gpus: Option<&str>) {
     if let Some(jobs) = &jobs {
         assert_eq!(jobs.len(), tasks as usize);
     }
+    let mut renderer = plan.renderer();
     for rank in 0..tasks {
         let p = plan.layout.ranks[rank as usize];
         let env = match plan.task(p.node as usize, p.slot as usize, gpus, gpus) {
@@ -95,7 +96,19 @@ fn check(plan: &StepPlan, gpus: Option<&str>) {
         };
         assert_eq!(env.rank, rank);
         assert_eq!(plan.roles.of_rank(rank), Some((env.role, env.index)));
-        let tf: Value = serde_json::from_str(&env.tf_config).expect("TF_CONFIG is JSON");
+        let text = plan
+            .tf_config(env.role, env.index)
+            .expect("sized when planned");
+        let nul = plan
+            .tf_config_nul(&mut renderer, env.role, env.index)
+            .unwrap();
+        assert_eq!(
+            nul.strip_suffix('\0'),
+            Some(text.as_str()),
+            "the node's buffer differs"
+        );
+        assert!(!text.contains('\0'));
+        let tf: Value = serde_json::from_str(&text).expect("TF_CONFIG is JSON");
         assert_eq!(tf["task"]["type"], env.role.name());
         assert_eq!(tf["task"]["index"], env.index);
         let own = if env.role == Role::Evaluator {

@@ -12,7 +12,7 @@ use super::ports::StepPorts;
 use super::settings::{EvaluatorCluster, GpuPolicy, Settings};
 use super::spec::{Role, RoleTable, Spec};
 use super::text;
-use super::tf_config::{self, ClusterJson};
+use super::tf_config::{self, ClusterJson, TaskRenderer};
 use super::topology::NodeRanks;
 
 /// The variable DTensor's multi-client setup reads for its clients' addresses.
@@ -121,10 +121,16 @@ pub struct TaskEnv {
     pub role: Role,
     pub index: u32,
     pub rank: u32,
-    /// `address:port` this task listens on (also the evaluator's, though it is not in `cluster`).
+    /// `address:port` this task listens on (the evaluator's is in its own `cluster`).
     pub endpoint: String,
-    pub tf_config: String,
     pub gpus: GpuAction,
+}
+
+/// Where one node's tasks render their TF_CONFIG (see [`StepPlan::renderer`]).
+#[derive(Debug, Clone)]
+pub struct Renderers {
+    trainers: TaskRenderer,
+    evaluator: Option<TaskRenderer>,
 }
 
 #[derive(Debug, Clone)]
@@ -390,7 +396,8 @@ impl StepPlan {
         })
     }
 
-    fn render(&self, role: Role, index: u32) -> Result<String> {
+    /// The TF_CONFIG of a task, in a string of its own.
+    pub fn tf_config(&self, role: Role, index: u32) -> Result<String> {
         tf_config::render(
             self.cluster_of(role),
             role,
@@ -398,6 +405,33 @@ impl StepPlan {
             self.settings.rpc_layer.as_deref(),
             self.tasks(),
         )
+    }
+
+    /// The buffers a node renders its tasks' TF_CONFIG in ([`TaskRenderer`]): the trainers'
+    /// made now, before the tasks fork; the evaluator's (another cluster) only in its own task.
+    pub fn renderer(&self) -> Renderers {
+        Renderers {
+            trainers: TaskRenderer::new(&self.cluster_json, self.settings.rpc_layer.as_deref()),
+            evaluator: None,
+        }
+    }
+
+    /// A task's TF_CONFIG followed by a NUL, rendered in the node's buffers.
+    pub fn tf_config_nul<'r>(
+        &self,
+        renderers: &'r mut Renderers,
+        role: Role,
+        index: u32,
+    ) -> Result<&'r str> {
+        let rpc = self.settings.rpc_layer.as_deref();
+        tf_config::check_size(self.cluster_of(role), role, index, rpc, self.tasks())?;
+        let renderer = match (role, &self.evaluator_json) {
+            (Role::Evaluator, Some(json)) => renderers
+                .evaluator
+                .get_or_insert_with(|| TaskRenderer::new(json, rpc)),
+            _ => &mut renderers.trainers,
+        };
+        Ok(renderer.render_nul(role, index))
     }
 
     /// The environment of the task at local `slot` on `node`. `step_gpus` is the node's
@@ -443,7 +477,6 @@ impl StepPlan {
                 self.settings.address.render(&self.hosts[node]),
                 self.ports.of_slot(slot)
             ),
-            tf_config: self.render(role, index)?,
             gpus,
         })
     }

@@ -261,6 +261,16 @@ impl Spank {
         check(unsafe { ffi::spank_setenv(self.0, name.as_ptr(), value.as_ptr(), 1) })
     }
 
+    /// [`setenv`](Self::setenv) for a value that ends in a NUL already: passed to Slurm as it
+    /// is, without a copy (a task's TF_CONFIG can be 128 KB).
+    pub fn setenv_nul(&self, name: &str, value_with_nul: &str) -> SpankResult<()> {
+        let name = cstring(name);
+        let value = CStr::from_bytes_with_nul(value_with_nul.as_bytes())
+            .map_err(|_| SpankError(ffi::TFC_ESPANK_BAD_ARG))?;
+        // SAFETY: two valid C strings; Slurm copies them.
+        check(unsafe { ffi::spank_setenv(self.0, name.as_ptr(), value.as_ptr(), 1) })
+    }
+
     pub fn unsetenv(&self, name: &str) -> SpankResult<()> {
         let name = cstring(name);
         // SAFETY: a valid C string.

@@ -47,7 +47,14 @@ pub fn where_is(plan: &StepPlan, rank: u32) -> (usize, usize) {
 pub fn tf_config(plan: &StepPlan, rank: u32) -> Value {
     let (node, slot) = where_is(plan, rank);
     let env = plan.task(node, slot, None, None).unwrap();
-    serde_json::from_str(&env.tf_config).expect("valid JSON")
+    let text = plan.tf_config(env.role, env.index).unwrap();
+    // What slurmstepd hands the task: rendered in the node's buffer, the same text.
+    let mut renderer = plan.renderer();
+    let nul = plan
+        .tf_config_nul(&mut renderer, env.role, env.index)
+        .unwrap();
+    assert_eq!(nul.strip_suffix('\0'), Some(text.as_str()));
+    serde_json::from_str(&text).expect("valid JSON")
 }
 
 /// CUDA_VISIBLE_DEVICES of global rank `rank` given the node's and the task's lists.

@@ -2,6 +2,7 @@
 //! the step when the chief is done or when the plan turns out wrong.
 
 use super::{settings, state, TASK_HOSTS_VAR};
+use crate::core::plan::Renderers;
 use crate::core::plan::DTENSOR_JOBS;
 use crate::core::proxy::{no_grpc_proxy, ProxyEnv};
 use crate::core::{Component, Error, GpuAction, Settings, Spec, StepInputs, StepPlan};
@@ -22,6 +23,8 @@ pub struct Node {
     verbose: bool,
     /// `no_grpc_proxy` for every task, when the job's environment sets a proxy.
     no_grpc_proxy: Option<String>,
+    /// Where each task renders its TF_CONFIG: made here, before the tasks fork.
+    renderer: Renderers,
 }
 
 /// slurmstepd, once per node before the tasks fork: plan the step. A plan that Slurm's own
@@ -147,6 +150,7 @@ fn plan_node(
         None
     };
     Ok(Node {
+        renderer: plan.renderer(),
         plan,
         job_id,
         step_id,
@@ -159,15 +163,17 @@ fn plan_node(
 
 /// Each task, just before `execve`: set TF_CONFIG and CUDA_VISIBLE_DEVICES.
 pub fn task_init(sp: &Spank) -> c_int {
-    let state = state();
-    let Some(planned) = &state.plan else { return 0 };
+    let mut state = state();
+    let Some(planned) = &mut state.plan else {
+        return 0;
+    };
     // srun's hand-over to the nodes is not for the program.
     let _ = sp.unsetenv(TASK_HOSTS_VAR);
-    match planned
-        .as_ref()
-        .map_err(Clone::clone)
-        .and_then(|node| apply(sp, node))
-    {
+    let applied = match planned {
+        Ok(node) => apply(sp, node),
+        Err(e) => Err(e.clone()),
+    };
+    match applied {
         Ok(()) => 0,
         Err(e) => {
             // Never leave an inherited TF_CONFIG behind for a task we could not configure.
@@ -186,7 +192,7 @@ pub fn task_init(sp: &Spank) -> c_int {
                 .unwrap_or_default();
             log::error(&format!("{e} [{node}{task}; TF_CONFIG not set]"));
             if e.starves_peers() {
-                if let Ok(node) = planned {
+                if let Some(Ok(node)) = &state.plan {
                     stop_step(node.job_id, node.step_id);
                 }
             }
@@ -195,7 +201,7 @@ pub fn task_init(sp: &Spank) -> c_int {
     }
 }
 
-fn apply(sp: &Spank, node: &Node) -> Result<(), ShellError> {
+fn apply(sp: &Spank, node: &mut Node) -> Result<(), ShellError> {
     let slot = sp.task_id().map_err(|err| ShellError::Item {
         what: "the local task id",
         err,
@@ -216,7 +222,14 @@ fn apply(sp: &Spank, node: &Node) -> Result<(), ShellError> {
         sp.setenv(name, value)
             .map_err(|err| ShellError::SetEnv { name, err })
     };
-    set("TF_CONFIG", &env.tf_config)?;
+    let tf_config = node
+        .plan
+        .tf_config_nul(&mut node.renderer, env.role, env.index)?;
+    sp.setenv_nul("TF_CONFIG", tf_config)
+        .map_err(|err| ShellError::SetEnv {
+            name: "TF_CONFIG",
+            err,
+        })?;
     if let Some(value) = &node.no_grpc_proxy {
         set("no_grpc_proxy", value)?;
     }
