@@ -36,24 +36,30 @@ spank_so=${TFC_SETENV_FLOOR:-$dir/setenv_floor.so}
     -o "$spank_so" "$(dirname "$0")/setenv_floor.c"
 [ "$(bash "$(dirname "$0")/../packaging/plugin-version.sh" "$spank_so")" = "$release" ]
 
-run() { # mode -> prints ms
-    local s
+# CPU time the whole machine spent (user+nice+system+irq+softirq, in ms, not steal or idle):
+# on a quiet machine, what a launch costs in work, steadier than its wall time.
+busy_ms() { awk '/^cpu / {print ($2 + $3 + $4 + $7 + $8) * 10; exit}' /proc/stat; }
+run() { # mode -> prints "wall_ms cpu_ms"
+    local s b
     case $1 in
         option|loaded) echo "required $plugin" > "$stack" ;;
         none|floor) : > "$stack" ;;
         spank) echo "required $spank_so $size" > "$stack" ;;
     esac
-    s=$(date +%s%N)
+    s=$(date +%s%N) b=$(busy_ms)
     case $1 in
         option) srun "${step[@]}" "$spec" true ;;
         loaded|none|spank) srun "${step[@]}" true ;;
         floor) TFC_FLOOR=$floor srun "${step[@]}" true ;;
     esac
-    echo $((($(date +%s%N) - s) / 1000000))
+    echo $((($(date +%s%N) - s) / 1000000)) $(($(busy_ms) - b))
 }
-declare -A t
+declare -A t c
 for _ in $(seq "$runs"); do
-    for mode in option loaded none floor spank; do t[$mode]+="$(run $mode) "; done
+    for mode in option loaded none floor spank; do
+        read -r wall cpu < <(run $mode)
+        t[$mode]+="$wall " c[$mode]+="$cpu "
+    done
 done
 median() { tr ' ' '\n' <<<"$1" | grep . | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 o=$(median "${t[option]}"); l=$(median "${t[loaded]}"); n=$(median "${t[none]}"); f=$(median "${t[floor]}")
@@ -62,6 +68,9 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", a / b}'; }
 printf '{"launch":"srun -N64 -n4096 true","runs":%s,"tf_config_bytes":%s,"option_ms":%s,"loaded_ms":%s,"none_ms":%s,"floor_ms":%s,"spank_ms":%s,"a_over_c":%s,"a_over_d":%s,"a_over_e":%s,"e_over_d":%s,"all":{"a":"%s","b":"%s","c":"%s","d":"%s","e":"%s"}}\n' \
     "$runs" "$size" "$o" "$l" "$n" "$f" "$e" "$(ratio "$o" "$n")" "$(ratio "$o" "$f")" "$(ratio "$o" "$e")" "$(ratio "$e" "$f")" \
     "${t[option]% }" "${t[loaded]% }" "${t[none]% }" "${t[floor]% }" "${t[spank]% }"
+ca=$(median "${c[option]}") cb=$(median "${c[loaded]}") cc=$(median "${c[none]}") cd=$(median "${c[floor]}") ce=$(median "${c[spank]}")
+printf '{"cpu":"machine CPU ms per launch (median)","a":%s,"b":%s,"c":%s,"d":%s,"e":%s,"a_over_d":%s,"a_over_e":%s,"all":{"a":"%s","d":"%s","e":"%s"}}\n' \
+    "$ca" "$cb" "$cc" "$cd" "$ce" "$(ratio "$ca" "$cd")" "$(ratio "$ca" "$ce")" "${c[option]% }" "${c[floor]% }" "${c[spank]% }"
 
 rss() { # mode -> mean VmRSS (KiB) of the step's slurmstepd processes, mid-step
     case $1 in option) echo "required $plugin" > "$stack" ;; none) : > "$stack" ;; esac

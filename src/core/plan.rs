@@ -450,24 +450,29 @@ impl StepPlan {
             tasks: gtids.len(),
         })?;
         let (role, index) = self.roles.of_rank(rank).expect("roles cover every rank");
-        let node_roles: Vec<Role> = gtids
-            .iter()
-            .map(|&g| self.roles.of_rank(g).expect("covered").0)
-            .collect();
-        let gpus = gpus::assign(
-            self.settings.gpus,
-            self.settings.gpu_roles,
-            &GpuInputs {
-                host: &self.hosts[node],
-                step: step_gpus,
-                task: task_gpus,
-                node_roles: &node_roles,
-                slot,
-                busiest: self
-                    .gpu_busiest
-                    .map(|(n, count)| (self.hosts[n].as_str(), count)),
-            },
-        )?;
+        let gpus = if step_gpus.is_none() || self.settings.gpus == GpuPolicy::Keep {
+            // Nothing to split: spare the task the node's roles.
+            GpuAction::Leave
+        } else {
+            let node_roles: Vec<Role> = gtids
+                .iter()
+                .map(|&g| self.roles.of_rank(g).expect("covered").0)
+                .collect();
+            gpus::assign(
+                self.settings.gpus,
+                self.settings.gpu_roles,
+                &GpuInputs {
+                    host: &self.hosts[node],
+                    step: step_gpus,
+                    task: task_gpus,
+                    node_roles: &node_roles,
+                    slot,
+                    busiest: self
+                        .gpu_busiest
+                        .map(|(n, count)| (self.hosts[n].as_str(), count)),
+                },
+            )?
+        };
         Ok(TaskEnv {
             role,
             index,

@@ -25,6 +25,8 @@ pub struct Node {
     no_grpc_proxy: Option<String>,
     /// Where each task renders its TF_CONFIG: made here, before the tasks fork.
     renderer: Renderers,
+    /// srun handed the task order over in the environment (`-m arbitrary`): each task removes it.
+    task_hosts_set: bool,
 }
 
 /// slurmstepd, once per node before the tasks fork: plan the step. A plan that Slurm's own
@@ -151,6 +153,7 @@ fn plan_node(
     };
     Ok(Node {
         renderer: plan.renderer(),
+        task_hosts_set: task_hosts.is_some(),
         plan,
         job_id,
         step_id,
@@ -168,7 +171,9 @@ pub fn task_init(sp: &Spank) -> c_int {
         return 0;
     };
     // srun's hand-over to the nodes is not for the program.
-    let _ = sp.unsetenv(TASK_HOSTS_VAR);
+    if planned.as_ref().map_or(true, |node| node.task_hosts_set) {
+        let _ = sp.unsetenv(TASK_HOSTS_VAR);
+    }
     let applied = match planned {
         Ok(node) => apply(sp, node),
         Err(e) => Err(e.clone()),
