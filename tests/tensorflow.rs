@@ -153,41 +153,35 @@ fn parameter_server_strategy_trains_and_the_step_ends_with_the_chief() {
     }
 }
 
+/// (srun arguments, rank and CUDA_VISIBLE_DEVICES each task's program sees, a line srun prints)
+/// The second row: two tasks on one node and one on the other, 4 GPUs each.
+/// MultiWorkerMirroredStrategy needs the same count on every worker, so every task sees 2 (the
+/// lone task's other 2 stay unused), and srun says why.
+#[rustfmt::skip]
+const GPUS_SEEN: &[(&str, &[&str], Option<&str>)] = &[
+    ("-w n011,n012 -N2 -n4 --gres=gpu:4 --tf-cluster", &["0 0,1", "1 2,3", "2 0,1", "3 2,3"], None),
+    ("-w n011,n012 -N2 -n3 --gres=gpu:4 --tf-cluster", &["0 0,1", "1 2,3", "2 0,1"],
+     Some("tfcluster: every GPU task gets 2 GPUs, the share of the busiest node (n011: 2 GPU tasks for 4 GPUs)")),
+];
+
 #[test]
 #[ignore = "needs the test cluster and TensorFlow: run tests/run.sh"]
 fn the_program_sees_its_own_gpus() {
-    let (stdout, _) = tf_step(
-        "-w n011,n012 -N2 -n4 --gres=gpu:4 --tf-cluster",
-        "gpus_seen.py",
-    );
-    let mut got: Vec<String> = records(&stdout, "GPUS")
-        .iter()
-        .map(|r| format!("{} {}", r[0], r[1]))
-        .collect();
-    got.sort();
-    assert_eq!(got, ["0 0,1", "1 2,3", "2 0,1", "3 2,3"]);
-}
-
-/// Two tasks on one node and one on the other, 4 GPUs each: MultiWorkerMirroredStrategy needs
-/// the same count on every worker, so every task sees 2 (the lone task's other 2 stay unused),
-/// and srun says why.
-#[test]
-#[ignore = "needs the test cluster and TensorFlow: run tests/run.sh"]
-fn uneven_layouts_give_every_worker_the_same_gpus() {
-    let (stdout, stderr) = tf_step(
-        "-w n011,n012 -N2 -n3 --gres=gpu:4 --tf-cluster",
-        "gpus_seen.py",
-    );
-    let mut got: Vec<String> = records(&stdout, "GPUS")
-        .iter()
-        .map(|r| format!("{} {}", r[0], r[1]))
-        .collect();
-    got.sort();
-    assert_eq!(got, ["0 0,1", "1 2,3", "2 0,1"]);
-    assert!(
-        stderr.contains("tfcluster: every GPU task gets 2 GPUs, the share of the busiest node (n011: 2 GPU tasks for 4 GPUs)"),
-        "{stderr}"
-    );
+    for (args, want, line) in GPUS_SEEN {
+        let (stdout, stderr) = tf_step(args, "gpus_seen.py");
+        let mut got: Vec<String> = records(&stdout, "GPUS")
+            .iter()
+            .map(|r| format!("{} {}", r[0], r[1]))
+            .collect();
+        got.sort();
+        assert_eq!(got, *want, "{args}");
+        if let Some(line) = line {
+            assert!(
+                stderr.contains(line),
+                "{args}: expected {line} in\n{stderr}"
+            );
+        }
+    }
 }
 
 fn oracle(srun_args: &str) -> Vec<(String, Value, Value, Value, Value)> {

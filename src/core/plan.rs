@@ -126,6 +126,36 @@ pub struct TaskEnv {
     pub gpus: GpuAction,
 }
 
+/// How a step's GPU tasks spread over its nodes (for `even_gpus`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GpuSpread {
+    /// The node with the most GPU tasks (the first of them).
+    pub busiest: usize,
+    /// Its GPU tasks: every GPU task gets the share a task of that node gets.
+    pub most: usize,
+    /// The fewest GPU tasks on a node that has any (0: no node has one).
+    pub fewest: usize,
+}
+
+impl GpuSpread {
+    fn of(gpu_tasks_per_node: impl Iterator<Item = usize>) -> GpuSpread {
+        let mut spread = GpuSpread {
+            busiest: 0,
+            most: 0,
+            fewest: 0,
+        };
+        for (node, count) in gpu_tasks_per_node.enumerate() {
+            if count > spread.most {
+                (spread.busiest, spread.most) = (node, count);
+            }
+            if count > 0 && (spread.fewest == 0 || count < spread.fewest) {
+                spread.fewest = count;
+            }
+        }
+        spread
+    }
+}
+
 /// Where one node's tasks render their TF_CONFIG (see [`StepPlan::renderer`]).
 #[derive(Debug, Clone)]
 pub struct Renderers {
@@ -144,8 +174,8 @@ pub struct StepPlan {
     pub cluster_json: String,
     /// The evaluator's own `cluster` object (see [`EvaluatorCluster`]), when the spec has one.
     pub evaluator_json: Option<String>,
-    /// With `even_gpus` on: the node with the most GPU tasks, and how many it has.
-    pub gpu_busiest: Option<(usize, usize)>,
+    /// With `even_gpus` on: how the step's GPU tasks spread over its nodes.
+    pub gpu_spread: Option<GpuSpread>,
     /// With `dtensor=yes`: `DTENSOR_JOBS`, every task's `address:port` in rank order.
     pub dtensor_jobs: Option<String>,
 }
@@ -231,19 +261,15 @@ impl StepPlan {
             EvaluatorCluster::Training => cluster_with(&|_| true),
         });
         let has_ps = roles.slices.iter().any(|s| s.role == Role::Ps);
-        let gpu_busiest = settings.even_gpus.on(!has_ps || settings.dtensor).then(|| {
-            layout
-                .nodes()
-                .map(|gtids| {
-                    let gpu_task = |&&g: &&u32| {
-                        let role = roles.of_rank(g).expect("roles cover every rank").0;
-                        settings.gpu_roles.contains(role)
-                    };
-                    gtids.iter().filter(gpu_task).count()
-                })
-                .enumerate()
-                .max_by_key(|&(n, count)| (count, std::cmp::Reverse(n)))
-                .expect("at least one node")
+        let gpu_spread = settings.even_gpus.on(!has_ps || settings.dtensor).then(|| {
+            let gpu_tasks = layout.nodes().map(|gtids| {
+                let gpu_task = |&&g: &&u32| {
+                    let role = roles.of_rank(g).expect("roles cover every rank").0;
+                    settings.gpu_roles.contains(role)
+                };
+                gtids.iter().filter(gpu_task).count()
+            });
+            GpuSpread::of(gpu_tasks)
         });
         let dtensor_jobs = if settings.dtensor {
             let mut jobs = String::with_capacity(layout.ranks.len() * widest);
@@ -276,7 +302,7 @@ impl StepPlan {
             settings,
             cluster_json,
             evaluator_json,
-            gpu_busiest,
+            gpu_spread,
             dtensor_jobs,
         };
         // Fail for the whole step now if any task's TF_CONFIG cannot be passed to execve: the
@@ -304,7 +330,11 @@ impl StepPlan {
     /// When `even_gpus` leaves some node's GPUs unused, the line that tells the user why, given
     /// the node's `CUDA_VISIBLE_DEVICES` (every node is taken to have as many GPUs).
     pub fn gpu_note(&self, step_gpus: Option<&str>) -> Option<String> {
-        let (busiest, most) = self.gpu_busiest?;
+        let GpuSpread {
+            busiest,
+            most,
+            fewest,
+        } = self.gpu_spread?;
         let gpus = step_gpus?
             .split(',')
             .filter(|t| !t.trim().is_empty())
@@ -313,21 +343,7 @@ impl StepPlan {
             return None;
         }
         let each = gpus / most;
-        let fewest = self
-            .layout
-            .nodes()
-            .map(|gtids| {
-                gtids
-                    .iter()
-                    .filter(|&&g| {
-                        let role = self.roles.of_rank(g).expect("covered").0;
-                        self.settings.gpu_roles.contains(role)
-                    })
-                    .count()
-            })
-            .filter(|&n| n > 0)
-            .min()?;
-        if gpus / fewest == each {
+        if fewest == 0 || gpus / fewest == each {
             return None;
         }
         Some(format!(
@@ -468,8 +484,8 @@ impl StepPlan {
                     node_roles: &node_roles,
                     slot,
                     busiest: self
-                        .gpu_busiest
-                        .map(|(n, count)| (self.hosts[n].as_str(), count)),
+                        .gpu_spread
+                        .map(|s| (self.hosts[s.busiest].as_str(), s.most)),
                 },
             )?
         };
