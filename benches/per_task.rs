@@ -107,9 +107,7 @@ fn main() {
         let mut renderer = plan.renderer();
         let render = measure(|| {
             let env = plan.task(node, 0, gpus, gpus).unwrap();
-            plan.tf_config_nul(&mut renderer, env.role, env.index)
-                .unwrap()
-                .len()
+            plan.tf_config_nul(&mut renderer, env.role, env.index).len()
         });
         let plan_time = measure(|| {
             let plan = StepPlan::new(&spec, &admin, &inputs(&s)).unwrap();

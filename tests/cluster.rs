@@ -12,7 +12,7 @@
 #![allow(clippy::type_complexity)] // tables of cases
 
 mod common;
-use common::cluster::{dir, plugin, sh, tool, PlugStack};
+use common::cluster::{dir, plugin, sh, sh_ok, tool, PlugStack};
 use common::release;
 use serde_json::Value;
 use std::collections::HashSet;
@@ -793,15 +793,9 @@ const PROXIES: &[(&str, &str, &str)] = &[
 #[ignore = "needs the test cluster: run tests/run.sh"]
 fn grpc_bypasses_a_proxy_for_the_cluster() {
     for (env, option, want) in PROXIES {
-        let out = sh(&format!(
+        let stdout = sh_ok(&format!(
             "{env} srun -w n011,n012 -N2 -n2 {option} sh -c 'echo \"P|${{no_grpc_proxy--}}\"'"
         ));
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let stdout = String::from_utf8_lossy(&out.stdout);
         let got: Vec<Vec<&str>> = common::cluster::records(&stdout, "P");
         assert_eq!(got, vec![vec![*want]; 2], "{env} srun {option}");
     }

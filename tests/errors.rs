@@ -223,7 +223,6 @@ fn listed(e: &Error) {
         | EnvTooLarge { .. }
         | BadGpuList { .. }
         | RepeatedGpu { .. }
-        | TfConfigTooLarge { .. }
         | UnknownSetting { .. }
         | BadSetting { .. } => {}
     }

@@ -3,7 +3,7 @@
 //! with 64 nodes named tfc-node-0001 ... tfc-node-0064 declaring 96 CPUs each.
 
 mod common;
-use common::cluster::{dir, records, sh};
+use common::cluster::{dir, records, sh, sh_ok};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use tfcluster::core::{Settings, Spec, StepInputs, StepPlan};
@@ -19,15 +19,9 @@ const TASK: &str = r#"sh -c 'c=${TF_CONFIG%,\"task\"*}; t=${TF_CONFIG##*\"task\"
 fn four_thousand_tasks_on_sixty_four_nodes() {
     let file = dir().join("scale-tf-config.json");
     let task = TASK.replace("{file}", &file.display().to_string());
-    let out = sh(&format!(
+    let stdout = sh_ok(&format!(
         "srun -N64 -n4096 --tf-cluster={SPEC},end_with_chief=no {task}"
     ));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     let tasks = records(&stdout, "T");
     assert_eq!(tasks.len(), 4096, "every task reported");
     let digests: HashSet<&str> = tasks.iter().map(|t| t[3]).collect();
@@ -108,15 +102,9 @@ fn the_largest_step_that_fits_and_one_past_it() {
             hi = mid
         }
     }
-    let sizes = sh(&format!(
+    let stdout = sh_ok(&format!(
         "srun -N64 -n{lo} --tf-cluster={SPEC},end_with_chief=no sh -c 'echo \"S|${{#TF_CONFIG}}\"'"
     ));
-    assert!(
-        sizes.status.success(),
-        "{}",
-        String::from_utf8_lossy(&sizes.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&sizes.stdout);
     let lens: Vec<usize> = records(&stdout, "S")
         .iter()
         .map(|r| r[0].parse().unwrap())

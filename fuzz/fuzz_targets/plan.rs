@@ -99,9 +99,7 @@ fn check(plan: &StepPlan, gpus: Option<&str>) {
         let text = plan
             .tf_config(env.role, env.index)
             .expect("sized when planned");
-        let nul = plan
-            .tf_config_nul(&mut renderer, env.role, env.index)
-            .unwrap();
+        let nul = plan.tf_config_nul(&mut renderer, env.role, env.index);
         assert_eq!(
             nul.strip_suffix('\0'),
             Some(text.as_str()),

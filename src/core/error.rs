@@ -232,15 +232,6 @@ pub enum Error {
 
     // ---- TF_CONFIG ----------------------------------------------------------------------
     #[error(
-        "TF_CONFIG for {tasks} tasks would be {bytes} bytes, over Linux's limit of {limit} bytes for one \
-         environment variable; use fewer tasks or shorter node addresses"
-    )]
-    TfConfigTooLarge {
-        tasks: u32,
-        bytes: usize,
-        limit: usize,
-    },
-    #[error(
         "{name} for {tasks} tasks would be {bytes} bytes, over Linux's limit of {limit} bytes for one \
          environment variable; use fewer tasks or shorter node addresses"
     )]
@@ -273,9 +264,7 @@ impl Error {
             Error::LayoutMismatch { .. } | Error::TaskHostCount { .. }
         )
     }
-}
 
-impl Error {
     /// A node cannot give its task the GPUs the step needs: the task does not start, and
     /// its peers on other nodes would wait for it (up to TensorFlow's one-hour registration
     /// timeout), so the whole step stops.

@@ -281,15 +281,7 @@ impl StepPlan {
                 jobs.push(':');
                 text::push_decimal(&mut jobs, ports.of_slot(p.slot as usize).into(), 0);
             }
-            let bytes = DTENSOR_JOBS.len() + 1 + jobs.len() + 1;
-            if bytes > tf_config::ENV_STRING_LIMIT {
-                return Err(Error::EnvTooLarge {
-                    name: DTENSOR_JOBS,
-                    tasks,
-                    bytes,
-                    limit: tf_config::ENV_STRING_LIMIT,
-                });
-            }
+            tf_config::check_env_size(DTENSOR_JOBS, DTENSOR_JOBS.len() + jobs.len() + 2, tasks)?;
             Some(jobs)
         } else {
             None
@@ -432,22 +424,22 @@ impl StepPlan {
         }
     }
 
-    /// A task's TF_CONFIG followed by a NUL, rendered in the node's buffers.
+    /// A task's TF_CONFIG followed by a NUL, rendered in the node's buffers. Its size was
+    /// checked for every task when the plan was made, so a task pays no check of its own.
     pub fn tf_config_nul<'r>(
         &self,
         renderers: &'r mut Renderers,
         role: Role,
         index: u32,
-    ) -> Result<&'r str> {
+    ) -> &'r str {
         let rpc = self.settings.rpc_layer.as_deref();
-        tf_config::check_size(self.cluster_of(role), role, index, rpc, self.tasks())?;
         let renderer = match (role, &self.evaluator_json) {
             (Role::Evaluator, Some(json)) => renderers
                 .evaluator
                 .get_or_insert_with(|| TaskRenderer::new(json, rpc)),
             _ => &mut renderers.trainers,
         };
-        Ok(renderer.render_nul(role, index))
+        renderer.render_nul(role, index)
     }
 
     /// The environment of the task at local `slot` on `node`. `step_gpus` is the node's

@@ -6,6 +6,16 @@
 //! sets `no_grpc_proxy` to what the user had (either variable) plus every address in the
 //! cluster, and only when a proxy is set.
 
+/// The variables that make gRPC use a proxy (it reads the lower-case forms; the upper-case ones
+/// are checked too, since other tools in the same job honour them and sites set both).
+pub const PROXY_VARS: &[&str] = &[
+    "grpc_proxy",
+    "https_proxy",
+    "http_proxy",
+    "HTTPS_PROXY",
+    "HTTP_PROXY",
+];
+
 /// The proxy variables gRPC reads, as the task's environment has them.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ProxyEnv<'a> {

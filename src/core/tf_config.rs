@@ -98,9 +98,15 @@ pub fn check_size(
     rpc_layer: Option<&str>,
     tasks: u32,
 ) -> Result<()> {
-    let bytes = env_string_len(cluster, role, index, rpc_layer);
+    check_env_size(NAME, env_string_len(cluster, role, index, rpc_layer), tasks)
+}
+
+/// Refuses an environment string `NAME=value\0` of `bytes` bytes that Linux would not let
+/// `execve` pass (`tasks`: the step's, for the message).
+pub fn check_env_size(name: &'static str, bytes: usize, tasks: u32) -> Result<()> {
     if bytes > ENV_STRING_LIMIT {
-        return Err(Error::TfConfigTooLarge {
+        return Err(Error::EnvTooLarge {
+            name,
             tasks,
             bytes,
             limit: ENV_STRING_LIMIT,

@@ -65,6 +65,17 @@ pub fn sh(line: &str) -> Output {
         .unwrap()
 }
 
+/// Runs `line` like [`sh`], which must succeed (its stderr is the failure message); its stdout.
+pub fn sh_ok(line: &str) -> String {
+    let out = sh(line);
+    assert!(
+        out.status.success(),
+        "{line}:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// Lines of `text` that start with `PREFIX|`, split on `|` (without the prefix).
 pub fn records<'a>(text: &'a str, prefix: &str) -> Vec<Vec<&'a str>> {
     let prefix = format!("{prefix}|");

@@ -50,9 +50,7 @@ pub fn tf_config(plan: &StepPlan, rank: u32) -> Value {
     let text = plan.tf_config(env.role, env.index).unwrap();
     // What slurmstepd hands the task: rendered in the node's buffer, the same text.
     let mut renderer = plan.renderer();
-    let nul = plan
-        .tf_config_nul(&mut renderer, env.role, env.index)
-        .unwrap();
+    let nul = plan.tf_config_nul(&mut renderer, env.role, env.index);
     assert_eq!(nul.strip_suffix('\0'), Some(text.as_str()));
     serde_json::from_str(&text).expect("valid JSON")
 }

@@ -4,7 +4,7 @@
 use super::{settings, state, TASK_HOSTS_VAR};
 use crate::core::plan::Renderers;
 use crate::core::plan::DTENSOR_JOBS;
-use crate::core::proxy::{no_grpc_proxy, ProxyEnv};
+use crate::core::proxy::{no_grpc_proxy, ProxyEnv, PROXY_VARS};
 use crate::core::{Component, Error, GpuAction, Settings, Spec, StepInputs, StepPlan};
 use crate::spank::error::ShellError;
 use crate::spank::ffi;
@@ -132,13 +132,7 @@ fn plan_node(
         .is_some_and(|v| v > 3);
     let no_grpc_proxy = if plan.settings.grpc_proxy_bypass {
         let mut proxy_set = false;
-        for name in [
-            "grpc_proxy",
-            "https_proxy",
-            "http_proxy",
-            "HTTPS_PROXY",
-            "HTTP_PROXY",
-        ] {
+        for &name in PROXY_VARS {
             proxy_set |= env(name)?.is_some_and(|v| !v.trim().is_empty());
         }
         let (no_grpc, no) = (env("no_grpc_proxy")?, env("no_proxy")?.or(env("NO_PROXY")?));
@@ -229,7 +223,7 @@ fn apply(sp: &Spank, node: &mut Node) -> Result<(), ShellError> {
     };
     let tf_config = node
         .plan
-        .tf_config_nul(&mut node.renderer, env.role, env.index)?;
+        .tf_config_nul(&mut node.renderer, env.role, env.index);
     sp.setenv_nul("TF_CONFIG", tf_config)
         .map_err(|err| ShellError::SetEnv {
             name: "TF_CONFIG",
