@@ -5,8 +5,9 @@
 #   2. TensorFlow's SlurmClusterResolver on the same layouts, and TensorFlow's import time;
 #   3. end to end on the 4-node test cluster: launch time with/without the option/plugin, and
 #      slurmstepd's memory (benches/e2e.sh);
-#   4. cost at scale on a 64-node test cluster: `srun -N64 -n4096 true` with and without the
-#      plugin and against the floor any TF_CONFIG delivery pays (benches/scale.sh);
+#   4. cost at scale on a 64-node test cluster, on every release in its Debian root:
+#      `srun -N64 -n4096 true` with and without the plugin and against the floors any TF_CONFIG
+#      delivery pays (benches/scale-release.sh, benches/scale.sh);
 #   5. the size of the plugin.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -68,24 +69,38 @@ print(f"| VmRSS | {mem['option']} KiB | {mem['loaded']} KiB | {mem['none']} KiB 
 PY
 echo
 
+# (Before the scale runs, which rebuild target/release for each release.)
+echo "plugin: $(stat -c %s "$plugin") bytes ($(basename "$plugin"), release build)"
+echo
+
 tests/cluster/cluster.sh down 2>/dev/null
-TFC_NODES="$(printf 'tfc-node-%04d ' $(seq 64))" TFC_CPUS=96 tests/cluster/cluster.sh up "$plugin" 2>/dev/null
-bash benches/scale.sh "$plugin" "${BENCH_SCALE_RUNS:-5}" > "$tmp/scale.jsonl"
+# At scale, on every release (each in its Debian root, as its tests run).
+for release in ${BENCH_SCALE_RELEASES:-$(awk '!/^#/ && NF {print $1}' tests/releases.tsv)}; do
+    bash benches/scale-release.sh "$release" "${BENCH_SCALE_RUNS:-7}" 2>/dev/null
+done > "$tmp/scale.jsonl"
 "$python" - "$tmp/scale.jsonl" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
-r = next(r for r in rows if "launch" in r)
-print("| `srun -N64 -n4096 true` (median of %d interleaved runs) | ms |" % r["runs"])
-print("|---|---:|")
-print(f"| (a) --tf-cluster=chief:1,ps:8,worker:* ({r['tf_config_bytes']} B TF_CONFIG) | {r['option_ms']} |")
-print(f"| (b) plugin loaded, no option | {r['loaded_ms']} |")
-print(f"| (c) no plugin | {r['none_ms']} |")
-print(f"| (d) no plugin, a {r['tf_config_bytes']} B variable exported to every task | {r['floor_ms']} |")
-print(f"| a/c, a/d | {r['a_over_c']:.3f}, {r['a_over_d']:.3f} |")
-m = next(r for r in rows if "memory" in r)
-print()
-print(f"slurmstepd resident memory per process, 64 tasks per node: {m['option_kb']} KiB with the option, {m['none_kb']} KiB without the plugin")
+rel = list(dict.fromkeys(r["release"] for r in rows))
+def of(kind):
+    return {r["release"]: r for r in rows if kind in r}
+w, c, m, p = of("launch"), of("cpu"), of("memory"), of("perf")
+size = next(iter(w.values()))["tf_config_bytes"]
+print("| `srun -N64 -n4096 true`, median of %d interleaved runs | " % next(iter(w.values()))["runs"]
+      + " | ".join(f"Slurm {r}" for r in rel) + " |")
+print("|---|" + "---:|" * len(rel))
+def row(name, cells):
+    print(f"| {name} | " + " | ".join(cells) + " |")
+row("(a) `--tf-cluster=chief:1,ps:8,worker:*`", [f"{w[r]['option_ms']} ms" for r in rel])
+row("(b) plugin loaded, no option", [f"{w[r]['loaded_ms']} ms" for r in rel])
+row("(c) no plugin", [f"{w[r]['none_ms']} ms" for r in rel])
+row(f"(d) no plugin, a {size}-byte variable exported to every task", [f"{w[r]['floor_ms']} ms" for r in rel])
+row(f"(e) `setenv_floor.so`: only `spank_setenv` of {size} bytes per task", [f"{w[r]['spank_ms']} ms" for r in rel])
+row("a/c", [f"{w[r]['a_over_c']:.3f}" for r in rel])
+row("**a/d** (goal: within 1.02)", [f"**{w[r]['a_over_d']:.3f}**" for r in rel])
+row("a/e", [f"{w[r]['a_over_e']:.3f}" for r in rel])
+row("machine CPU per launch, a/d", [f"{c[r]['a_over_d']:.3f} ({c[r]['a']} / {c[r]['d']} ms)" for r in rel])
+row("CPU samples in tfcluster's own code (perf)", [f"{p[r]['tfcluster_pct']}%" if r in p else "-" for r in rel])
+row("slurmstepd resident memory per node, with / without", [f"{m[r]['option_kb']} / {m[r]['none_kb']} KiB" for r in rel])
 PY
-echo
-echo "plugin: $(stat -c %s "$plugin") bytes ($(basename "$plugin"), release build)"
 rm -rf "$tmp"

@@ -21,6 +21,7 @@ step=(-N64 -n4096)
 # end_with_chief=no: `true` exits at once, and stopping the step after the chief would time
 # Slurm's step cancellation, not the delivery of TF_CONFIG.
 spec=--tf-cluster=chief:1,ps:8,worker:*,end_with_chief=no
+here=$(cd "$(dirname "$0")" && pwd)
 cd /tmp
 
 # The size of that step's TF_CONFIG, as the plugin gives it to rank 0.
@@ -28,13 +29,13 @@ echo "required $plugin" > "$stack"
 size=$(srun "${step[@]}" "$spec" sh -c '[ "$SLURM_PROCID" = 0 ] && printf %s "${#TF_CONFIG}"; true')
 floor=$(head -c "$size" /dev/zero | tr '\0' x)
 # The SPANK floor plugin, for the same release as the plugin (its version word).
-release=$(bash "$(dirname "$0")/../packaging/plugin-version.sh" "$plugin")
+release=$(bash "$here/../packaging/plugin-version.sh" "$plugin")
 # (TFC_SETENV_FLOOR: one built elsewhere, e.g. outside a test root that has no compiler.)
 spank_so=${TFC_SETENV_FLOOR:-$dir/setenv_floor.so}
-[ -n "${TFC_SETENV_FLOOR:-}" ] || cc -shared -fPIC -O2 -I "$(dirname "$0")/../spank-headers" \
+[ -n "${TFC_SETENV_FLOOR:-}" ] || cc -shared -fPIC -O2 -I "$here/../spank-headers" \
     -DPLUGIN_VERSION="$(( (10#${release%.*} << 16) | (10#${release#*.} << 8) ))" \
-    -o "$spank_so" "$(dirname "$0")/setenv_floor.c"
-[ "$(bash "$(dirname "$0")/../packaging/plugin-version.sh" "$spank_so")" = "$release" ]
+    -o "$spank_so" "$here/setenv_floor.c"
+[ "$(bash "$here/../packaging/plugin-version.sh" "$spank_so")" = "$release" ]
 
 # CPU time the whole machine spent (user+nice+system+irq+softirq, in ms, not steal or idle):
 # on a quiet machine, what a launch costs in work, steadier than its wall time.
