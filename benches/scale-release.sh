@@ -18,6 +18,7 @@ suite=$(awk -v r="$release" '$1 == r {print $2}' tests/releases.tsv)
 [ -n "$suite" ] || { echo "release $release is not in tests/releases.tsv" >&2; exit 2; }
 root=tests/release/root.sh
 out=$repo/target/bench-$release
+stack=${TFC_DIR:-/tmp/tfcluster-cluster}/etc/plugstack.conf
 mkdir -p "$out"
 
 "$root" up "$suite" >&2
@@ -42,7 +43,7 @@ sed "s/^{/{\"release\":\"$release\",/" "$out/scale.jsonl"
 perf_share() { # plugstack line, srun options... -> percent of all samples in that plugin's .so
     local data=$out/perf.data so
     so=$(basename "${1%% *}")
-    echo "required $1" > /tmp/tfcluster-cluster/etc/plugstack.conf
+    echo "required $1" > "$stack"
     shift
     perf record -q -a -F 999 -o "$data" -- "$root" exec "$suite" \
         sh -c 'cd /tmp && srun -N64 -n4096 "$@" true' sh "$@" >/dev/null 2>&1
@@ -56,4 +57,4 @@ if perf record -q -a -o "$out/perf.data" -- true >/dev/null 2>&1; then
     printf '{"release":"%s","perf":"share of all CPU samples of one launch, in the plugin'"'"'s own code","tfcluster_pct":%s,"setenv_floor_pct":%s}\n' \
         "$release" "$a" "$e"
 fi
-echo "required $plugin" > /tmp/tfcluster-cluster/etc/plugstack.conf
+echo "required $plugin" > "$stack"
