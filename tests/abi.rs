@@ -222,6 +222,30 @@ fn exports_only_what_slurm_needs() {
     );
 }
 
+/// libc and the dynamic loader only: GCC's unwinder is linked in (build.rs), since one more
+/// shared library in slurmstepd is five more mappings that every task's fork copies.
+#[test]
+fn needs_no_shared_library_but_libc() {
+    let out = Command::new("readelf")
+        .args(["-d", "-W"])
+        .arg(plugin_path())
+        .output()
+        .expect("readelf (binutils)");
+    assert!(out.status.success());
+    let needed: Vec<String> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("(NEEDED)"))
+        .filter_map(|l| Some(l.split('[').nth(1)?.trim_end_matches(']').to_string()))
+        .collect();
+    assert!(
+        needed
+            .iter()
+            .all(|lib| lib == "libc.so.6" || lib.starts_with("ld-linux")),
+        "{needed:?}"
+    );
+}
+
 #[test]
 fn plugin_version_is_the_installed_slurm_release() {
     let header = std::fs::read_to_string(
