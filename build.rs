@@ -74,9 +74,9 @@ fn main() {
 /// beside it. Rust's std needs an unwinder for the hooks' `catch_unwind`, and takes it from
 /// libgcc_s. Slurm 26.05's slurmstepd does not load libgcc_s otherwise, so it would be one more
 /// shared library: 5 more memory mappings, which every task's `fork` and `execve` copy and tear
-/// down. At 4096 tasks, loading the plugin then cost 2–3% of the launch. In the release build
-/// (LTO) the archive resolves every unwinder symbol first, and the linker's `--as-needed` drops
-/// libgcc_s. Panics never leave the plugin (each hook catches them), which is when GCC says a
+/// down. At 4096 tasks, loading the plugin then cost 2–3% of the launch. Our native libraries
+/// come before std's on the link line, so the archive resolves every unwinder symbol first (in
+/// debug and release builds alike), and the linker's `--as-needed` drops libgcc_s. Panics never leave the plugin (each hook catches them), which is when GCC says a
 /// static libgcc is safe in a shared library. Without GCC's archive (another C compiler), the
 /// plugin keeps libgcc_s.
 fn static_unwinder() {
