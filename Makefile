@@ -53,6 +53,7 @@ install-config: install
 	fi
 
 uninstall:
+	@test -n "$(SLURM_PLUGIN_DIR)" || { echo "set SLURM_PLUGIN_DIR" >&2; exit 1; }
 	rm -f $(DESTDIR)$(PLUGIN_PATH) $(DESTDIR)$(SHARE)/tfcluster.conf $(DESTDIR)$(SHARE)/plugstack.conf.example
 	-rmdir $(DESTDIR)$(SHARE)
 

@@ -39,8 +39,6 @@ fn main() {
         format!(
             "/// The Slurm release this plugin was built for (`(major << 16) | (minor << 8) | micro`).\n\
              pub const SLURM_VERSION_NUMBER: u32 = {number:#08x};\n\
-             /// The same, as text.\n\
-             pub const SLURM_VERSION_TEXT: &str = \"{major}.{minor:02}.{micro}\";\n\
              /// The include directory of the Slurm this build is for (`tests/abi.rs` checks our\n\
              /// header against the `slurm/spank.h` there).\n\
              pub const SLURM_INCLUDE_DIR: &str = {include:?};\n\
@@ -100,11 +98,17 @@ fn static_unwinder() {
     }
 }
 
-/// What differs between Slurm releases for the plugin, beyond `plugin_version`.
+/// What differs between Slurm releases for the plugin, beyond `plugin_version`: the one place
+/// that knows (tests/releases.tsv lists the releases each row is tested on).
 struct ReleaseApi {
-    /// `slurm_kill_job_step`'s form: `job_step` (job id, step id, signal) up to 23.02;
-    /// `job_step_flags` (plus flags, with KILL_NO_SIG_FAIL) from 23.11; `step_id` (a
-    /// `slurm_step_id_t *`, signal, flags) from 26.05.
+    /// `slurm_kill_job_step`'s form (slurm/slurm.h of each release):
+    /// - `job_step` (job id, step id, signal): up to 23.02;
+    /// - `job_step_flags` (plus flags, with KILL_NO_SIG_FAIL): 23.11 to 25.05;
+    /// - `step_id` (a `slurm_step_id_t *`, signal, flags): from 25.11 (SchedMD commit
+    ///   0aba30e383, first in 25.11.0rc1; the 26.05 release notes are the first to mention it).
+    ///
+    /// Calling another release's form does not fail to load: 25.11 took the job id for a
+    /// pointer and never ended the step.
     kill_step: &'static str,
     /// 26.05 and later: block-distributed steps follow the topology plugin's node ranks.
     topology_orders_block_steps: bool,
@@ -113,8 +117,8 @@ struct ReleaseApi {
 impl ReleaseApi {
     fn of(major: u32, minor: u32) -> ReleaseApi {
         let kill_step = match (major, minor) {
-            (..=23, 0..=2) | (..=22, _) => "job_step",
-            (..=25, _) => "job_step_flags",
+            (..=22, _) | (23, ..=2) => "job_step",
+            (..=24, _) | (25, ..=10) => "job_step_flags",
             _ => "step_id",
         };
         ReleaseApi {

@@ -3,8 +3,8 @@
  *
  * Written for this project from published ABI facts (item and context numbers, error codes,
  * the option struct layout, function signatures); no part of Slurm's headers is copied.
- * tests/abi.rs compiles tests/abi_check.c against the installed <slurm/spank.h> to prove
- * every value and offset here equals Slurm's.
+ * tests/abi.rs writes every value, offset and prototype here as a static assertion against
+ * the installed <slurm/spank.h> and <slurm/slurm.h>, and compiles it, on every release tested.
  *
  * Valid for Slurm 21.08 and later (error codes 3000+). What differs between releases (the
  * version word the plugin exports, slurm_kill_job_step's form) is chosen by build.rs from the
@@ -130,7 +130,8 @@ char *slurm_strerror(int errnum);
 /* Flag (23.11+): the tasks this kills are reported as successful, so srun and the job's exit
  * status are the tasks' own. */
 #define TFC_KILL_NO_SIG_FAIL (1 << 10)
-/* slurm_step_id_t from 26.05: sluid (uint64_t), job id, heterogeneous component, step id. */
+/* slurm_step_id_t as slurm_kill_job_step takes it from 25.11: sluid (uint64_t), job id,
+ * heterogeneous component, step id. */
 typedef struct tfc_step_id {
     uint64_t sluid;
     uint32_t job_id;

@@ -759,8 +759,8 @@ fn a_batch_job_ends_with_the_chiefs_result() {
 
 #[test]
 fn releases_agree_with_the_runner() {
-    // tests/releases.tsv (what tests/run.sh runs) and tests/common/release.rs (what each
-    // release shows users) list the same releases.
+    // tests/releases.tsv (what tests/run.sh runs, in which root) and tests/common/release.rs
+    // (what each release shows users) list the same releases.
     let tsv = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/releases.tsv"))
         .unwrap();
     let runner: Vec<(&str, &str)> = tsv
@@ -773,7 +773,7 @@ fn releases_agree_with_the_runner() {
         .collect();
     let table: Vec<(&str, &str)> = release::RELEASES
         .iter()
-        .map(|r| (r.version, r.suite))
+        .map(|r| (r.version, r.root))
         .collect();
     assert_eq!(runner, table);
 }

@@ -6,7 +6,7 @@
 
 mod common;
 use common::cluster::{dir, plugin, sh, tool, PlugStack};
-use common::release;
+use common::release::{self, Install};
 use std::path::Path;
 use std::process::Command;
 
@@ -133,53 +133,70 @@ fn an_installed_plugin_runs_through_an_included_snippet() {
     let _ = std::fs::remove_dir_all(&prefix);
 }
 
+/// As the site installs it: Debian's Slurm gets tfcluster's .deb (dpkg -i, a step, dpkg -r); a
+/// Slurm built from source gets `make install`, which finds its plugin directory
+/// (/usr/local/lib/slurm), and `make uninstall`.
 #[test]
 #[ignore = "needs root and the test cluster: run tests/run.sh"]
-fn the_debian_package_installs_runs_and_removes() {
+fn the_sites_own_install_runs_and_removes() {
     let release = release::current();
-    let deb = make(&["deb", &format!("PLUGIN={}", plugin())]);
-    let deb = deb.trim();
-    assert!(
-        deb.ends_with(&format!(
-            "slurm-spank-tfcluster_0.1.0+slurm{}_amd64.deb",
-            release.version
-        )),
-        "{deb}"
-    );
-    let info = run(&format!("dpkg-deb -f {deb} Version Depends"));
-    assert_eq!(
-        info,
-        format!(
-            "Version: 0.1.0+slurm{v}\nDepends: slurm-wlm-basic-plugins (>= {v}), slurm-wlm-basic-plugins (<< {n})\n",
-            v = release.version,
-            n = release.next()
-        )
-    );
-    run(&format!("dpkg -i {deb}"));
-    let installed = "/usr/lib/x86_64-linux-gnu/slurm-wlm/spank_tfcluster.so";
+    let plugin_var = format!("PLUGIN={}", plugin());
+    let (installed, install, remove) = match release.install {
+        Install::DebianPackage => {
+            let deb = make(&["deb", &plugin_var]);
+            let deb = deb.trim().to_string();
+            assert!(
+                deb.ends_with(&format!(
+                    "slurm-spank-tfcluster_0.1.0+slurm{}_amd64.deb",
+                    release.version
+                )),
+                "{deb}"
+            );
+            let info = run(&format!("dpkg-deb -f {deb} Version Depends"));
+            assert_eq!(
+                info,
+                format!(
+                    "Version: 0.1.0+slurm{v}\nDepends: slurm-wlm-basic-plugins (>= {v}), slurm-wlm-basic-plugins (<< {n})\n",
+                    v = release.version,
+                    n = release.next()
+                )
+            );
+            (
+                "/usr/lib/x86_64-linux-gnu/slurm-wlm/spank_tfcluster.so",
+                format!("dpkg -i {deb}"),
+                "dpkg -r slurm-spank-tfcluster".to_string(),
+            )
+        }
+        Install::FromSource => (
+            "/usr/local/lib/slurm/spank_tfcluster.so",
+            format!("make -s -C {} install {plugin_var}", root().display()),
+            format!("make -s -C {} uninstall", root().display()),
+        ),
+    };
+    run(&install);
     let ok = exists(installed);
     let stack = PlugStack::set("include /usr/share/tfcluster/tfcluster.conf");
     let configs = step_tf_configs();
     drop(stack);
-    run("dpkg -r slurm-spank-tfcluster");
-    assert!(
-        ok,
-        "the package installs the plugin in Slurm's plugin directory"
-    );
+    run(&remove);
+    assert!(ok, "{install}: the plugin is in Slurm's plugin directory");
     assert_eq!(configs.len(), 2, "{configs:?}");
-    assert!(!exists(installed), "dpkg -r removes it");
+    assert!(!exists(installed), "{remove} removes it");
+    assert!(!exists("/usr/share/tfcluster/tfcluster.conf"), "{remove}");
 }
 
 #[test]
 #[ignore = "needs root and the test cluster: run tests/run.sh"]
 fn a_plugin_built_for_another_release_is_refused_by_slurm() {
-    // The same sources, built for Slurm 23.02 (as a site would for its release).
-    let target = root().join("target/slurm-23.02");
+    // The same sources, built for another Slurm release (as a site would for its release).
+    let release = release::current();
+    let other = release.another().version;
+    let target = root().join(format!("target/slurm-{other}-other"));
     let built = Command::new("cargo")
         .args(["build", "--quiet", "--lib", "--target-dir"])
         .arg(&target)
         .current_dir(root())
-        .env("TFCLUSTER_SLURM_VERSION", "23.02")
+        .env("TFCLUSTER_SLURM_VERSION", other)
         .status()
         .unwrap();
     assert!(built.success());
@@ -189,7 +206,7 @@ fn a_plugin_built_for_another_release_is_refused_by_slurm() {
         root().join("packaging/plugin-version.sh").display(),
         so.display()
     ));
-    assert_eq!(version, "23.02\n");
+    assert_eq!(version, format!("{other}\n"));
 
     // The release under test refuses it: with `optional` the job still runs, the option does
     // not exist.
@@ -201,13 +218,14 @@ fn a_plugin_built_for_another_release_is_refused_by_slurm() {
     let required = sh("srun -N1 -n1 true");
     drop(stack);
     let stderr = |o: &std::process::Output| String::from_utf8_lossy(&o.stderr).into_owned();
-    let refused = release::current()
-        .optional_other_release
-        .replace("{so}", &so.display().to_string());
     assert!(optional.status.success());
+    let refused = release
+        .optional_other_release
+        .replace("{so}", &so.display().to_string())
+        .replace("{version}", other);
     assert!(
         stderr(&optional).contains(&refused),
-        "{}",
+        "{refused:?} in {}",
         stderr(&optional)
     );
     assert_eq!(with_option.status.code(), Some(255));

@@ -1,49 +1,95 @@
 #!/usr/bin/env bash
 # Every test of tfcluster, on a fresh Debian 12 as root:
 #   1. installs what is missing (tests/setup.sh);
-#   2. lints (rustfmt, clippy) where those tools are installed;
-#   3. unit, table, property, ABI and symbol tests (cargo test), and a deterministic short run
+#   2. starts preparing, in the background and in test order, the root of every Slurm release
+#      of tests/releases.tsv: the Debian roots of 22.05, 24.11 and 26.05, and Debian 12 roots
+#      in which SchedMD's sources of 23.02, 23.11, 24.05, 25.05 and 25.11 are built (each made
+#      once per machine, then cached; tests/release/root.sh);
+#   3. lints (rustfmt, clippy) where those tools are installed;
+#   4. unit, table, property, ABI and symbol tests (cargo test), and a deterministic short run
 #      of every fuzz target (fuzz/run.sh smoke; `make fuzz` is the real campaign);
-#   4. makes (once per machine) a TensorFlow virtualenv (tests/tensorflow/setup.sh);
-#   5. on every Slurm release of tests/releases.tsv (22.05, 24.11, 26.05), in a Debian root of
-#      that release (made once, then cached): builds the plugin from the release's headers,
-#      checks our header against its spank.h, brings up a real 4-node cluster of that release
-#      and runs the end-to-end, install/packaging and TensorFlow tests on it, then tears it down
-#      (tests/release/run.sh).
-# TFC_RELEASES="24.11" (space separated) runs step 5 on those releases only; "none" skips it.
+#   5. makes (once per machine) a TensorFlow virtualenv (tests/tensorflow/setup.sh);
+#   6. on every release, in its root (waiting for the background to finish it): builds the
+#      plugin from the release's headers, checks our header against them, brings up a real
+#      4-node cluster of that release and runs the end-to-end, lifecycle, install/packaging and
+#      topology tests on it (and TensorFlow, node-rank and scale tests where the table says),
+#      then tears it down (tests/release/run.sh).
+# A source release whose tarball is not in TFC_SLURM_SRC (default ../shared/slurm-src) is
+# reported as skipped, by name. TFC_RELEASES="25.11" (space separated) runs step 6 on those
+# releases only; "none" skips it.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 . tests/setup.sh
 
+logs=$(mktemp -d)
+releases=${TFC_RELEASES:-$(awk '!/^#/ && NF {print $1}' tests/releases.tsv)}
+[ "$releases" = none ] && releases=
+root_of() { awk -v r="$1" '$1 == r {print $2}' tests/releases.tsv; }
+tested=() skipped=()
+for release in $releases; do
+    r=$(root_of "$release")
+    [ -n "$r" ] || { echo "tfcluster: release $release is not in tests/releases.tsv" >&2; exit 2; }
+    if [[ $r == slurm-* ]] && ! tests/release/root.sh source "$r" >/dev/null 2>&1; then
+        skipped+=("$release")
+    else
+        tested+=("$release")
+    fi
+done
+
+# The roots, in the order the releases are tested; each release's run waits for its own.
+prepare=
+if [ ${#tested[@]} -gt 0 ]; then
+    setsid bash -c 'for r in "$@"; do tests/release/root.sh make "$r" || echo "tfcluster: could not make the $r root" >&2; done' \
+        prepare $(for release in "${tested[@]}"; do root_of "$release"; done) >"$logs/prepare" 2>&1 </dev/null &
+    prepare=$!
+fi
+cleanup() {
+    [ -n "$prepare" ] && kill -- -"$prepare" 2>/dev/null || true
+    rm -rf "$logs"
+}
+trap cleanup EXIT
+
 if cargo fmt --version >/dev/null 2>&1; then cargo fmt --all -- --check; fi
 if cargo clippy --version >/dev/null 2>&1; then cargo clippy --all-targets --quiet -- -D warnings; fi
 
-logs=$(mktemp -d)
-trap 'rm -rf "$logs"' EXIT
 passed() { sed -n 's/^test result: [a-zA-Z]*\. \([0-9]*\) passed.*/\1/p' "$1" | awk '{s += $1} END {print s + 0}'; }
 failed() { sed -n 's/^test result: .* \([0-9]*\) failed;.*/\1/p' "$1" | awk '{s += $1} END {print s + 0}'; }
 
 cargo test 2>&1 | tee "$logs/host"
 bash fuzz/run.sh smoke
-releases=${TFC_RELEASES:-$(awk '!/^#/ && NF {print $1}' tests/releases.tsv)}
-[ "$releases" = none ] && releases=
-[ -z "$releases" ] || python=$(bash tests/tensorflow/setup.sh)
+python=
+for release in "${tested[@]}"; do
+    if awk -v r="$release" '$1 == r {print $3}' tests/releases.tsv | grep -qw tensorflow; then
+        python=$(bash tests/tensorflow/setup.sh)
+        break
+    fi
+done
 bad=()
-for release in $releases; do
+for release in "${tested[@]}"; do
+    start=$SECONDS
     if ! TFC_PYTHON=$python bash tests/release/run.sh "$release" 2>&1 | tee "$logs/$release"; then
         bad+=("$release")
         echo "tfcluster: the tests FAILED on Slurm $release (see above)" >&2
     fi
+    echo "$((SECONDS - start))" > "$logs/$release.seconds"
 done
+if [ -n "$prepare" ]; then
+    wait "$prepare" || true
+    prepare=
+    sed 's/^/prepare: /' "$logs/prepare"
+fi
 
 echo
-echo "host (no cluster): $(passed "$logs/host") passed"
+echo "host (no cluster): $(passed "$logs/host") passed, $(failed "$logs/host") failed"
 total_passed=$(passed "$logs/host") total_failed=$(failed "$logs/host")
-for release in $releases; do
-    echo "Slurm $release: $(passed "$logs/$release") passed, $(failed "$logs/$release") failed"
+for release in "${tested[@]}"; do
+    echo "Slurm $release: $(passed "$logs/$release") passed, $(failed "$logs/$release") failed ($(cat "$logs/$release.seconds") s)"
     total_passed=$((total_passed + $(passed "$logs/$release")))
     total_failed=$((total_failed + $(failed "$logs/$release")))
+done
+for release in "${skipped[@]}"; do
+    echo "Slurm $release: skipped: its source $(root_of "$release").tar.xz is not in ${TFC_SLURM_SRC:-../shared/slurm-src}"
 done
 echo "total: $total_passed passed, $total_failed failed"
 if [ ${#bad[@]} -gt 0 ]; then

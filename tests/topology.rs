@@ -1,7 +1,10 @@
 //! Slurm 26.05's topology order for block steps: the rules (tables, every row seen on a Slurm
 //! 26.05.5 test cluster) and, on the test cluster started with a tree topology, what every
 //! release really does. tests/release/run.sh runs the cluster part on each release with
-//! TFC_TOPOLOGY set (leaf switch s1 = n011,n9 and s2 = n012,n10: not node order).
+//! TFC_TOPOLOGY set (leaf switch s1 = n011,n9 and s2 = n012,n10: not node order), and on the
+//! releases marked `noderank` again with TFC_TOPOLOGY_PARAM=SwitchAsNodeRank, which from 23.02
+//! puts Slurm's node table itself in switch order (ties in slurm.conf order): then
+//! SLURM_STEP_NODELIST reads n[9,011,10,012], unsorted, and every distribution follows it.
 
 #![allow(clippy::type_complexity)] // tables of cases
 
@@ -83,34 +86,46 @@ fn tasks(stdout: &str) -> Vec<Task> {
     tasks
 }
 
-/// (srun arguments, the host of each rank in Slurm 26.05's topology order, before 26.05)
+/// (srun arguments, the host of each rank: in Slurm 26.05's topology order; before 26.05; with
+/// SwitchAsNodeRank, seen on 23.02.8 and 25.11.7)
 #[rustfmt::skip]
-const STEPS: &[(&str, &[&str], &[&str])] = &[
+const STEPS: &[(&str, &[&str], &[&str], &[&str])] = &[
     ("-N4 -n8",
      &["n011", "n011", "n9", "n9", "n012", "n012", "n10", "n10"],
-     &["n011", "n011", "n012", "n012", "n9", "n9", "n10", "n10"]),
+     &["n011", "n011", "n012", "n012", "n9", "n9", "n10", "n10"],
+     &["n9", "n9", "n011", "n011", "n10", "n10", "n012", "n012"]),
     ("-N4 -n4 -m block",
      &["n011", "n9", "n012", "n10"],
-     &["n011", "n012", "n9", "n10"]),
+     &["n011", "n012", "n9", "n10"],
+     &["n9", "n011", "n10", "n012"]),
     ("-p shared -N4 -n8",
      &["n011", "n011", "n011", "n011", "n011", "n9", "n012", "n10"],
-     &["n011", "n011", "n011", "n011", "n011", "n012", "n9", "n10"]),
+     &["n011", "n011", "n011", "n011", "n011", "n012", "n9", "n10"],
+     &["n9", "n9", "n9", "n9", "n9", "n011", "n10", "n012"]),
     ("-N4 -n4 -m cyclic",
      &["n011", "n012", "n9", "n10"],
-     &["n011", "n012", "n9", "n10"]),
+     &["n011", "n012", "n9", "n10"],
+     &["n9", "n011", "n10", "n012"]),
     ("-N3 -n6 -w n011,n012,n9 -m plane=2",
      &["n011", "n011", "n012", "n012", "n9", "n9"],
-     &["n011", "n011", "n012", "n012", "n9", "n9"]),
+     &["n011", "n011", "n012", "n012", "n9", "n9"],
+     &["n9", "n9", "n011", "n011", "n012", "n012"]),
     ("-N1 -n2 -w n9",
+     &["n9", "n9"],
      &["n9", "n9"],
      &["n9", "n9"]),
 ];
+
+/// The cluster runs with `TopologyParam=SwitchAsNodeRank` (tests/release/run.sh, `noderank`).
+fn switch_as_node_rank() -> bool {
+    std::env::var("TFC_TOPOLOGY_PARAM").is_ok_and(|p| p.contains("SwitchAsNodeRank"))
+}
 
 #[test]
 #[ignore = "needs the test cluster with a tree topology: run tests/run.sh"]
 fn every_task_is_listed_where_it_runs_under_a_tree_topology() {
     let release = release::current();
-    for (args, ordered, before) in STEPS {
+    for (args, ordered, before, by_switch) in STEPS {
         let out = sh(&format!(
             "srun {args} --tf-cluster=chief:1,worker:* {}",
             tool("report.sh")
@@ -119,7 +134,9 @@ fn every_task_is_listed_where_it_runs_under_a_tree_topology() {
         assert!(out.status.success(), "srun {args}:\n{stderr}");
         let tasks = tasks(&String::from_utf8_lossy(&out.stdout));
         let hosts: Vec<&str> = tasks.iter().map(|t| t.host.as_str()).collect();
-        let want = if release.topology_orders_block_steps {
+        let want = if switch_as_node_rank() {
+            by_switch
+        } else if release.topology_orders_block_steps {
             ordered
         } else {
             before

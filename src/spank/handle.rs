@@ -322,11 +322,6 @@ fn cstring(s: &str) -> CString {
     CString::new(s).unwrap_or_else(|_| CString::new(s.replace('\0', " ")).expect("no NUL left"))
 }
 
-/// Whether the tasks [`kill_step`] ends are reported to srun as successful (23.11 and later:
-/// `KILL_NO_SIG_FAIL`), so that srun's exit status is the other tasks' own. On older releases
-/// srun reports the signal (exit 137 for SIGKILL).
-pub const KILLED_TASKS_SUCCEED: bool = !cfg!(tfc_kill_step = "job_step");
-
 /// Ends every task of a step on every node, through slurmctld (`slurm_kill_job_step`, which
 /// Slurm's own MPI plugins call from slurmstepd too). Blocks until slurmctld answers.
 pub fn kill_step(job_id: u32, step_id: u32, signal: c_int) -> Result<(), String> {

@@ -10,9 +10,12 @@
 #   tests/cluster/cluster.sh status
 #
 # Each node is a slurmd in its own network namespace (veth on a bridge), UTS namespace (its own
-# hostname) and mount namespace (a private /dev overlay holding 4 fake GPU devices for GRES).
-# slurmctld and munged run in the root namespaces. Everything started is recorded by PID in the
-# state directory, and `down` kills only those PIDs plus what still runs inside the node
+# hostname) and mount namespace (a private /dev overlay holding 4 fake GPU devices for GRES, and
+# a private /run/munge with the node's own munged, as on a real cluster: SchedMD's builds from
+# 23.02 reject a launch credential that one shared munged already decoded for another node).
+# slurmctld and the controller's munged run in the root namespaces. The daemons are the first
+# on PATH (a source build's are in /usr/local/sbin). Everything started is recorded by PID in
+# the state directory, and `down` kills only those PIDs plus what still runs inside the node
 # namespaces it created.
 #
 # Settings (environment):
@@ -23,6 +26,7 @@
 #   TFC_TOPOLOGY  a topology plugin and its topology.conf lines, `;`-separated, e.g.
 #               "topology/tree;SwitchName=s1 Nodes=n011,n9;SwitchName=s2 Nodes=n012,n10"
 #               (default none: Slurm's flat topology)
+#   TFC_TOPOLOGY_PARAM  slurm.conf's TopologyParam (e.g. SwitchAsNodeRank), default none
 set -euo pipefail
 
 DIR=${TFC_DIR:-/tmp/tfcluster-cluster}
@@ -40,7 +44,16 @@ die() { log "error: $*"; exit 1; }
 
 [ "$(id -u)" = 0 ] || die "must run as root (namespaces, munge, slurmd)"
 
+# The release's own daemons: a source build's in /usr/local/sbin, Debian's in /usr/sbin.
+PATH=/usr/local/sbin:/usr/local/bin:$PATH
+sbin() { command -v "$1" || die "no $1 on PATH: is Slurm installed?"; }
+
+# Debian's Slurm and munge, unless a Slurm is already installed (a release built from source).
 install_packages() {
+    if command -v slurmctld >/dev/null && command -v slurmd >/dev/null && command -v srun >/dev/null \
+        && command -v munged >/dev/null; then
+        return 0
+    fi
     local missing=()
     for p in "${PACKAGES[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -109,6 +122,7 @@ write_config() {
         echo "InactiveLimit=0"
         echo "PlugStackConfig=$conf/plugstack.conf"
         if [ -n "${TFC_TOPOLOGY:-}" ]; then echo "TopologyPlugin=${TFC_TOPOLOGY%%;*}"; fi
+        if [ -n "${TFC_TOPOLOGY_PARAM:-}" ]; then echo "TopologyParam=$TFC_TOPOLOGY_PARAM"; fi
         for i in "${!NODES[@]}"; do
             echo "NodeName=${NODES[$i]} NodeAddr=$(node_ip "$i") NodeHostname=${NODES[$i]} CPUs=${TFC_CPUS:-8} RealMemory=4000 Gres=gpu:4 State=UNKNOWN"
         done
@@ -141,7 +155,7 @@ start_munge() {
     chown -R munge:munge /etc/munge /run/munge /var/lib/munge /var/log/munge
     chmod 0400 /etc/munge/munge.key
     chmod 0755 /run/munge
-    runuser -u munge -- /usr/sbin/munged --force --pid-file=/run/munge/tfc-munged.pid
+    runuser -u munge -- "$(sbin munged)" --force --pid-file=/run/munge/tfc-munged.pid
     for _ in $(seq 50); do [ -s /run/munge/tfc-munged.pid ] && break; sleep 0.1; done
     cp /run/munge/tfc-munged.pid "$DIR/munged.pid"
     munge -n | unmunge >/dev/null || die "munge does not work"
@@ -168,7 +182,7 @@ start_network() {
 
 start_slurmctld() {
     if [ -f "$DIR/slurmctld.run.pid" ] && kill -0 "$(cat "$DIR/slurmctld.run.pid")" 2>/dev/null; then return; fi
-    setsid /usr/sbin/slurmctld -D -i -f "$DIR/etc/slurm.conf" >"$DIR/log/slurmctld.out" 2>&1 < /dev/null &
+    setsid "$(sbin slurmctld)" -D -i -f "$DIR/etc/slurm.conf" >"$DIR/log/slurmctld.out" 2>&1 < /dev/null &
     echo $! > "$DIR/slurmctld.run.pid"
 }
 
@@ -177,6 +191,11 @@ start_slurmd() {
     local pidf=$DIR/slurmd-$name.run.pid
     if [ -f "$pidf" ] && kill -0 "$(cat "$pidf")" 2>/dev/null; then return; fi
     mkdir -p "$DIR/spool/$name" "$DIR/dev/$name/upper" "$DIR/dev/$name/work" "$DIR/dev/$name/orig"
+    mkdir -p "$DIR/munge/$name"
+    chown munge:munge "$DIR/munge/$name"
+    local slurmd munged
+    slurmd=$(sbin slurmd)
+    munged=$(sbin munged)
     cat > "$DIR/boot-$name.sh" <<EOF
 set -e
 hostname $name
@@ -188,7 +207,13 @@ for sub in pts shm mqueue; do
     [ -d $DIR/dev/$name/orig/\$sub ] && mount --rbind $DIR/dev/$name/orig/\$sub /dev/\$sub || true
 done
 for k in 0 1 2 3; do [ -e /dev/nvidia\$k ] || mknod -m 0666 /dev/nvidia\$k c 195 \$k; done
-exec /usr/sbin/slurmd -D -N $name -f $DIR/etc/slurm.conf
+# The node's own munged, on the usual socket path in a private /run/munge.
+mount -t tmpfs -o mode=0755 tmpfs /run/munge
+chown munge:munge /run/munge
+runuser -u munge -- $munged --force --pid-file=$DIR/munge/$name/munged.pid \\
+    --seed-file=$DIR/munge/$name/seed --log-file=$DIR/munge/$name/munged.log
+for _ in \$(seq 50); do [ -S /run/munge/munge.socket.2 ] && break; sleep 0.1; done
+exec $slurmd -D -N $name -f $DIR/etc/slurm.conf
 EOF
     # nsenter, not `ip netns exec`: the latter remounts /sys and slurmd then finds no cgroup fs.
     setsid nsenter --net="/run/netns/tfc-$name" unshare --mount --uts bash "$DIR/boot-$name.sh" \
@@ -261,7 +286,7 @@ kill_pidfiles() {
 down() {
     local start=$SECONDS
     local f=()
-    for name in "${NODES[@]}"; do f+=("$DIR/slurmd-$name.run.pid"); done
+    for name in "${NODES[@]}"; do f+=("$DIR/slurmd-$name.run.pid" "$DIR/munge/$name/munged.pid"); done
     kill_pidfiles "${f[@]}"
     for name in "${NODES[@]}"; do
         local ns=tfc-$name
@@ -278,7 +303,7 @@ down() {
         rm -f "$SLURM_CONF_LINK"
         [ -e "$SLURM_CONF_LINK.tfc-saved" ] && mv "$SLURM_CONF_LINK.tfc-saved" "$SLURM_CONF_LINK"
     fi
-    rm -rf "$DIR/state" "$DIR/spool" "$DIR/dev" "$DIR/nodes"
+    rm -rf "$DIR/state" "$DIR/spool" "$DIR/dev" "$DIR/munge" "$DIR/nodes"
     log "down ($((SECONDS - start)) s)"
 }
 

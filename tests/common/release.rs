@@ -1,15 +1,15 @@
 //! The Slurm releases the end-to-end tests run on, and what users see differently on each: the
 //! only place where a test's expectation depends on the release. tests/release/run.sh names
 //! the release under test in TFC_RELEASE (tests/releases.tsv lists the same releases, with the
-//! Debian suite each comes from; `releases_agree_with_the_runner` keeps the two in step).
+//! root each runs in; `releases_agree_with_the_runner` keeps the two in step).
 
 /// How a line that slurmstepd forwards to srun's stderr starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StepdLine {
     /// `slurmstepd-NODE: error: ...`
     NodeName,
-    /// `[2026-11-22T13:51:01.837] error: ...` (26.05: the node's name is gone, which is why
-    /// tfcluster's own messages name the node).
+    /// `[2026-11-22T13:51:01.837] error: ...` (25.11 and 26.05: the node's name is gone, which
+    /// is why tfcluster's own messages name the node).
     Timestamp,
 }
 
@@ -17,12 +17,15 @@ pub enum StepdLine {
 pub struct Release {
     /// major.minor, as in the plugin's `plugin_version` and the package's name.
     pub version: &'static str,
-    /// The Debian suite whose packages the tests run (tests/releases.tsv).
-    pub suite: &'static str,
+    /// The root the tests run it in (tests/releases.tsv): a Debian suite, or the SchedMD source
+    /// release built in Debian 12.
+    pub root: &'static str,
     pub stepd_line: StepdLine,
-    /// What srun prints for an `optional` plugin built for another release (`{so}`: its path);
-    /// 25.11 turned the error into an info line.
+    /// What srun prints for an `optional` plugin built for another release (`{so}`: its path,
+    /// `{version}`: the release it was built for).
     pub optional_other_release: &'static str,
+    /// How a site installs tfcluster on this release, and so how the install test does.
+    pub install: Install,
     /// Whether the tasks tfcluster stops when the chief exits count as successful
     /// (`KILL_NO_SIG_FAIL`, 23.11 and later); before, srun reports them killed (137).
     pub stopped_tasks_succeed: bool,
@@ -30,16 +33,45 @@ pub struct Release {
     pub topology_orders_block_steps: bool,
 }
 
+/// How Slurm came onto the release's system.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Install {
+    /// Debian's slurm-wlm packages: tfcluster's .deb (`make deb`, `dpkg -i`).
+    DebianPackage,
+    /// SchedMD's source under /usr/local: `make install` finds /usr/local/lib/slurm.
+    FromSource,
+}
+
+const INCOMPATIBLE: &str = "srun: error: spank: {so}: Incompatible plugin version";
+/// From 25.11: the loader's own line, with the release the plugin was built for.
+const INCOMPATIBLE_VERSION: &str =
+    "srun: plugin_load_from_file: Incompatible Slurm plugin {so} version ({version}.0)";
+
 #[rustfmt::skip]
 pub const RELEASES: &[Release] = &[
-    Release { version: "22.05", suite: "bookworm", stepd_line: StepdLine::NodeName,
-              optional_other_release: "srun: error: spank: {so}: Incompatible plugin version",
+    Release { version: "22.05", root: "bookworm", stepd_line: StepdLine::NodeName,
+              optional_other_release: INCOMPATIBLE, install: Install::DebianPackage,
               stopped_tasks_succeed: false, topology_orders_block_steps: false },
-    Release { version: "24.11", suite: "trixie", stepd_line: StepdLine::NodeName,
-              optional_other_release: "srun: error: spank: {so}: Incompatible plugin version",
+    Release { version: "23.02", root: "slurm-23.02.8", stepd_line: StepdLine::NodeName,
+              optional_other_release: INCOMPATIBLE, install: Install::FromSource,
+              stopped_tasks_succeed: false, topology_orders_block_steps: false },
+    Release { version: "23.11", root: "slurm-23.11.11", stepd_line: StepdLine::NodeName,
+              optional_other_release: INCOMPATIBLE, install: Install::FromSource,
               stopped_tasks_succeed: true, topology_orders_block_steps: false },
-    Release { version: "26.05", suite: "sid", stepd_line: StepdLine::Timestamp,
-              optional_other_release: "srun: plugin_load_from_file: Incompatible Slurm plugin {so} version (23.02.0)",
+    Release { version: "24.05", root: "slurm-24.05.8", stepd_line: StepdLine::NodeName,
+              optional_other_release: INCOMPATIBLE, install: Install::FromSource,
+              stopped_tasks_succeed: true, topology_orders_block_steps: false },
+    Release { version: "24.11", root: "trixie", stepd_line: StepdLine::NodeName,
+              optional_other_release: INCOMPATIBLE, install: Install::DebianPackage,
+              stopped_tasks_succeed: true, topology_orders_block_steps: false },
+    Release { version: "25.05", root: "slurm-25.05.8", stepd_line: StepdLine::NodeName,
+              optional_other_release: INCOMPATIBLE, install: Install::FromSource,
+              stopped_tasks_succeed: true, topology_orders_block_steps: false },
+    Release { version: "25.11", root: "slurm-25.11.7", stepd_line: StepdLine::Timestamp,
+              optional_other_release: INCOMPATIBLE_VERSION, install: Install::FromSource,
+              stopped_tasks_succeed: true, topology_orders_block_steps: false },
+    Release { version: "26.05", root: "sid", stepd_line: StepdLine::Timestamp,
+              optional_other_release: INCOMPATIBLE_VERSION, install: Install::DebianPackage,
               stopped_tasks_succeed: true, topology_orders_block_steps: true },
 ];
 
@@ -91,6 +123,14 @@ impl Release {
         } else {
             128 + 9
         }
+    }
+
+    /// A release other than this one, to build a plugin this one must refuse.
+    pub fn another(&self) -> &'static Release {
+        RELEASES
+            .iter()
+            .find(|r| r.version != self.version)
+            .expect("two releases")
     }
 
     /// The release after this one (`22.05` -> `22.06`): a package built for this release must

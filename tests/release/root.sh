@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# A Debian root per Slurm release, so that one Debian 12 machine tests every release Debian
-# ships (their packages need a newer libc than Debian 12 has, so they cannot go on the host).
+# A Debian root per Slurm release, so that one Debian 12 machine tests every release: those
+# Debian ships (their packages need a newer libc than Debian 12 has, so they cannot go on the
+# host), and those built from SchedMD's sources, which sites run from SchedMD's RPMs, OpenHPC
+# or their own builds.
 #
 #   tests/release/root.sh make NAME       build the root if it is missing or stale (cached)
 #   tests/release/root.sh up NAME         enter it: a private mount namespace that holds the
@@ -8,23 +10,47 @@
 #   tests/release/root.sh exec NAME CMD…  run CMD inside (environment and /tmp are the host's)
 #   tests/release/root.sh down NAME       leave it: the namespace and its mounts go away
 #   tests/release/root.sh path NAME       print where the root lives
+#   tests/release/root.sh include NAME    print the include directory of its Slurm headers
+#   tests/release/root.sh source NAME     print the source tarball a slurm-X.Y.Z root is built
+#                                         from (exit 1, saying so, when it is not there)
 #
-# NAME is a Debian suite from tests/releases.tsv (bookworm, trixie, sid), each with Slurm, munge
-# and what the test cluster needs, or `bare` (bookworm with nothing but what mmdebstrap's
-# minbase has: the fresh-machine check, tests/fresh-machine.sh).
+# NAME is the second column of tests/releases.tsv:
+# - a Debian suite (bookworm, trixie, sid): that suite's own Slurm packages, munge and what the
+#   test cluster needs;
+# - slurm-X.Y.Z: Debian 12 with munge and a compiler, and Slurm X.Y.Z built from SchedMD's
+#   unmodified source, TFC_SLURM_SRC/slurm-X.Y.Z.tar.xz (default: ../shared/slurm-src beside
+#   the checkout), configured as a site that builds from source does (prefix /usr/local,
+#   configuration in /etc/slurm) and installed there. The build takes 3 to 4 minutes on 2 cores,
+#   is bounded by TFC_BUILD_TIMEOUT seconds (1800), and its log is kept beside the root;
+# - bare: bookworm with nothing but what mmdebstrap's minbase has (the fresh-machine check,
+#   tests/fresh-machine.sh).
 #
 # Inside, /proc is fresh, /sys and /dev are the host's, /run is a private tmpfs (munge's socket,
 # `ip netns` mounts), and /tmp, the checkout and the TensorFlow virtualenv (with the host's
 # Python 3.11 that it runs on) are the host's, at the same paths, so tests on the host and
-# daemons inside see the same files. The bare root shares nothing (its /tmp is its own). Roots are cached in TFC_ROOTS (/var/cache/tfcluster/roots)
-# and rebuilt only when their package list changes. Needs mmdebstrap (tests/setup.sh installs it).
+# daemons inside see the same files. The bare root shares nothing (its /tmp is its own). Roots
+# are cached in TFC_ROOTS (/var/cache/tfcluster/roots) and rebuilt only when their package
+# list, or their source tarball, changes. `make` holds a lock per root, so a make in the
+# background (tests/run.sh prepares the next releases' roots while it tests) and an `up` that
+# needs the same root wait for each other instead of building twice. Needs mmdebstrap
+# (tests/setup.sh installs it).
 set -euo pipefail
 
 ROOTS=${TFC_ROOTS:-/var/cache/tfcluster/roots}
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 TF_VENV=${TFC_TF_VENV:-/var/cache/tfcluster/tf-venv}
 # Everything the test cluster, the install tests and the packaging run inside the root.
-CLUSTER_PACKAGES=slurmctld,slurmd,slurm-client,munge,libslurm-dev,iproute2,util-linux,mount,hostname,procps,make,binutils,dpkg-dev,python3,rpm
+CLUSTER_TOOLS=iproute2,util-linux,mount,hostname,procps,make,binutils,dpkg-dev,python3,rpm
+CLUSTER_PACKAGES=slurmctld,slurmd,slurm-client,munge,libslurm-dev,$CLUSTER_TOOLS
+# What SchedMD's configure needs for the plugins the tests use (auth/munge, cgroup, the OCI
+# container support: json-c and http-parser), besides a compiler. Debian 12's own packages.
+BUILD_PACKAGES=build-essential,pkg-config,munge,libmunge-dev,libdbus-1-dev,libjson-c-dev,libhttp-parser-dev,xz-utils,$CLUSTER_TOOLS
+SLURM_SRC=${TFC_SLURM_SRC:-$REPO/../shared/slurm-src}
+# Changing how releases are built (configure's options) must rebuild them: part of the cache key.
+# --disable-debug CFLAGS=-O1: no -ggdb3, which doubled the compile time; SchedMD's own packages
+# use -O2, which changes nothing a plugin sees.
+BUILD_CONFIGURE="--prefix=/usr/local --sysconfdir=/etc/slurm --disable-debug CFLAGS=-O1"
+BUILD_RECIPE="configure $BUILD_CONFIGURE; make -j\$((\$(nproc) + 1)); make install"
 
 log() { printf 'root: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -34,15 +60,101 @@ die() { log "error: $*"; exit 1; }
 suite_of() {
     case $1 in
         bookworm|trixie|sid) echo "$1" ;;
-        bare) echo bookworm ;;
-        *) die "unknown root '$1' (bookworm, trixie, sid or bare)" ;;
+        bare|build-bookworm|slurm-*) echo bookworm ;;
+        *) die "unknown root '$1' (bookworm, trixie, sid, slurm-X.Y.Z or bare)" ;;
     esac
 }
-packages_of() { [ "$1" = bare ] && echo "ca-certificates" || echo "$CLUSTER_PACKAGES"; }
+packages_of() {
+    case $1 in
+        bare) echo "ca-certificates" ;;
+        build-bookworm|slurm-*) echo "$BUILD_PACKAGES" ;;
+        *) echo "$CLUSTER_PACKAGES" ;;
+    esac
+}
 path_of() { echo "$ROOTS/$1"; }
+source_of() { echo "$SLURM_SRC/$1.tar.xz"; }
+# Where the Slurm headers of a root are (a source build installs them under its prefix).
+include_of() {
+    case $1 in
+        slurm-*) echo "$(path_of "$1")/usr/local/include" ;;
+        *) echo "$(path_of "$1")/usr/include" ;;
+    esac
+}
 pidfile_of() { echo "/run/tfcluster-root-$1.pid"; }
 
+# What a root is made of: compared with the key it was made with, to know whether it is stale.
+key_of() {
+    local name=$1 key
+    key="$(suite_of "$name") $(packages_of "$name")"
+    case $name in
+        slurm-*)
+            local src
+            src=$(source_of "$name")
+            [ -f "$src" ] || die "no source for $name: $src is missing (TFC_SLURM_SRC names another folder)"
+            key="$key | $(sha256sum "$src" | cut -d' ' -f1) | $BUILD_RECIPE"
+            ;;
+    esac
+    echo "$key"
+}
+
 make_root() {
+    local name=$1
+    mkdir -p "$ROOTS"
+    # One maker per root at a time; the second waits and then finds the root made.
+    exec {lock}>"$ROOTS/.$name.lock"
+    flock "$lock"
+    case $name in
+        slurm-*) make_source_root "$name" ;;
+        *) make_debian_root "$name" ;;
+    esac
+    flock -u "$lock"
+    exec {lock}>&-
+}
+
+# Debian 12 with the build packages (made once, shared by every source release), then a copy of
+# it per release in which that release is built and installed.
+make_source_root() {
+    local name=$1 dir key base=build-bookworm
+    dir=$(path_of "$name")
+    key=$(key_of "$name")
+    if [ "$(cat "$dir/.tfcluster-packages" 2>/dev/null)" = "$key" ]; then return 0; fi
+    make_debian_root "$base"
+    log "building $name from $(source_of "$name") (3-4 minutes on 2 cores; log: $dir.log)"
+    local start=$SECONDS
+    rm -rf "$dir.new"
+    cp -a "$(path_of "$base")" "$dir.new"
+    mkdir -p "$dir.new/usr/src"
+    tar -C "$dir.new/usr/src" -xf "$(source_of "$name")"
+    local version=${name#slurm-}
+    # A private mount namespace for the build: its /proc and /dev go away with it.
+    # shellcheck disable=SC2016
+    if ! timeout "${TFC_BUILD_TIMEOUT:-1800}" unshare --mount --propagation private -- bash -c '
+        set -e
+        R=$1; v=$2; configure=$3
+        mount -t proc proc "$R/proc"
+        mount --rbind /dev "$R/dev"
+        exec chroot "$R" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+            HOME=/root LANG=C bash -c "
+            set -e
+            cd /usr/src/slurm-\$0
+            ./configure \$1
+            make -j\$((\$(nproc) + 1))
+            make install
+            ldconfig
+            cd / && rm -rf /usr/src/slurm-\$0
+        " "$v" "$configure"
+    ' build "$dir.new" "$version" "$BUILD_CONFIGURE" >"$dir.log" 2>&1 </dev/null; then
+        tail -n 30 "$dir.log" >&2
+        die "building Slurm $version failed or took over ${TFC_BUILD_TIMEOUT:-1800} s (log: $dir.log)"
+    fi
+    [ -x "$dir.new/usr/local/sbin/slurmd" ] || die "Slurm $version built, but installed no slurmd (log: $dir.log)"
+    echo "$key" > "$dir.new/.tfcluster-packages"
+    rm -rf "$dir"
+    mv "$dir.new" "$dir"
+    log "built $name in $((SECONDS - start)) s"
+}
+
+make_debian_root() {
     local name=$1 suite packages dir
     suite=$(suite_of "$name")
     packages=$(packages_of "$name")
@@ -132,14 +244,15 @@ up() {
         sleep 0.05
     done
     echo "$pid" > "$(pidfile_of "$name")"
-    log "up: $name ($(in_root "$name" dpkg-query -W -f='${Version}' slurmd 2>/dev/null || echo 'no Slurm'))"
+    log "up: $name ($( (in_root "$name" slurmd -V) 2>/dev/null || echo 'no Slurm'))"
 }
 
 in_root() {
     local name=$1 pid
     shift
     pid=$(holder_pid "$name") || die "the $name root is not up ($0 up $name)"
-    exec nsenter --target "$pid" --mount --root --wd -- "$@"
+    # A source build's programs are under /usr/local, which comes first as on such a site.
+    PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin exec nsenter --target "$pid" --mount --root --wd -- "$@"
 }
 
 down() {
@@ -157,6 +270,12 @@ name=${2:-}
 [ -n "$name" ] || { echo "usage: $0 make|up|exec|down|path NAME [CMD…]" >&2; exit 2; }
 case $cmd in
     make) make_root "$name" ;;
+    include) include_of "$name" ;;
+    source)
+        src=$(source_of "$name")
+        [ -f "$src" ] || { log "$src is missing"; exit 1; }
+        echo "$src"
+        ;;
     up) up "$name" ;;
     exec) shift 2; in_root "$name" "$@" ;;
     down) down "$name" ;;

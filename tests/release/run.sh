@@ -1,55 +1,78 @@
 #!/usr/bin/env bash
 # The end-to-end suite on one Slurm release: tests/release/run.sh RELEASE (a line of
 # tests/releases.tsv). Called by tests/run.sh for each release, after the host-side tests.
-#   1. enters the release's Debian root (made once, then cached);
-#   2. builds the plugin from that release's own headers (its libslurm-dev) and checks our
-#      header against its <slurm/spank.h> (tests/abi.rs);
+#   1. enters the release's root (made once, then cached; a source release is built there);
+#   2. builds the plugin from that release's own headers and checks our header against its
+#      <slurm/spank.h> and <slurm/slurm.h> (tests/abi.rs);
 #   3. starts the 4-node test cluster with that release's slurmctld and slurmd, loading the plugin;
-#   4. runs the end-to-end, install/packaging and TensorFlow tests against it;
-#   5. restarts the cluster with a tree topology and runs the topology tests, and on the release
-#      marked `scale`, with 64 nodes for the 4096-task tests;
+#   4. runs the end-to-end and install/packaging tests against it, and the TensorFlow tests on
+#      the releases marked `tensorflow`;
+#   5. restarts the cluster with a tree topology and runs the topology tests; on the releases
+#      marked `noderank`, again with TopologyParam=SwitchAsNodeRank; on the release marked
+#      `scale`, with 64 nodes for the 4096-task tests;
 #   6. tears the cluster and the root's namespace down, whatever happens.
-# Needs TFC_PYTHON (the TensorFlow virtualenv's python: tests/tensorflow/setup.sh).
+# Needs TFC_PYTHON (the TensorFlow virtualenv's python: tests/tensorflow/setup.sh) on the
+# releases marked `tensorflow`.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
 release=${1:?usage: tests/release/run.sh RELEASE}
-suite=$(awk -v r="$release" '$1 == r {print $2}' tests/releases.tsv)
-[ -n "$suite" ] || { echo "release $release is not in tests/releases.tsv" >&2; exit 2; }
-: "${TFC_PYTHON:?the TensorFlow virtualenv python (tests/tensorflow/setup.sh)}"
-root=tests/release/root.sh
+read -r root extra < <(awk -v r="$release" '$1 == r {print $2, $3}' tests/releases.tsv) || true
+[ -n "${root:-}" ] || { echo "release $release is not in tests/releases.tsv" >&2; exit 2; }
+has() { [[ ",$extra," == *",$1,"* ]]; }
+rootsh=tests/release/root.sh
+cluster() { "$rootsh" exec "$root" bash "$repo/tests/cluster/cluster.sh" "$@"; }
+# Every suite runs even when one fails (a failure stops nothing but itself); the exit status says.
+failed=()
+suite() { cargo test --test "$@" -- --include-ignored --test-threads=1 || failed+=("$1"); }
 
-"$root" up "$suite"
-trap '"$root" exec "$suite" bash "$repo/tests/cluster/cluster.sh" down || true; "$root" down "$suite"' EXIT
+"$rootsh" up "$root"
+trap 'cluster down || true; "$rootsh" down "$root"' EXIT
 
 export TFCLUSTER_SLURM_INCLUDE
-TFCLUSTER_SLURM_INCLUDE=$("$root" path "$suite")/usr/include
-export TFC_RELEASE=$release TFC_ROOT=$suite
+TFCLUSTER_SLURM_INCLUDE=$("$rootsh" include "$root")
+export TFC_RELEASE=$release TFC_ROOT=$root
 cargo build --quiet
 mkdir -p "target/slurm-$release"
 cp target/debug/libtfcluster.so "target/slurm-$release/libtfcluster.so"
 export TFC_PLUGIN=$repo/target/slurm-$release/libtfcluster.so
-echo "== Slurm $release ($suite): plugin_version $(packaging/plugin-version.sh "$TFC_PLUGIN")"
+echo "== Slurm $release ($root): plugin_version $(packaging/plugin-version.sh "$TFC_PLUGIN")"
 
 cargo test --test abi
 # Tasks that print and exit would be cut short by end_with_chief (on by default for specs with
 # ps): the cluster runs with it off, and the tests of it turn the default back on.
-"$root" exec "$suite" bash "$repo/tests/cluster/cluster.sh" up "$TFC_PLUGIN" end_with_chief=no
-for t in cluster install tensorflow; do
-    cargo test --test "$t" -- --include-ignored --test-threads=1
-done
+cluster up "$TFC_PLUGIN" end_with_chief=no
+suites=(cluster install)
+if has tensorflow; then
+    : "${TFC_PYTHON:?the TensorFlow virtualenv python (tests/tensorflow/setup.sh)}"
+    suites+=(tensorflow)
+fi
+for t in "${suites[@]}"; do suite "$t"; done
 
 # The same cluster with a tree topology whose leaf switches interleave the nodes: from 26.05
 # Slurm places block steps in switch order (tests/topology.rs).
-"$root" exec "$suite" bash "$repo/tests/cluster/cluster.sh" down
-TFC_TOPOLOGY="topology/tree;SwitchName=s1 Nodes=n011,n9;SwitchName=s2 Nodes=n012,n10;SwitchName=top Switches=s[1-2]" \
-    "$root" exec "$suite" bash "$repo/tests/cluster/cluster.sh" up "$TFC_PLUGIN" end_with_chief=no
-cargo test --test topology -- --include-ignored --test-threads=1
+tree="topology/tree;SwitchName=s1 Nodes=n011,n9;SwitchName=s2 Nodes=n012,n10;SwitchName=top Switches=s[1-2]"
+cluster down
+TFC_TOPOLOGY=$tree cluster up "$TFC_PLUGIN" end_with_chief=no
+suite topology
 
-# 64 nodes and 4096 tasks, on the release tests/releases.tsv marks `scale`.
-if awk -v r="$release" '$1 == r && $3 == "scale" {found = 1} END {exit !found}' tests/releases.tsv; then
-    "$root" exec "$suite" bash "$repo/tests/cluster/cluster.sh" down
-    TFC_NODES="$(printf 'tfc-node-%04d ' $(seq 64))" TFC_CPUS=96 \
-        "$root" exec "$suite" bash "$repo/tests/cluster/cluster.sh" up "$TFC_PLUGIN" end_with_chief=no
-    cargo test --test scale -- --include-ignored --test-threads=1
+# From 23.02, SwitchAsNodeRank puts the node table itself (and so SLURM_STEP_NODELIST and the
+# node ids) in switch order.
+if has noderank; then
+    cluster down
+    export TFC_TOPOLOGY_PARAM=SwitchAsNodeRank
+    TFC_TOPOLOGY=$tree cluster up "$TFC_PLUGIN" end_with_chief=no
+    suite topology every_task_is_listed
+    unset TFC_TOPOLOGY_PARAM
+fi
+
+# 64 nodes and 4096 tasks.
+if has scale; then
+    cluster down
+    TFC_NODES="$(printf 'tfc-node-%04d ' $(seq 64))" TFC_CPUS=96 cluster up "$TFC_PLUGIN" end_with_chief=no
+    suite scale
+fi
+if [ ${#failed[@]} -gt 0 ]; then
+    echo "== Slurm $release: FAILED: ${failed[*]}" >&2
+    exit 1
 fi
