@@ -8,6 +8,8 @@
 pub enum StepdLine {
     /// `slurmstepd-NODE: error: ...`
     NodeName,
+    /// `slurmstepd: error: ...` (SchedMD's builds of 23.02 to 25.05: no node name either).
+    Bare,
     /// `[2026-11-22T13:51:01.837] error: ...` (25.11 and 26.05: the node's name is gone, which
     /// is why tfcluster's own messages name the node).
     Timestamp,
@@ -52,19 +54,19 @@ pub const RELEASES: &[Release] = &[
     Release { version: "22.05", root: "bookworm", stepd_line: StepdLine::NodeName,
               optional_other_release: INCOMPATIBLE, install: Install::DebianPackage,
               stopped_tasks_succeed: false, topology_orders_block_steps: false },
-    Release { version: "23.02", root: "slurm-23.02.8", stepd_line: StepdLine::NodeName,
+    Release { version: "23.02", root: "slurm-23.02.8", stepd_line: StepdLine::Bare,
               optional_other_release: INCOMPATIBLE, install: Install::FromSource,
               stopped_tasks_succeed: false, topology_orders_block_steps: false },
-    Release { version: "23.11", root: "slurm-23.11.11", stepd_line: StepdLine::NodeName,
+    Release { version: "23.11", root: "slurm-23.11.11", stepd_line: StepdLine::Bare,
               optional_other_release: INCOMPATIBLE, install: Install::FromSource,
               stopped_tasks_succeed: true, topology_orders_block_steps: false },
-    Release { version: "24.05", root: "slurm-24.05.8", stepd_line: StepdLine::NodeName,
+    Release { version: "24.05", root: "slurm-24.05.8", stepd_line: StepdLine::Bare,
               optional_other_release: INCOMPATIBLE, install: Install::FromSource,
               stopped_tasks_succeed: true, topology_orders_block_steps: false },
     Release { version: "24.11", root: "trixie", stepd_line: StepdLine::NodeName,
               optional_other_release: INCOMPATIBLE, install: Install::DebianPackage,
               stopped_tasks_succeed: true, topology_orders_block_steps: false },
-    Release { version: "25.05", root: "slurm-25.05.8", stepd_line: StepdLine::NodeName,
+    Release { version: "25.05", root: "slurm-25.05.8", stepd_line: StepdLine::Bare,
               optional_other_release: INCOMPATIBLE, install: Install::FromSource,
               stopped_tasks_succeed: true, topology_orders_block_steps: false },
     Release { version: "25.11", root: "slurm-25.11.7", stepd_line: StepdLine::Timestamp,
@@ -88,10 +90,13 @@ impl Release {
     /// The line as this release prints it, for a line written in the table as
     /// `slurmstepd-NODE: error: ...`. Lines srun prints itself pass unchanged.
     pub fn stepd(&self, line: &str) -> String {
-        match (self.stepd_line, line.strip_prefix("slurmstepd-")) {
-            (StepdLine::Timestamp, Some(rest)) => {
-                rest.split_once(": ").map_or(line, |(_, msg)| msg).into()
-            }
+        let message = line
+            .strip_prefix("slurmstepd-")
+            .and_then(|rest| rest.split_once(": "))
+            .map(|(_, message)| message);
+        match (self.stepd_line, message) {
+            (StepdLine::Timestamp, Some(message)) => message.into(),
+            (StepdLine::Bare, Some(message)) => format!("slurmstepd: {message}"),
             _ => line.into(),
         }
     }
