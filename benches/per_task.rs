@@ -5,7 +5,7 @@
 //! - **one task, cold**: everything one task would do alone: parse the step's variables, expand
 //!   the host list, rebuild the layout, assign roles, ports and GPUs, render its TF_CONFIG;
 //! - **plugin, per task**: what the plugin really spends per task: the step is planned once per
-//!   node in slurmstepd (shared by the node's 8 tasks), then each task renders its own;
+//!   node in slurmstepd (shared by the node's 8 tasks), then each task gets its environment;
 //! - **copy baseline**: copying a buffer as large as the TF_CONFIG, measured in the same run.
 //!
 //! Prints a table and, with `--json`, one JSON object per line for benches/run.sh.
@@ -97,24 +97,25 @@ fn main() {
         let node = (tasks / PER_NODE / 2) as usize;
         let cold = measure(|| {
             let plan = StepPlan::new(&spec, &admin, &inputs(&s)).unwrap();
-            let env = plan.task(node, 0, gpus, gpus).unwrap();
-            plan.tf_config(env.role, env.index).unwrap()
+            let mut renderers = plan.renderers();
+            let env = plan.task(node, 0, gpus, gpus, &mut renderers).unwrap();
+            env.set.iter().map(|(_, v)| v.len()).sum::<usize>()
         });
         let plan = StepPlan::new(&spec, &admin, &inputs(&s)).unwrap();
         let local = plan.layout.node(node).unwrap().len() as u32;
         // As slurmstepd does it: the node's buffer made before the tasks fork (counted with the
         // plan), each task renders into it.
-        let mut renderer = plan.renderer();
+        let mut renderers = plan.renderers();
         let render = measure(|| {
-            let env = plan.task(node, 0, gpus, gpus).unwrap();
-            plan.tf_config_nul(&mut renderer, env.role, env.index).len()
+            let env = plan.task(node, 0, gpus, gpus, &mut renderers).unwrap();
+            env.set.iter().map(|(_, v)| v.len()).sum::<usize>()
         });
         let plan_time = measure(|| {
             let plan = StepPlan::new(&spec, &admin, &inputs(&s)).unwrap();
-            plan.renderer()
+            plan.renderers()
         });
         let per_task = plan_time / local + render;
-        let bytes = plan.tf_config(Role::Worker, 0).unwrap().len();
+        let bytes = plan.tf_config(Role::Worker, 0).len();
         let source = vec![b'x'; bytes];
         let copy = measure(|| source.clone());
         let ratio = per_task.as_secs_f64() / copy.as_secs_f64();

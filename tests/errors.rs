@@ -4,13 +4,18 @@
 mod common;
 use common::*;
 use tfcluster::core::hostlist;
-use tfcluster::core::layout::{parse_counts, Distribution, Layout};
+use tfcluster::core::layout::{parse_counts, Distribution, Layout, TaskCounts};
 
 fn hosts(names: &[&str]) -> Vec<String> {
     names.iter().map(|s| s.to_string()).collect()
 }
+fn counts(counts: &[u32]) -> TaskCounts {
+    TaskCounts::new(counts.to_vec()).unwrap()
+}
+use std::path::Path;
 use tfcluster::core::ports::{parse_port_list, PortPolicy, StepPorts};
-use tfcluster::core::topology::NodeRanks;
+use tfcluster::core::topology::{self, ConfFile, NodeRanks, MAX_CONF_BYTES};
+use tfcluster::core::StepInputs;
 use tfcluster::core::{Component, Error, Result, Role, Settings, Spec};
 
 fn spec(text: &str, tasks: u32) -> Result<()> {
@@ -27,8 +32,8 @@ fn task_err(
     slot: usize,
     gpus: Option<&str>,
 ) -> Result<()> {
-    plan(spec, &[], &step(nodes, tpn, None))
-        .task(node, slot, gpus, gpus)
+    let plan = plan(spec, &[], &step(nodes, tpn, None));
+    plan.task(node, slot, gpus, gpus, &mut plan.renderers())
         .map(|_| ())
 }
 
@@ -69,6 +74,8 @@ fn every_error_message() {
          "--tf-cluster: 'ports' is not a per-job setting; allowed: port_base, gpus, gpu_roles, rpc_layer, end_with_chief, grpc_proxy_bypass, even_gpus, evaluator_cluster, dtensor"),
         (step_err("worker:*", &[], "n[1-2", "1", None),
          "hostlist 'n[1-2': '[' without a matching ']'"),
+        (step_err("worker:*", &[], "n*\0[1-2]", "1,1", None),
+         "hostlist 'n*\0[1-2]': a host name holds a NUL byte"),
         (step_err("worker:*", &[], "", "1", None),
          "the step has no nodes (SLURM_STEP_NODELIST is empty)"),
         (step_err("worker:*", &[], "a,b", "2(x3", None),
@@ -81,8 +88,8 @@ fn every_error_message() {
          "SLURM_STEP_TASKS_PER_NODE '2(xa)' is not a Slurm count list like '2(x3),1': the repeat count is not a number"),
         (parse_counts("SLURM_STEP_TASKS_PER_NODE", "1(x65537)").map(|_| ()),
          "SLURM_STEP_TASKS_PER_NODE '1(x65537)' is not a Slurm count list like '2(x3),1': more entries than Slurm allows nodes"),
-        (step_err("worker:*", &[], "a,b", "4194304,1", None),
-         "the step has 4194305 tasks, more than the 4194304 tfcluster supports"),
+        (step_err("worker:*", &[], "a,b", "65536,1", None),
+         "SLURM_STEP_TASKS_PER_NODE '65536,1' adds up to more than 65536 tasks, more than any TF_CONFIG can list; run TensorFlow on fewer tasks"),
         (step_err("worker:*", &[], "a,b", "2", None),
          "the step lists 2 nodes (SLURM_STEP_NODELIST) but 1 task counts (SLURM_STEP_TASKS_PER_NODE); this step's environment is inconsistent"),
         (Component { het_size: Some("2"), ..Default::default() }.check_whole_step(),
@@ -91,15 +98,15 @@ fn every_error_message() {
          "this is one component of a heterogeneous step (srun ... : ...): 2 of the step's 4 tasks on 1 of its 2 nodes, launched separately, so no component knows the others' tasks; run TensorFlow as one srun step over all its nodes; to put some roles on some nodes (e.g. ps on CPU nodes, workers on GPU nodes), list each task's host in rank order in a file named by SLURM_HOSTFILE and run srun -m arbitrary"),
         (step_err("worker:*", &[], "a,b", "1(x2)", Some("arbitrary")),
          "-m arbitrary: the task order srun reads from SLURM_HOSTFILE did not reach this node (SLURM_TFCLUSTER_TASK_HOSTS is not in the step's environment); srun must load tfcluster too, the same version as the nodes (srun --help lists --tf-cluster)"),
-        (Layout::build(&[1, 1], Distribution::Arbitrary).map(|_| ()),
+        (Layout::build(&TaskCounts::new(vec![1, 1]).unwrap(), Distribution::Arbitrary).map(|_| ()),
          "distribution 'arbitrary' without SLURM_HOSTFILE (e.g. -m arbitrary -w LIST) places tasks in an order tfcluster cannot see; list the hosts in a file named by SLURM_HOSTFILE, or use -m block, cyclic or plane=N"),
         (hostlist::hostfile_task_hosts("n1\nn2\n", 3).map(|_| ()),
          "SLURM_HOSTFILE lists 2 hosts for 3 tasks; list one host per task"),
-        (Layout::from_task_hosts(&hosts(&["a", "b"]), &[1, 1], &hosts(&["a", "c"])).map(|_| ()),
+        (Layout::from_task_hosts(&hosts(&["a", "b"]), &counts(&[1, 1]), &hosts(&["a", "c"])).map(|_| ()),
          "SLURM_HOSTFILE puts task 1 on c, which is not one of the step's nodes (a,b)"),
-        (Layout::from_task_hosts(&hosts(&["a", "b"]), &[1, 1], &hosts(&["a", "a"])).map(|_| ()),
+        (Layout::from_task_hosts(&hosts(&["a", "b"]), &counts(&[1, 1]), &hosts(&["a", "a"])).map(|_| ()),
          "SLURM_HOSTFILE puts 2 tasks on a but Slurm started 1 there; refusing to hand out a wrong TF_CONFIG"),
-        (Layout::from_task_hosts(&hosts(&["a", "b"]), &[2, 1], &hosts(&["a", "b"])).map(|_| ()),
+        (Layout::from_task_hosts(&hosts(&["a", "b"]), &counts(&[2, 1]), &hosts(&["a", "b"])).map(|_| ()),
          "SLURM_HOSTFILE puts 1 tasks on a but Slurm started 2 there; refusing to hand out a wrong TF_CONFIG"),
         (Distribution::parse(Some("zigzag:block"), None).map(|_| ()),
          "unknown task distribution 'zigzag:block' (SLURM_DISTRIBUTION); use -m block, cyclic or plane=N"),
@@ -228,13 +235,67 @@ fn listed(e: &Error) {
     }
 }
 
+/// Every count and list slurmstepd reads from the environment or a configuration file is
+/// bounded before anything is allocated from it: (what, the input over its limit, the error).
+/// A count list that adds up to 4 000 000 000 tasks once made slurmstepd allocate 32 GB and
+/// abort (`-m arbitrary` built its layout before any check).
+#[rustfmt::skip]
+#[test]
+fn every_input_over_its_limit_is_refused() {
+    let arbitrary = StepInputs { task_hosts: Some("a"), ..step("a", "4000000000", Some("arbitrary")) };
+    let topology = Ok(NodeRanks::read("topology/tree", Some("SwitchName=s Nodes=a,b")).unwrap());
+    let ranked = StepInputs { topology: Some(&topology), ..step("a,b", "4000000000,1", None) };
+    let huge = "x".repeat(MAX_CONF_BYTES + 1);
+    let files = |name: &str| -> ConfFile {
+        match name {
+            "/big/slurm.conf" => ConfFile::Text(huge.clone()),
+            "/loop/slurm.conf" => ConfFile::Text("Include slurm.conf\nTopologyPlugin=topology/tree".into()),
+            "/nodes/slurm.conf" => ConfFile::Text("TopologyPlugin=topology/tree".into()),
+            "/nodes/topology.conf" => ConfFile::Text("SwitchName=s1 Nodes=a[1-40000]\nSwitchName=s2 Nodes=b[1-40000]".into()),
+            _ => ConfFile::Missing,
+        }
+    };
+    let ranks = |conf: &str| {
+        topology::node_ranks(Path::new(conf), |p| files(p.to_str().unwrap())).unwrap().map(|_| ())
+    };
+    let cases: Vec<(&str, Result<()>, String)> = vec![
+        ("tasks, block", step_err("worker:*", &[], "a", "4000000000", None),
+         "SLURM_STEP_TASKS_PER_NODE '4000000000' adds up to more than 65536 tasks, more than any TF_CONFIG can list; run TensorFlow on fewer tasks".into()),
+        ("tasks, arbitrary", try_plan("worker:*", &[], &arbitrary).map(|_| ()),
+         "SLURM_STEP_TASKS_PER_NODE '4000000000' adds up to more than 65536 tasks, more than any TF_CONFIG can list; run TensorFlow on fewer tasks".into()),
+        ("tasks, topology order", try_plan("worker:*", &[], &ranked).map(|_| ()),
+         "SLURM_STEP_TASKS_PER_NODE '4000000000,1' adds up to more than 65536 tasks, more than any TF_CONFIG can list; run TensorFlow on fewer tasks".into()),
+        ("tasks, repeated", parse_counts("SLURM_STEP_TASKS_PER_NODE", "2(x40000)").map(|_| ()),
+         "SLURM_STEP_TASKS_PER_NODE '2(x40000)' adds up to more than 65536 tasks, more than any TF_CONFIG can list; run TensorFlow on fewer tasks".into()),
+        ("nodes in the count list", parse_counts("SLURM_STEP_TASKS_PER_NODE", "0(x65537)").map(|_| ()),
+         "SLURM_STEP_TASKS_PER_NODE '0(x65537)' is not a Slurm count list like '2(x3),1': more entries than Slurm allows nodes".into()),
+        ("hosts in the node list", step_err("worker:*", &[], "n[1-65537]", "1", None),
+         "hostlist 'n[1-65537]': range '1-65537' has more than 65536 values".into()),
+        ("hosts in a whole list", hostlist::expand("a[1-40000],b[1-40000]").map(|_| ()),
+         "hostlist 'a[1-40000],b[1-40000]': expands to more than 65536 hosts".into()),
+        ("the task order, passed", try_plan("worker:*", &[], &StepInputs { task_hosts: Some("a[1-65537]"), ..step("a", "1", Some("arbitrary")) }).map(|_| ()),
+         "hostlist 'a[1-65537]': range '1-65537' has more than 65536 values".into()),
+        ("a configuration file", ranks("/big/slurm.conf"),
+         format!("Slurm places a block-distributed step's tasks in the topology's node order (TopologyPlugin=unknown), which tfcluster cannot read here: /big/slurm.conf is larger than {MAX_CONF_BYTES} bytes; {PLACEMENT}")),
+        ("Include lines", ranks("/loop/slurm.conf"),
+         format!("Slurm places a block-distributed step's tasks in the topology's node order (TopologyPlugin=unknown), which tfcluster cannot read here: /loop/slurm.conf includes more than 64 files; {PLACEMENT}")),
+        ("nodes in topology.conf", ranks("/nodes/slurm.conf"),
+         format!("Slurm places a block-distributed step's tasks in the topology's node order (TopologyPlugin=topology/tree), which tfcluster cannot read here: topology.conf lists more than 65536 nodes; {PLACEMENT}")),
+    ];
+    for (what, got, want) in &cases {
+        assert_eq!(got.as_ref().map_err(ToString::to_string), Err(want.clone()), "{what}");
+    }
+}
+
+const PLACEMENT: &str = "run srun with -m cyclic or -m plane=N (placements Slurm never reorders), or -m arbitrary with the hosts in rank order in a file named by SLURM_HOSTFILE, or ask the admin to add CR_NO_DIST_TOPO_BLOCK to SelectTypeParameters";
+
 #[test]
 fn the_size_check_covers_the_longest_task_of_any_role() {
     // "chief" + index 0 renders 1 byte shorter than "ps" + index 11998. Pad rpc_layer until the
     // chief's TF_CONFIG is exactly at the limit: the plan must still fail, for the last ps.
     let one_node = step("a", "12000", None);
     let short = plan("chief:1,ps:*,port_base=1000,rpc_layer=x", &[], &one_node);
-    let chief = "TF_CONFIG=".len() + short.tf_config(Role::Chief, 0).unwrap().len() + 1;
+    let chief = "TF_CONFIG=".len() + short.tf_config(Role::Chief, 0).len() + 1;
     let rpc = "x".repeat(1 + 131072 - chief); // the chief's TF_CONFIG is now exactly 131072 bytes
     let err = try_plan(
         &format!("chief:1,ps:*,port_base=1000,rpc_layer={rpc}"),

@@ -4,7 +4,7 @@
 
 #![allow(clippy::type_complexity)] // tables of cases
 
-use tfcluster::core::layout::{parse_counts, Distribution, Layout};
+use tfcluster::core::layout::{parse_counts, Distribution, Layout, TaskCounts};
 
 /// (srun command it came from, SLURM_STEP_TASKS_PER_NODE, SLURM_DISTRIBUTION,
 ///  SLURM_DIST_PLANESIZE, global ids per node in node order)
@@ -59,7 +59,7 @@ fn arbitrary_follows_the_host_file() {
     let names = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     let layout = Layout::from_task_hosts(
         &names(&["node1", "node2", "node3"]),
-        &[2, 1, 2],
+        &TaskCounts::new(vec![2, 1, 2]).unwrap(),
         &names(&["node3", "node1", "node3", "node2", "node1"]),
     )
     .unwrap();
@@ -99,8 +99,8 @@ const COUNTS: &[(&str, &[u32])] = &[
 fn parses_count_lists() {
     for (text, want) in COUNTS {
         assert_eq!(
-            parse_counts("SLURM_STEP_TASKS_PER_NODE", text).unwrap(),
-            *want,
+            *parse_counts("SLURM_STEP_TASKS_PER_NODE", text).unwrap(),
+            **want,
             "{text}"
         );
     }

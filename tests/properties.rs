@@ -4,7 +4,7 @@ use proptest::prelude::*;
 use std::collections::HashSet;
 use tfcluster::core::address::AddressFormat;
 use tfcluster::core::hostlist::expand;
-use tfcluster::core::layout::{parse_counts, Distribution, Layout};
+use tfcluster::core::layout::{parse_counts, Distribution, Layout, TaskCounts};
 use tfcluster::core::ports::parse_port_list;
 use tfcluster::core::{Role, Settings, Spec, StepInputs, StepPlan};
 
@@ -60,7 +60,7 @@ proptest! {
         counts in prop::collection::vec(1u32..9, 1..12),
         dist in distribution(),
     ) {
-        let layout = Layout::build(&counts, dist).unwrap();
+        let layout = Layout::build(&TaskCounts::new(counts.clone()).unwrap(), dist).unwrap();
         let total: u32 = counts.iter().sum();
         prop_assert_eq!(layout.ranks.len() as u32, total);
         let mut seen = HashSet::new();
@@ -89,7 +89,7 @@ proptest! {
         let hosts: Vec<String> = (0..counts.len()).map(|i| format!("n{i}")).collect();
         // Task hosts drawn from the step's nodes and one stranger ("n5" when fewer nodes).
         let task_hosts: Vec<String> = picks.iter().map(|&p| format!("n{}", p.min(5))).collect();
-        match Layout::from_task_hosts(&hosts, &counts, &task_hosts) {
+        match Layout::from_task_hosts(&hosts, &TaskCounts::new(counts.clone()).unwrap(), &task_hosts) {
             Ok(layout) => {
                 for (node, gtids) in layout.nodes().enumerate() {
                     prop_assert_eq!(gtids.len() as u32, counts[node]);
@@ -144,10 +144,11 @@ proptest! {
         let plan = StepPlan::new(&spec, &Settings::default(), &step).unwrap();
         let mut clusters = HashSet::new();
         let mut endpoints = HashSet::new();
+        let mut renderers = plan.renderers();
         for (node, gtids) in plan.layout.nodes().enumerate() {
             for slot in 0..gtids.len() {
-                let env = plan.task(node, slot, None, None).unwrap();
-                let text = plan.tf_config(env.role, env.index).unwrap();
+                let env = plan.task(node, slot, None, None, &mut renderers).unwrap();
+                let text = env.get("TF_CONFIG").unwrap().to_string();
                 let v: serde_json::Value = serde_json::from_str(&text).unwrap();
                 prop_assert!(endpoints.insert(env.endpoint.clone()));
                 prop_assert!(env.endpoint.starts_with(hosts[node].as_str()));

@@ -174,6 +174,6 @@ const DTENSOR: &[(&str, &str, Option<&str>, Option<&str>)] = &[
 fn dtensor_clients() {
     for (spec, counts, dist, want) in DTENSOR {
         let p = plan(spec, &["port_base=9000"], &step("a,b", counts, *dist));
-        assert_eq!(p.dtensor_jobs.as_deref(), *want, "{spec} {counts} {dist:?}");
+        assert_eq!(p.dtensor_jobs(), *want, "{spec} {counts} {dist:?}");
     }
 }

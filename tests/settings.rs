@@ -253,31 +253,39 @@ fn what_the_user_is_told_when_the_chief_exits() {
     }
 }
 
-/// (proxy set?, no_grpc_proxy, no_proxy, the task's no_grpc_proxy for cluster hosts n1, n2)
+/// (the job's proxy variables, the task's no_grpc_proxy for cluster hosts n1, n2)
 #[rustfmt::skip]
-const PROXIES: &[(bool, Option<&str>, Option<&str>, Option<&str>)] = &[
-    (false, None,                None,                      None),                     // no proxy: nothing set
-    (false, None,                Some("example.org"),       None),
-    (true,  None,                None,                      Some("n1,n2")),
-    (true,  None,                Some("localhost,.site"),   Some("localhost,.site,n1,n2")), // no_proxy kept
-    (true,  Some("10.0.0.0/8"),  Some("localhost"),         Some("10.0.0.0/8,n1,n2")),      // gRPC reads no_grpc_proxy first
-    (true,  Some(""),            Some("localhost"),         Some("localhost,n1,n2")),       // an empty one does not count
-    (true,  None,                Some("n2, localhost ,"),   Some("n2,localhost,n1")),       // no duplicates, blanks dropped
+const PROXIES: &[(&[(&str, &str)], Option<&str>)] = &[
+    (&[],                                                        None),                     // no proxy: nothing set
+    (&[("no_proxy", "example.org")],                             None),
+    (&[("http_proxy", "http://p:3128")],                         Some("n1,n2")),
+    (&[("https_proxy", "http://p:3128")],                        Some("n1,n2")),
+    (&[("grpc_proxy", "http://p:3128")],                         Some("n1,n2")),
+    (&[("HTTP_PROXY", "http://p:3128")],                         Some("n1,n2")),            // upper case counts too
+    (&[("HTTPS_PROXY", "http://p:3128")],                        Some("n1,n2")),
+    (&[("http_proxy", "")],                                      None),                     // set but empty: no proxy
+    (&[("http_proxy", "  ")],                                    None),
+    (&[("ftp_proxy", "http://p:3128")],                          None),                     // gRPC does not read it
+    (&[("http_proxy", "x"), ("no_proxy", "localhost,.site")],    Some("localhost,.site,n1,n2")), // no_proxy kept
+    (&[("http_proxy", "x"), ("no_grpc_proxy", "10.0.0.0/8"), ("no_proxy", "localhost")],
+                                                                 Some("10.0.0.0/8,n1,n2")),  // gRPC reads no_grpc_proxy first
+    (&[("http_proxy", "x"), ("no_grpc_proxy", ""), ("no_proxy", "localhost")],
+                                                                 Some("localhost,n1,n2")),   // an empty one does not count
+    (&[("http_proxy", "x"), ("NO_PROXY", "localhost")],          Some("localhost,n1,n2")),   // upper case when no lower
+    (&[("http_proxy", "x"), ("no_proxy", "a"), ("NO_PROXY", "b")], Some("a,n1,n2")),         // lower case first
+    (&[("http_proxy", "x"), ("no_proxy", ""), ("NO_PROXY", "b")], Some("b,n1,n2")),
+    (&[("http_proxy", "x"), ("no_proxy", "n2, localhost ,")],    Some("n2,localhost,n1")),   // no duplicates, blanks dropped
 ];
 
 #[test]
 fn grpc_bypasses_the_proxy_for_the_cluster() {
     use tfcluster::core::proxy::{no_grpc_proxy, ProxyEnv};
-    for (proxy_set, no_grpc, no, want) in PROXIES {
-        let env = ProxyEnv {
-            proxy_set: *proxy_set,
-            no_grpc_proxy: *no_grpc,
-            no_proxy: *no,
-        };
+    for (vars, want) in PROXIES {
+        let env = ProxyEnv::from_pairs(vars);
         assert_eq!(
-            no_grpc_proxy(&env, &["n1", "n2"]).as_deref(),
+            no_grpc_proxy(&env, &["n1", "n2", "n1"]).as_deref(),
             *want,
-            "{env:?}"
+            "{vars:?}"
         );
     }
 }

@@ -6,21 +6,28 @@
 //! Input: newline-separated fields: spec, plugstack words, SLURM_STEP_NODELIST,
 //! SLURM_STEP_TASKS_PER_NODE, SLURM_DISTRIBUTION, SLURM_DIST_PLANESIZE, SLURM_STEP_RESV_PORTS,
 //! the arbitrary task order, CUDA_VISIBLE_DEVICES (an empty field is an unset variable).
-//! Steps are capped at 256 tasks so each input runs in well under a millisecond; the parsers'
-//! own targets take inputs of any size.
+//! Steps of more than 256 tasks are only planned (each task is checked up to 256, so each input
+//! runs in about a millisecond); steps over the core's limit must be refused with
+//! `TooManyTasks`, never allocated.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 use std::collections::HashSet;
-use tfcluster::core::layout::parse_counts;
-use tfcluster::core::{Error, GpuAction, Role, Settings, Spec, StepInputs, StepPlan};
+use tfcluster::core::layout::{parse_counts, MAX_TASKS};
+use tfcluster::core::{Error, GpuAction, ProxyEnv, Role, Settings, Spec, StepInputs, StepPlan};
 
-const MAX_TASKS: u64 = 256;
+/// Steps up to this many tasks are checked task by task.
+const CHECKED_TASKS: u64 = 256;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
+    // Every field comes from a C string (the environment, plugstack.conf, the option), which
+    // never holds a NUL.
+    if text.contains('\0') {
+        return;
+    }
     let mut f = text.split('\n');
     let mut field = || f.next().unwrap_or("");
     let (spec, admin, nodelist, tpn) = (field(), field(), field(), field());
@@ -28,12 +35,11 @@ fuzz_target!(|data: &[u8]| {
     let some = |s: &str| (!s.is_empty()).then(|| s.to_string());
     let (dist, plane, resv, order, gpus) =
         (some(dist), some(plane), some(resv), some(order), some(gpus));
-    let Ok(counts) = parse_counts("x", tpn) else {
-        return;
+    let total = match parse_counts("x", tpn) {
+        Ok(counts) => counts.total(),
+        Err(Error::TooManyTasks { .. }) => u32::MAX,
+        Err(_) => return,
     };
-    if counts.iter().map(|&c| u64::from(c)).sum::<u64>() > MAX_TASKS || counts.len() > 256 {
-        return;
-    }
     let Ok(spec) = Spec::parse(Some(spec)) else {
         return;
     };
@@ -49,13 +55,23 @@ fuzz_target!(|data: &[u8]| {
         resv_ports: resv.as_deref(),
         task_hosts: order.as_deref(),
         topology: None,
+        proxies: ProxyEnv::from_pairs(&[("http_proxy", "x")]),
         job_id: 42,
         step_id: 1,
     };
-    let Ok(plan) = StepPlan::new(&spec, &settings, &step) else {
+    let planned = StepPlan::new(&spec, &settings, &step);
+    if u64::from(total) > MAX_TASKS {
+        // Refused before anything was allocated from the counts (the hostlist or the spec may
+        // be refused first).
+        assert!(planned.is_err(), "a step of more than {MAX_TASKS} tasks was planned");
+        return;
+    }
+    let Ok(plan) = planned else {
         return;
     };
-    check(&plan, gpus.as_deref());
+    if u64::from(total) <= CHECKED_TASKS {
+        check(&plan, gpus.as_deref());
+    }
 });
 
 fn check(plan: &StepPlan, gpus: Option<&str>) {
@@ -77,14 +93,14 @@ fn check(plan: &StepPlan, gpus: Option<&str>) {
     let mut trainers_cluster: Option<Value> = None;
     let mut endpoints = HashSet::new();
     let mut node_gpus: Vec<HashSet<String>> = vec![HashSet::new(); plan.hosts.len()];
-    let jobs: Option<Vec<&str>> = plan.dtensor_jobs.as_deref().map(|j| j.split(',').collect());
+    let jobs: Option<Vec<&str>> = plan.dtensor_jobs().map(|j| j.split(',').collect());
     if let Some(jobs) = &jobs {
         assert_eq!(jobs.len(), tasks as usize);
     }
-    let mut renderer = plan.renderer();
+    let mut renderers = plan.renderers();
     for rank in 0..tasks {
         let p = plan.layout.ranks[rank as usize];
-        let env = match plan.task(p.node as usize, p.slot as usize, gpus, gpus) {
+        let env = match plan.task(p.node as usize, p.slot as usize, gpus, gpus, &mut renderers) {
             Ok(env) => env,
             Err(
                 Error::NotEnoughGpus { .. }
@@ -96,16 +112,17 @@ fn check(plan: &StepPlan, gpus: Option<&str>) {
         };
         assert_eq!(env.rank, rank);
         assert_eq!(plan.roles.of_rank(rank), Some((env.role, env.index)));
-        let text = plan
-            .tf_config(env.role, env.index)
-            .expect("sized when planned");
-        let nul = plan.tf_config_nul(&mut renderer, env.role, env.index);
+        let text = plan.tf_config(env.role, env.index);
         assert_eq!(
-            nul.strip_suffix('\0'),
+            env.get("TF_CONFIG"),
             Some(text.as_str()),
             "the node's buffer differs"
         );
-        assert!(!text.contains('\0'));
+        for (name, value) in &env.set {
+            assert!(value.ends_with('\0'), "{name} is not NUL-terminated");
+            assert!(!value[..value.len() - 1].contains('\0'), "{name}: a NUL inside");
+        }
+        assert_eq!(env.get("no_grpc_proxy").is_some(), plan.settings.grpc_proxy_bypass);
         let tf: Value = serde_json::from_str(&text).expect("TF_CONFIG is JSON");
         assert_eq!(tf["task"]["type"], env.role.name());
         assert_eq!(tf["task"]["index"], env.index);

@@ -1,8 +1,16 @@
-//! The address TensorFlow dials for a node.
+//! The address TensorFlow dials for a node, and a task's endpoint (`address:port`).
 //!
 //! Slurm's node lists hold NodeNames, which are not always the name of the network TensorFlow
 //! should use (InfiniBand interfaces are often `node12-ib`, or a separate domain). The admin sets
 //! a template once; `%h` is the NodeName and `%%` a literal `%`.
+//!
+//! [`Endpoints`] renders every node's address once per step and is the only place an endpoint
+//! is written, in the two forms TensorFlow reads: JSON strings in TF_CONFIG, plain text in
+//! DTensor's job list.
+
+use super::ports::StepPorts;
+use super::text::push_decimal;
+use super::tf_config::push_json_str;
 
 /// A parsed `address=` template.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,7 +34,7 @@ impl Default for AddressFormat {
 
 impl AddressFormat {
     /// `None` when the template has no `%h`, an unknown `%x`, or characters that cannot be in
-    /// a host name or address (whitespace, `,`, `"`, `:`).
+    /// a host name or address (whitespace, `,`, `"`, `:`, `\`, NUL).
     pub fn parse(template: &str) -> Option<AddressFormat> {
         let mut parts = Vec::new();
         let mut text = String::new();
@@ -43,7 +51,9 @@ impl AddressFormat {
                     '%' => text.push('%'),
                     _ => return None,
                 },
-                c if c.is_whitespace() || matches!(c, ',' | '"' | ':' | '\\') => return None,
+                c if c.is_whitespace() || matches!(c, ',' | '"' | ':' | '\\' | '\0') => {
+                    return None
+                }
                 c => text.push(c),
             }
         }
@@ -63,6 +73,80 @@ impl AddressFormat {
                 Part::Host => out.push_str(host),
             }
         }
+        out
+    }
+}
+
+/// Every task's endpoint of one step: node `n`'s address (the `address=` template applied once)
+/// and the port of local slot `k` (the same on every node).
+#[derive(Debug, Clone)]
+pub struct Endpoints {
+    addresses: Vec<String>,
+    /// Each node's `"address:` (JSON-escaped, quote open): an endpoint in TF_CONFIG is that, the
+    /// port and a closing quote.
+    json_prefixes: Vec<String>,
+    pub ports: StepPorts,
+}
+
+impl Endpoints {
+    pub fn new(hosts: &[String], format: &AddressFormat, ports: StepPorts) -> Endpoints {
+        let addresses: Vec<String> = hosts.iter().map(|h| format.render(h)).collect();
+        let json_prefixes = addresses
+            .iter()
+            .map(|address| {
+                let mut out = String::with_capacity(address.len() + 3);
+                push_json_str(&mut out, address);
+                out.pop(); // the closing quote: the port and its quote follow
+                out.push(':');
+                out
+            })
+            .collect();
+        Endpoints {
+            addresses,
+            json_prefixes,
+            ports,
+        }
+    }
+
+    /// The address TensorFlow dials for node `node`.
+    pub fn address(&self, node: usize) -> &str {
+        &self.addresses[node]
+    }
+
+    /// Every node's address, in node order (a name may repeat only if the template makes two
+    /// nodes one address).
+    pub fn addresses(&self) -> &[String] {
+        &self.addresses
+    }
+
+    /// The longest endpoint as a JSON string, for sizing buffers.
+    pub fn widest_json(&self) -> usize {
+        self.json_prefixes
+            .iter()
+            .map(String::len)
+            .max()
+            .unwrap_or(0)
+            + 7
+    }
+
+    /// Appends `"address:port"` of local slot `slot` on node `node`.
+    pub fn push_json(&self, out: &mut String, node: usize, slot: usize) {
+        out.push_str(&self.json_prefixes[node]);
+        push_decimal(out, self.ports.of_slot(slot).into(), 0);
+        out.push('"');
+    }
+
+    /// Appends `address:port` of local slot `slot` on node `node`.
+    pub fn push_plain(&self, out: &mut String, node: usize, slot: usize) {
+        out.push_str(&self.addresses[node]);
+        out.push(':');
+        push_decimal(out, self.ports.of_slot(slot).into(), 0);
+    }
+
+    /// `address:port` of local slot `slot` on node `node`.
+    pub fn plain(&self, node: usize, slot: usize) -> String {
+        let mut out = String::with_capacity(self.addresses[node].len() + 6);
+        self.push_plain(&mut out, node, slot);
         out
     }
 }

@@ -103,8 +103,15 @@ pub enum Error {
          (SLURM_STEP_TASKS_PER_NODE); this step's environment is inconsistent"
     )]
     NodeCountMismatch { nodes: usize, counts: usize },
-    #[error("the step has {tasks} tasks, more than the {limit} tfcluster supports")]
-    TooManyTasks { tasks: u64, limit: u64 },
+    #[error(
+        "{var} '{value}' adds up to more than {limit} tasks, more than any TF_CONFIG can list; \
+         run TensorFlow on fewer tasks"
+    )]
+    TooManyTasks {
+        var: &'static str,
+        value: String,
+        limit: u64,
+    },
     #[error("the step has no nodes (SLURM_STEP_NODELIST is empty)")]
     NoNodes,
     #[error(

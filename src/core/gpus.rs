@@ -5,8 +5,12 @@
 //! (TensorFlow's resolver writes ordinals 0..n-1, which is wrong whenever Slurm gave e.g. 2,3).
 
 use super::error::{Error, Result};
+use super::layout::Layout;
 use super::settings::{GpuPolicy, RoleSet};
-use super::spec::Role;
+use super::spec::{Role, RoleTable};
+
+/// The variable CUDA reads: Slurm's GPUs for the step (or the task) in, the task's slice out.
+pub const VAR: &str = "CUDA_VISIBLE_DEVICES";
 
 /// What to do with the task's `CUDA_VISIBLE_DEVICES`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,4 +99,76 @@ pub fn assign(policy: GpuPolicy, gpu_roles: RoleSet, t: &GpuInputs) -> Result<Gp
     Ok(GpuAction::Set(
         tokens[nth * per_task..(nth + 1) * per_task].join(","),
     ))
+}
+
+/// How a step's GPU tasks spread over its nodes (for `even_gpus`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GpuSpread {
+    /// The node with the most GPU tasks (the first of them).
+    pub busiest: usize,
+    /// Its GPU tasks: every GPU task gets the share a task of that node gets.
+    pub most: usize,
+    /// The fewest GPU tasks on a node that has any (0: no node has one).
+    pub fewest: usize,
+}
+
+impl GpuSpread {
+    /// The spread of the tasks whose roles are in `gpu_roles`.
+    pub fn of_step(layout: &Layout, roles: &RoleTable, gpu_roles: RoleSet) -> GpuSpread {
+        let gpu_tasks = layout.nodes().map(|gtids| {
+            gtids
+                .iter()
+                .filter(|&&g| {
+                    gpu_roles.contains(roles.of_rank(g).expect("roles cover every rank").0)
+                })
+                .count()
+        });
+        GpuSpread::of(gpu_tasks)
+    }
+
+    fn of(gpu_tasks_per_node: impl Iterator<Item = usize>) -> GpuSpread {
+        let mut spread = GpuSpread {
+            busiest: 0,
+            most: 0,
+            fewest: 0,
+        };
+        for (node, count) in gpu_tasks_per_node.enumerate() {
+            if count > spread.most {
+                (spread.busiest, spread.most) = (node, count);
+            }
+            if count > 0 && (spread.fewest == 0 || count < spread.fewest) {
+                spread.fewest = count;
+            }
+        }
+        spread
+    }
+
+    /// When the even share leaves some node's GPUs unused, the line that tells the user why,
+    /// given a node's `CUDA_VISIBLE_DEVICES` (every node is taken to have as many GPUs).
+    pub fn note(&self, hosts: &[String], step_gpus: Option<&str>) -> Option<String> {
+        let GpuSpread {
+            busiest,
+            most,
+            fewest,
+        } = *self;
+        let gpus = step_gpus?
+            .split(',')
+            .filter(|t| !t.trim().is_empty())
+            .count();
+        if most == 0 || gpus < most {
+            return None;
+        }
+        let each = gpus / most;
+        if fewest == 0 || gpus / fewest == each {
+            return None;
+        }
+        Some(format!(
+            "every GPU task gets {each} GPU{}, the share of the busiest node ({}: {most} GPU tasks \
+             for {gpus} GPUs), because all-reduce training needs the same count on every worker; \
+             nodes with fewer tasks leave GPUs unused. Put as many tasks on every node \
+             (--ntasks-per-node) to use them all, or set even_gpus=no",
+            if each == 1 { "" } else { "s" },
+            hosts[busiest],
+        ))
+    }
 }

@@ -27,9 +27,32 @@ pub fn expand(list: &str) -> Result<Vec<String>> {
         list: list.to_string(),
         reason,
     };
+    // A C string never holds one; a host name with one would cut every plain-text value it is
+    // written into (no_grpc_proxy, DTENSOR_JOBS) short.
+    if list.contains('\0') {
+        return Err(fail("a host name holds a NUL byte".into()));
+    }
     let mut hosts = Vec::new();
     for token in tokens(list).map_err(fail)? {
         expand_token(token, &mut hosts).map_err(fail)?;
+    }
+    Ok(hosts)
+}
+
+/// A step's nodes from `SLURM_STEP_NODELIST`, in its order (never sorted: the node ids follow
+/// it). Refuses an empty list and a node listed twice, which would give two nodes the same
+/// endpoints; Slurm never does either.
+pub fn step_nodes(list: &str) -> Result<Vec<String>> {
+    let hosts = expand(list)?;
+    if hosts.is_empty() {
+        return Err(Error::NoNodes);
+    }
+    let mut seen = std::collections::HashSet::with_capacity(hosts.len());
+    if let Some(host) = hosts.iter().find(|h| !seen.insert(h.as_str())) {
+        return Err(Error::NodeListedTwice {
+            list: list.to_string(),
+            host: host.clone(),
+        });
     }
     Ok(hosts)
 }

@@ -16,7 +16,15 @@
 //! Levels after `:` (socket/core binding) never change which node a task is on.
 
 use super::error::{Error, Result};
+use super::hostlist;
 use super::text::decimal;
+use super::topology::NodeRanks;
+
+/// srun -> slurmstepd: every task's host in rank order, for `-m arbitrary` (SLURM_HOSTFILE).
+/// srun forwards every `SLURM_*` variable of its environment to the step whatever `--export` or
+/// `SLURM_EXPORT_ENV` say (`NONE`, a list), so the order reaches the nodes in every case. Each
+/// task drops it before exec.
+pub const TASK_HOSTS_VAR: &str = "SLURM_TFCLUSTER_TASK_HOSTS";
 
 /// The node-level task distribution.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,41 +65,92 @@ impl Distribution {
     }
 }
 
-/// The most tasks a step may have: far beyond what a TF_CONFIG can hold, low enough that a
-/// corrupt count list cannot make the plugin allocate gigabytes.
-pub const MAX_TASKS: u64 = 1 << 22;
+/// The most tasks a step may have. No TF_CONFIG of more fits in Linux's 128 KiB limit for one
+/// environment string (every endpoint takes at least 6 bytes: `"a:1",`), and it keeps what a
+/// corrupt count list can make slurmstepd allocate under a megabyte. Checked once, when the
+/// counts are read ([`TaskCounts`]): every layout is built from those.
+pub const MAX_TASKS: u64 = 1 << 16;
 
-/// Parses a compressed count list such as `2(x3),1` into `[2, 2, 2, 1]`.
-pub fn parse_counts(var: &'static str, value: &str) -> Result<Vec<u32>> {
-    let fail = |reason: &str| Error::CountList {
-        var,
-        value: value.to_string(),
-        reason: reason.to_string(),
-    };
-    let mut counts = Vec::new();
-    for item in value.split(',') {
-        let (count, reps) = match item.split_once("(x") {
-            Some((count, rest)) => {
-                let reps = rest
-                    .strip_suffix(')')
-                    .ok_or_else(|| fail("a '(x' has no ')'"))?;
-                (
-                    count,
-                    decimal::<u32>(reps).ok_or_else(|| fail("the repeat count is not a number"))?,
-                )
-            }
-            None => (item, 1),
-        };
-        let count = decimal::<u32>(count).ok_or_else(|| fail("a count is not a number"))?;
-        if reps == 0 {
-            return Err(fail("a repeat count is 0"));
-        }
-        if counts.len() as u64 + u64::from(reps) > super::hostlist::MAX_HOSTS as u64 {
-            return Err(fail("more entries than Slurm allows nodes"));
-        }
-        counts.extend(std::iter::repeat(count).take(reps as usize));
+/// A step's task count per node, in node order (`SLURM_STEP_TASKS_PER_NODE`). Only
+/// [`TaskCounts::parse`] and [`TaskCounts::new`] make one, and both refuse more than
+/// [`MAX_TASKS`] tasks or [`super::hostlist::MAX_HOSTS`] nodes, so nothing built from it can
+/// ask for more memory than that.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskCounts {
+    counts: Vec<u32>,
+    total: u32,
+}
+
+impl std::ops::Deref for TaskCounts {
+    type Target = [u32];
+    fn deref(&self) -> &[u32] {
+        &self.counts
     }
-    Ok(counts)
+}
+
+impl TaskCounts {
+    /// Parses a compressed count list such as `2(x3),1` (`[2, 2, 2, 1]`); `var` names the
+    /// variable it came from, for the message.
+    pub fn parse(var: &'static str, value: &str) -> Result<TaskCounts> {
+        let fail = |reason: &str| Error::CountList {
+            var,
+            value: value.to_string(),
+            reason: reason.to_string(),
+        };
+        let mut counts = Vec::new();
+        let mut total: u64 = 0;
+        for item in value.split(',') {
+            let (count, reps) = match item.split_once("(x") {
+                Some((count, rest)) => {
+                    let reps = rest
+                        .strip_suffix(')')
+                        .ok_or_else(|| fail("a '(x' has no ')'"))?;
+                    (
+                        count,
+                        decimal::<u32>(reps)
+                            .ok_or_else(|| fail("the repeat count is not a number"))?,
+                    )
+                }
+                None => (item, 1),
+            };
+            let count = decimal::<u32>(count).ok_or_else(|| fail("a count is not a number"))?;
+            if reps == 0 {
+                return Err(fail("a repeat count is 0"));
+            }
+            if counts.len() as u64 + u64::from(reps) > super::hostlist::MAX_HOSTS as u64 {
+                return Err(fail("more entries than Slurm allows nodes"));
+            }
+            total += u64::from(count) * u64::from(reps);
+            if total > MAX_TASKS {
+                return Err(Error::TooManyTasks {
+                    var,
+                    value: value.to_string(),
+                    limit: MAX_TASKS,
+                });
+            }
+            counts.extend(std::iter::repeat(count).take(reps as usize));
+        }
+        Ok(TaskCounts {
+            counts,
+            total: total as u32,
+        })
+    }
+
+    /// Counts given as numbers (tests, benchmarks), under the same bounds as [`Self::parse`].
+    pub fn new(counts: Vec<u32>) -> Result<TaskCounts> {
+        let text: Vec<String> = counts.iter().map(u32::to_string).collect();
+        TaskCounts::parse("the task counts", &text.join(","))
+    }
+
+    /// Tasks in the step.
+    pub fn total(&self) -> u32 {
+        self.total
+    }
+}
+
+/// Parses a compressed count list (see [`TaskCounts::parse`]).
+pub fn parse_counts(var: &'static str, value: &str) -> Result<TaskCounts> {
+    TaskCounts::parse(var, value)
 }
 
 /// Where one global rank runs.
@@ -115,28 +174,52 @@ pub struct Layout {
 }
 
 impl Layout {
-    pub fn build(counts: &[u32], dist: Distribution) -> Result<Layout> {
-        let total: u64 = counts.iter().map(|&c| u64::from(c)).sum();
-        if total > MAX_TASKS {
-            return Err(Error::TooManyTasks {
-                tasks: total,
-                limit: MAX_TASKS,
+    /// The layout of a step: `hosts` in `SLURM_STEP_NODELIST` order, their task `counts`, the
+    /// distribution, and, where it decides the order, the task hosts srun passed on (`-m
+    /// arbitrary`) or the topology's node ranks (26.05, block steps on several nodes).
+    pub fn for_step(
+        hosts: &[String],
+        counts: &TaskCounts,
+        dist: Distribution,
+        task_hosts: Option<&str>,
+        topology: Option<&Result<NodeRanks>>,
+    ) -> Result<Layout> {
+        if counts.len() != hosts.len() {
+            return Err(Error::NodeCountMismatch {
+                nodes: hosts.len(),
+                counts: counts.len(),
             });
         }
+        match (dist, task_hosts, topology) {
+            (Distribution::Arbitrary, Some(list), _) => {
+                Layout::from_task_hosts(hosts, counts, &hostlist::expand(list)?)
+            }
+            // srun refuses -m arbitrary without SLURM_HOSTFILE, so here the order was lost.
+            (Distribution::Arbitrary, None, _) => Err(Error::TaskOrderMissing),
+            (Distribution::Block, _, Some(topology)) if hosts.len() > 1 => {
+                let ranks = topology.as_ref().map_err(Clone::clone)?;
+                Ok(Layout::block_in_order(counts, &ranks.order(hosts)?))
+            }
+            _ => Layout::build(counts, dist),
+        }
+    }
+
+    pub fn build(counts: &TaskCounts, dist: Distribution) -> Result<Layout> {
+        let total = counts.total() as usize;
         let chunk = match dist {
-            Distribution::Block => return Ok(Self::block(counts, total as usize)),
+            Distribution::Block => return Ok(Self::block(counts, total)),
             Distribution::Cyclic => 1,
             Distribution::Plane(p) => p,
             Distribution::Arbitrary => return Err(Error::ArbitraryDistribution),
         };
-        Ok(Self::round_robin(counts, total as usize, chunk))
+        Ok(Self::round_robin(counts, total, chunk))
     }
 
     /// Arbitrary distribution: rank k runs on `task_hosts[k]` (the order of the user's
     /// `SLURM_HOSTFILE`, as srun reads it). The result must match Slurm's per-node `counts`.
     pub fn from_task_hosts(
         hosts: &[String],
-        counts: &[u32],
+        counts: &TaskCounts,
         task_hosts: &[String],
     ) -> Result<Layout> {
         let index: std::collections::HashMap<&str, usize> = hosts
@@ -145,8 +228,7 @@ impl Layout {
             .map(|(i, h)| (h.as_str(), i))
             .rev()
             .collect();
-        let total = counts.iter().map(|&c| c as usize).sum();
-        let mut layout = Self::empty(counts, total);
+        let mut layout = Self::empty(counts, counts.total() as usize);
         let mut filled = vec![0u32; counts.len()];
         for (rank, host) in task_hosts.iter().enumerate() {
             let node = *index
@@ -179,6 +261,21 @@ impl Layout {
     /// The global ranks on `node`, by local slot.
     pub fn node(&self, node: usize) -> Option<&[u32]> {
         Some(&self.gtids[*self.starts.get(node)?..*self.starts.get(node + 1)?])
+    }
+
+    /// Tasks in the step.
+    pub fn tasks(&self) -> u32 {
+        self.ranks.len() as u32
+    }
+
+    /// The node with the most tasks (the first of them) and its task count: it needs the most
+    /// ports, and with `even_gpus` sets every GPU task's share.
+    pub fn busiest(&self) -> (usize, usize) {
+        self.nodes()
+            .enumerate()
+            .map(|(n, gtids)| (n, gtids.len()))
+            .max_by_key(|&(n, len)| (len, std::cmp::Reverse(n)))
+            .unwrap_or((0, 0))
     }
 
     /// Every node's global ranks, in node order.
@@ -232,22 +329,15 @@ impl Layout {
     /// Block over the nodes taken in `order` (node indices): Slurm 26.05's topology order
     /// ([`super::topology`]). Node `order[0]` gets the first ranks, and so on; each node's
     /// ranks stay contiguous.
-    pub fn block_in_order(counts: &[u32], order: &[usize]) -> Result<Layout> {
-        let total: u64 = counts.iter().map(|&c| u64::from(c)).sum();
-        if total > MAX_TASKS {
-            return Err(Error::TooManyTasks {
-                tasks: total,
-                limit: MAX_TASKS,
-            });
-        }
-        let mut layout = Self::empty(counts, total as usize);
+    pub fn block_in_order(counts: &TaskCounts, order: &[usize]) -> Layout {
+        let mut layout = Self::empty(counts, counts.total() as usize);
         let mut filled = vec![0u32; counts.len()];
         for &node in order {
             for _ in 0..counts[node] {
                 layout.assign(node, &mut filled);
             }
         }
-        Ok(layout)
+        layout
     }
 
     /// Cyclic (`chunk` = 1) and plane (`chunk` = P): rounds over the nodes that still have

@@ -21,5 +21,6 @@ pub mod topology;
 pub use error::{Error, Result};
 pub use gpus::GpuAction;
 pub use plan::{Component, Decider, StepInputs, StepPlan, TaskEnv};
+pub use proxy::ProxyEnv;
 pub use settings::Settings;
 pub use spec::{Role, Spec};

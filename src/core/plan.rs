@@ -1,25 +1,32 @@
 //! One step's plan: everything every task of the step needs, computed from plain values.
 //!
-//! The SPANK shell builds a [`StepPlan`] once per node (in slurmstepd, before the tasks fork),
-//! checks it against the global ids Slurm gave this node, and then each task asks for its own
-//! [`TaskEnv`]. Nothing here touches the environment or Slurm.
+//! The SPANK shell builds a [`StepPlan`] once per node (in slurmstepd, before the tasks fork)
+//! from the step's inputs ([`StepInputs`]), checks it against the global ids Slurm gave this
+//! node, and then each task asks for its whole environment ([`StepPlan::task`]: every variable
+//! to set, with its value). Nothing here touches the environment or Slurm. Each concern lives
+//! in its own module; [`StepPlan::new`] only composes them.
 
+use super::address::Endpoints;
 use super::error::{Error, Result};
-use super::gpus::{self, GpuAction, GpuInputs};
+use super::gpus::{self, GpuAction, GpuInputs, GpuSpread};
 use super::hostlist;
-use super::layout::{parse_counts, Distribution, Layout};
+use super::layout::{Distribution, Layout, TaskCounts, TASK_HOSTS_VAR};
 use super::ports::StepPorts;
-use super::settings::{EvaluatorCluster, GpuPolicy, Settings};
+use super::proxy::{self, ProxyEnv};
+use super::settings::{GpuPolicy, Settings};
 use super::spec::{Role, RoleTable, Spec};
 use super::text;
-use super::tf_config::{self, ClusterJson, TaskRenderer};
+use super::tf_config::{self, Renderers, TfConfigs};
 use super::topology::NodeRanks;
+use std::borrow::Cow;
 
-/// The variable DTensor's multi-client setup reads for its clients' addresses.
-pub const DTENSOR_JOBS: &str = "DTENSOR_JOBS";
+/// What a task's environment loses whatever happens: srun's hand-over of the task order, and,
+/// when no TF_CONFIG could be made for it, one it inherited (a stale one would be worse than
+/// none).
+pub const UNSET_ON_ERROR: [&str; 2] = [tf_config::NAME, TASK_HOSTS_VAR];
 
 /// The step as Slurm describes it in the environment of slurmstepd.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct StepInputs<'a> {
     /// `SLURM_STEP_NODELIST`
     pub nodelist: &'a str,
@@ -32,11 +39,13 @@ pub struct StepInputs<'a> {
     /// `SLURM_STEP_RESV_PORTS`
     pub resv_ports: Option<&'a str>,
     /// Arbitrary distribution only: every task's host in rank order (comma separated), which
-    /// srun reads from `SLURM_HOSTFILE` and passes on.
+    /// srun reads from `SLURM_HOSTFILE` and passes on in [`TASK_HOSTS_VAR`].
     pub task_hosts: Option<&'a str>,
     /// Slurm 26.05 and later, when the topology plugin ranks nodes: their ranks, by which
     /// Slurm orders a block step's nodes (`Err`: the ranking plugin could not be read).
     pub topology: Option<&'a Result<NodeRanks>>,
+    /// The job's proxy variables ([`proxy::READ`]).
+    pub proxies: ProxyEnv,
     pub job_id: u32,
     pub step_id: u32,
 }
@@ -115,52 +124,39 @@ impl Decider {
     }
 }
 
-/// What one task receives.
+/// One task's place in the step and its whole environment.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TaskEnv {
+pub struct TaskEnv<'r> {
     pub role: Role,
     pub index: u32,
     pub rank: u32,
     /// `address:port` this task listens on (the evaluator's is in its own `cluster`).
     pub endpoint: String,
     pub gpus: GpuAction,
+    /// Every variable to set, in order, each value followed by a NUL (TF_CONFIG is the node's
+    /// render buffer, handed to Slurm as it is).
+    pub set: Vec<(&'static str, Cow<'r, str>)>,
+    /// Variables to remove.
+    pub unset: &'static [&'static str],
 }
 
-/// How a step's GPU tasks spread over its nodes (for `even_gpus`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct GpuSpread {
-    /// The node with the most GPU tasks (the first of them).
-    pub busiest: usize,
-    /// Its GPU tasks: every GPU task gets the share a task of that node gets.
-    pub most: usize,
-    /// The fewest GPU tasks on a node that has any (0: no node has one).
-    pub fewest: usize,
-}
-
-impl GpuSpread {
-    fn of(gpu_tasks_per_node: impl Iterator<Item = usize>) -> GpuSpread {
-        let mut spread = GpuSpread {
-            busiest: 0,
-            most: 0,
-            fewest: 0,
-        };
-        for (node, count) in gpu_tasks_per_node.enumerate() {
-            if count > spread.most {
-                (spread.busiest, spread.most) = (node, count);
-            }
-            if count > 0 && (spread.fewest == 0 || count < spread.fewest) {
-                spread.fewest = count;
-            }
-        }
-        spread
+impl TaskEnv<'_> {
+    /// The value `set` gives `name` (without its NUL).
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.set
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| without_nul(v))
     }
 }
 
-/// Where one node's tasks render their TF_CONFIG (see [`StepPlan::renderer`]).
-#[derive(Debug, Clone)]
-pub struct Renderers {
-    trainers: TaskRenderer,
-    evaluator: Option<TaskRenderer>,
+fn without_nul(value: &str) -> &str {
+    value.strip_suffix('\0').unwrap_or(value)
+}
+
+fn with_nul(mut value: String) -> Cow<'static, str> {
+    value.push('\0');
+    Cow::Owned(value)
 }
 
 #[derive(Debug, Clone)]
@@ -168,63 +164,30 @@ pub struct StepPlan {
     pub hosts: Vec<String>,
     pub layout: Layout,
     pub roles: RoleTable,
-    pub ports: StepPorts,
+    pub endpoints: Endpoints,
     pub settings: Settings,
-    /// The `cluster` object every trainer gets, rendered once.
-    pub cluster_json: String,
-    /// The evaluator's own `cluster` object (see [`EvaluatorCluster`]), when the spec has one.
-    pub evaluator_json: Option<String>,
+    pub tf_configs: TfConfigs,
     /// With `even_gpus` on: how the step's GPU tasks spread over its nodes.
     pub gpu_spread: Option<GpuSpread>,
-    /// With `dtensor=yes`: `DTENSOR_JOBS`, every task's `address:port` in rank order.
-    pub dtensor_jobs: Option<String>,
+    /// With `dtensor=yes`: `DTENSOR_JOBS`, every task's `address:port` in rank order; and
+    /// `no_grpc_proxy`, when the job's environment sets a proxy. The same for every task, so
+    /// kept NUL-terminated and lent to each ([`Self::dtensor_jobs`], [`Self::no_grpc_proxy`]).
+    dtensor_jobs: Option<String>,
+    no_grpc_proxy: Option<String>,
+    /// srun handed the task order over in the environment (`-m arbitrary`): each task drops it.
+    task_hosts_passed: bool,
 }
 
 impl StepPlan {
     /// `settings` are the admin's; the spec's per-job overrides are applied here.
     pub fn new(spec: &Spec, admin: &Settings, step: &StepInputs) -> Result<StepPlan> {
         let settings = admin.with_overrides(&spec.overrides)?;
-        let hosts = hostlist::expand(step.nodelist)?;
-        if hosts.is_empty() {
-            return Err(Error::NoNodes);
-        }
-        // Two nodes of one name would get the same endpoints. Slurm never lists a node twice.
-        let mut seen = std::collections::HashSet::with_capacity(hosts.len());
-        if let Some(host) = hosts.iter().find(|h| !seen.insert(h.as_str())) {
-            return Err(Error::NodeListedTwice {
-                list: step.nodelist.to_string(),
-                host: host.clone(),
-            });
-        }
-        let counts = parse_counts("SLURM_STEP_TASKS_PER_NODE", step.tasks_per_node)?;
-        if counts.len() != hosts.len() {
-            return Err(Error::NodeCountMismatch {
-                nodes: hosts.len(),
-                counts: counts.len(),
-            });
-        }
+        let hosts = hostlist::step_nodes(step.nodelist)?;
+        let counts = TaskCounts::parse("SLURM_STEP_TASKS_PER_NODE", step.tasks_per_node)?;
         let dist = Distribution::parse(step.distribution, step.plane_size)?;
-        let layout = match (dist, step.task_hosts, step.topology) {
-            (Distribution::Arbitrary, Some(list), _) => {
-                Layout::from_task_hosts(&hosts, &counts, &hostlist::expand(list)?)?
-            }
-            // srun refuses -m arbitrary without SLURM_HOSTFILE, so here the order was lost.
-            (Distribution::Arbitrary, None, _) => return Err(Error::TaskOrderMissing),
-            (Distribution::Block, _, Some(topology)) if hosts.len() > 1 => {
-                let ranks = topology.as_ref().map_err(Clone::clone)?;
-                Layout::block_in_order(&counts, &ranks.order(&hosts)?)?
-            }
-            _ => Layout::build(&counts, dist)?,
-        };
-        let tasks = layout.ranks.len() as u32;
-        let roles = spec.resolve(tasks)?;
-
-        let (busiest, max_local) = layout
-            .nodes()
-            .enumerate()
-            .map(|(n, gtids)| (n, gtids.len()))
-            .max_by_key(|&(n, len)| (len, std::cmp::Reverse(n)))
-            .expect("at least one node");
+        let layout = Layout::for_step(&hosts, &counts, dist, step.task_hosts, step.topology)?;
+        let roles = spec.resolve(layout.tasks())?;
+        let (busiest, max_local) = layout.busiest();
         let ports = StepPorts::plan(
             &settings.ports(),
             step.resv_ports,
@@ -233,141 +196,68 @@ impl StepPlan {
             max_local,
             &hosts[busiest],
         )?;
-
-        // Each node's escaped `"address:` once; an endpoint is that plus the port.
-        let prefixes: Vec<String> = hosts
-            .iter()
-            .map(|h| tf_config::endpoint_prefix(&settings.address.render(h)))
-            .collect();
-        let suffixes: Vec<String> = (0..max_local)
-            .map(|slot| tf_config::endpoint_suffix(ports.of_slot(slot)))
-            .collect();
-        let widest = prefixes.iter().map(String::len).max().unwrap_or(0) + 7;
-        let cluster_with = |listed: &dyn Fn(Role) -> bool| {
-            let mut cluster = ClusterJson::with_capacity(layout.ranks.len() * widest);
-            for slice in roles.slices.iter().filter(|s| listed(s.role)) {
-                cluster.job(slice.role);
-                for rank in slice.start..slice.start + slice.count {
-                    let p = layout.ranks[rank as usize];
-                    cluster.endpoint(&prefixes[p.node as usize], &suffixes[p.slot as usize]);
-                }
-            }
-            cluster.finish()
+        let endpoints = Endpoints::new(&hosts, &settings.address, ports);
+        // DTensor's list first: it is the shorter, so its own error names it.
+        let dtensor_jobs = match settings.dtensor {
+            true => Some(tf_config::dtensor_jobs(&layout, &endpoints)? + "\0"),
+            false => None,
         };
-        let cluster_json = cluster_with(&Role::in_cluster);
-        let has_evaluator = roles.slices.iter().any(|s| s.role == Role::Evaluator);
-        let evaluator_json = has_evaluator.then(|| match settings.evaluator_cluster {
-            EvaluatorCluster::Own => cluster_with(&|role| role == Role::Evaluator),
-            EvaluatorCluster::Training => cluster_with(&|_| true),
-        });
-        let has_ps = roles.slices.iter().any(|s| s.role == Role::Ps);
-        let gpu_spread = settings.even_gpus.on(!has_ps || settings.dtensor).then(|| {
-            let gpu_tasks = layout.nodes().map(|gtids| {
-                let gpu_task = |&&g: &&u32| {
-                    let role = roles.of_rank(g).expect("roles cover every rank").0;
-                    settings.gpu_roles.contains(role)
-                };
-                gtids.iter().filter(gpu_task).count()
-            });
-            GpuSpread::of(gpu_tasks)
-        });
-        let dtensor_jobs = if settings.dtensor {
-            let mut jobs = String::with_capacity(layout.ranks.len() * widest);
-            for (rank, p) in layout.ranks.iter().enumerate() {
-                if rank > 0 {
-                    jobs.push(',');
-                }
-                jobs.push_str(&settings.address.render(&hosts[p.node as usize]));
-                jobs.push(':');
-                text::push_decimal(&mut jobs, ports.of_slot(p.slot as usize).into(), 0);
-            }
-            tf_config::check_env_size(DTENSOR_JOBS, DTENSOR_JOBS.len() + jobs.len() + 2, tasks)?;
-            Some(jobs)
-        } else {
-            None
+        let tf_configs = TfConfigs::new(
+            &roles,
+            &layout,
+            &endpoints,
+            settings.evaluator_cluster,
+            settings.rpc_layer.clone(),
+        )?;
+        let gpu_spread = (settings.even_gpus)
+            .on(!roles.has(Role::Ps) || settings.dtensor)
+            .then(|| GpuSpread::of_step(&layout, &roles, settings.gpu_roles));
+        let no_grpc_proxy = match settings.grpc_proxy_bypass {
+            true => proxy::no_grpc_proxy(&step.proxies, endpoints.addresses()).map(|v| v + "\0"),
+            false => None,
         };
-        let plan = StepPlan {
+        Ok(StepPlan {
             hosts,
             layout,
             roles,
-            ports,
+            endpoints,
             settings,
-            cluster_json,
-            evaluator_json,
+            tf_configs,
             gpu_spread,
             dtensor_jobs,
-        };
-        // Fail for the whole step now if any task's TF_CONFIG cannot be passed to execve: the
-        // longest is some role's last index (role names and index digits both vary).
-        for slice in &plan.roles.slices {
-            tf_config::check_size(
-                plan.cluster_of(slice.role),
-                slice.role,
-                slice.count - 1,
-                plan.settings.rpc_layer.as_deref(),
-                plan.tasks(),
-            )?;
-        }
-        Ok(plan)
-    }
-
-    /// The `cluster` object a task of `role` gets.
-    fn cluster_of(&self, role: Role) -> &str {
-        match (role, &self.evaluator_json) {
-            (Role::Evaluator, Some(json)) => json,
-            _ => &self.cluster_json,
-        }
+            no_grpc_proxy,
+            task_hosts_passed: step.task_hosts.is_some(),
+        })
     }
 
     /// When `even_gpus` leaves some node's GPUs unused, the line that tells the user why, given
-    /// the node's `CUDA_VISIBLE_DEVICES` (every node is taken to have as many GPUs).
+    /// the node's `CUDA_VISIBLE_DEVICES`.
     pub fn gpu_note(&self, step_gpus: Option<&str>) -> Option<String> {
-        let GpuSpread {
-            busiest,
-            most,
-            fewest,
-        } = self.gpu_spread?;
-        let gpus = step_gpus?
-            .split(',')
-            .filter(|t| !t.trim().is_empty())
-            .count();
-        if self.settings.gpus != GpuPolicy::Split || most == 0 || gpus < most {
+        if self.settings.gpus != GpuPolicy::Split {
             return None;
         }
-        let each = gpus / most;
-        if fewest == 0 || gpus / fewest == each {
-            return None;
-        }
-        Some(format!(
-            "every GPU task gets {each} GPU{}, the share of the busiest node ({}: {most} GPU tasks \
-             for {gpus} GPUs), because all-reduce training needs the same count on every worker; \
-             nodes with fewer tasks leave GPUs unused. Put as many tasks on every node \
-             (--ntasks-per-node) to use them all, or set even_gpus=no",
-            if each == 1 { "" } else { "s" },
-            self.hosts[busiest],
-        ))
+        self.gpu_spread?.note(&self.hosts, step_gpus)
     }
 
     pub fn tasks(&self) -> u32 {
-        self.layout.ranks.len() as u32
+        self.layout.tasks()
     }
 
-    /// The hosts TensorFlow dials (the node names after the `address=` template), once each.
-    pub fn cluster_addresses(&self) -> Vec<String> {
-        let mut seen = std::collections::HashSet::new();
-        self.hosts
-            .iter()
-            .map(|h| self.settings.address.render(h))
-            .filter(|a| seen.insert(a.clone()))
-            .collect()
+    /// `DTENSOR_JOBS` (with `dtensor=yes`).
+    pub fn dtensor_jobs(&self) -> Option<&str> {
+        self.dtensor_jobs.as_deref().map(without_nul)
+    }
+
+    /// `no_grpc_proxy` (when a proxy is set and `grpc_proxy_bypass` is on).
+    pub fn no_grpc_proxy(&self) -> Option<&str> {
+        self.no_grpc_proxy.as_deref().map(without_nul)
     }
 
     /// The task whose exit decides the job's result and ends the step (the `end_with_chief`
     /// setting; `auto` when the spec has `ps`): the chief, or the master, else worker 0, as
     /// Kubeflow's TFJob decides success. `None` when the step is not ended that way.
     pub fn decider(&self) -> Option<Decider> {
-        let on =
-            (self.settings.end_with_chief).on(self.roles.slices.iter().any(|s| s.role == Role::Ps));
+        let on = (self.settings.end_with_chief).on(self.roles.has(Role::Ps));
         if !on || self.tasks() < 2 {
             return None;
         }
@@ -404,53 +294,27 @@ impl StepPlan {
         })
     }
 
-    /// The TF_CONFIG of a task, in a string of its own.
-    pub fn tf_config(&self, role: Role, index: u32) -> Result<String> {
-        tf_config::render(
-            self.cluster_of(role),
-            role,
-            index,
-            self.settings.rpc_layer.as_deref(),
-            self.tasks(),
-        )
+    /// The TF_CONFIG of `role`'s task `index`, in a string of its own.
+    pub fn tf_config(&self, role: Role, index: u32) -> String {
+        self.tf_configs.render(role, index)
     }
 
-    /// The buffers a node renders its tasks' TF_CONFIG in ([`TaskRenderer`]): the trainers'
-    /// made now, before the tasks fork; the evaluator's (another cluster) only in its own task.
-    pub fn renderer(&self) -> Renderers {
-        Renderers {
-            trainers: TaskRenderer::new(&self.cluster_json, self.settings.rpc_layer.as_deref()),
-            evaluator: None,
-        }
+    /// The buffers this node's tasks render their TF_CONFIG in, made before they fork.
+    pub fn renderers(&self) -> Renderers {
+        self.tf_configs.renderers()
     }
 
-    /// A task's TF_CONFIG followed by a NUL, rendered in the node's buffers. Its size was
-    /// checked for every task when the plan was made, so a task pays no check of its own.
-    pub fn tf_config_nul<'r>(
-        &self,
-        renderers: &'r mut Renderers,
-        role: Role,
-        index: u32,
-    ) -> &'r str {
-        let rpc = self.settings.rpc_layer.as_deref();
-        let renderer = match (role, &self.evaluator_json) {
-            (Role::Evaluator, Some(json)) => renderers
-                .evaluator
-                .get_or_insert_with(|| TaskRenderer::new(json, rpc)),
-            _ => &mut renderers.trainers,
-        };
-        renderer.render_nul(role, index)
-    }
-
-    /// The environment of the task at local `slot` on `node`. `step_gpus` is the node's
-    /// `CUDA_VISIBLE_DEVICES` before the tasks forked, `task_gpus` the task's own now.
-    pub fn task(
-        &self,
+    /// The whole environment of the task at local `slot` on `node`: its TF_CONFIG (rendered in
+    /// `renderers`), GPU slice, `no_grpc_proxy` and DTensor variables. `step_gpus` is the
+    /// node's `CUDA_VISIBLE_DEVICES` before the tasks forked, `task_gpus` the task's own now.
+    pub fn task<'r>(
+        &'r self,
         node: usize,
         slot: usize,
         step_gpus: Option<&str>,
         task_gpus: Option<&str>,
-    ) -> Result<TaskEnv> {
+        renderers: &'r mut Renderers,
+    ) -> Result<TaskEnv<'r>> {
         let gtids = self.node(node)?;
         let &rank = gtids.get(slot).ok_or(Error::SlotOutOfRange {
             node,
@@ -458,40 +322,69 @@ impl StepPlan {
             tasks: gtids.len(),
         })?;
         let (role, index) = self.roles.of_rank(rank).expect("roles cover every rank");
-        let gpus = if step_gpus.is_none() || self.settings.gpus == GpuPolicy::Keep {
-            // Nothing to split: spare the task the node's roles.
-            GpuAction::Leave
-        } else {
-            let node_roles: Vec<Role> = gtids
-                .iter()
-                .map(|&g| self.roles.of_rank(g).expect("covered").0)
-                .collect();
-            gpus::assign(
-                self.settings.gpus,
-                self.settings.gpu_roles,
-                &GpuInputs {
-                    host: &self.hosts[node],
-                    step: step_gpus,
-                    task: task_gpus,
-                    node_roles: &node_roles,
-                    slot,
-                    busiest: self
-                        .gpu_spread
-                        .map(|s| (self.hosts[s.busiest].as_str(), s.most)),
-                },
-            )?
-        };
+        let gpus = self.gpus(node, slot, gtids, step_gpus, task_gpus)?;
+        let mut set = Vec::with_capacity(5);
+        set.push((
+            tf_config::NAME,
+            Cow::Borrowed(self.tf_configs.render_nul(renderers, role, index)),
+        ));
+        if let GpuAction::Set(value) = &gpus {
+            set.push((gpus::VAR, with_nul(value.clone())));
+        }
+        if let Some(value) = &self.no_grpc_proxy {
+            set.push((proxy::VAR, Cow::Borrowed(value.as_str())));
+        }
+        if let Some(jobs) = &self.dtensor_jobs {
+            set.push((tf_config::DTENSOR_JOBS, Cow::Borrowed(jobs.as_str())));
+            let mut id = String::with_capacity(11);
+            text::push_decimal(&mut id, rank.into(), 0);
+            set.push((tf_config::DTENSOR_CLIENT_ID, with_nul(id)));
+        }
         Ok(TaskEnv {
             role,
             index,
             rank,
-            endpoint: format!(
-                "{}:{}",
-                self.settings.address.render(&self.hosts[node]),
-                self.ports.of_slot(slot)
-            ),
+            endpoint: self.endpoints.plain(node, slot),
             gpus,
+            set,
+            unset: if self.task_hosts_passed {
+                &UNSET_ON_ERROR[1..]
+            } else {
+                &[]
+            },
         })
+    }
+
+    fn gpus(
+        &self,
+        node: usize,
+        slot: usize,
+        gtids: &[u32],
+        step_gpus: Option<&str>,
+        task_gpus: Option<&str>,
+    ) -> Result<GpuAction> {
+        if step_gpus.is_none() || self.settings.gpus == GpuPolicy::Keep {
+            // Nothing to split: spare the task the node's roles.
+            return Ok(GpuAction::Leave);
+        }
+        let node_roles: Vec<Role> = gtids
+            .iter()
+            .map(|&g| self.roles.of_rank(g).expect("covered").0)
+            .collect();
+        gpus::assign(
+            self.settings.gpus,
+            self.settings.gpu_roles,
+            &GpuInputs {
+                host: &self.hosts[node],
+                step: step_gpus,
+                task: task_gpus,
+                node_roles: &node_roles,
+                slot,
+                busiest: self
+                    .gpu_spread
+                    .map(|s| (self.hosts[s.busiest].as_str(), s.most)),
+            },
+        )
     }
 }
 

@@ -288,4 +288,9 @@ impl RoleTable {
     pub fn total(&self) -> u32 {
         self.slices.iter().map(|s| s.count).sum()
     }
+
+    /// Whether the step has tasks of `role`.
+    pub fn has(&self, role: Role) -> bool {
+        self.slices.iter().any(|s| s.role == role)
+    }
 }

@@ -1,36 +1,150 @@
 //! TF_CONFIG text: `{"cluster":{ROLE:["addr:port",...],...},"task":{"type":ROLE,"index":N}}`,
-//! plus `"rpc_layer"` when set.
+//! plus `"rpc_layer"` when set; and DTensor's job list.
 //!
-//! The cluster part is the same for every task of a step, so it is rendered once per node
-//! ([`ClusterJson`]) and each task only appends its own `task` part ([`render`]). Lists are
-//! dense, keys in TensorFlow's job order. Addresses go through serde_json once per node (any
-//! byte a host name may hold is escaped correctly); ports are digits and need no escaping, so
-//! an endpoint is the node's escaped `"address:` prefix followed by the port.
+//! [`TfConfigs`] holds what a step's tasks are handed: the cluster part, the same for every
+//! trainer, rendered once per node ([`ClusterJson`]), the evaluator's own view, and the size
+//! check every task's TF_CONFIG passes when the step is planned. Each task then only appends
+//! its own `task` part ([`TaskRenderer`]). Lists are dense, keys in TensorFlow's job order.
+//! Addresses go through serde_json once per node (any byte a host name may hold is escaped
+//! correctly; [`super::address::Endpoints`]).
 
+use super::address::Endpoints;
 use super::error::{Error, Result};
-use super::spec::Role;
+use super::layout::Layout;
+use super::settings::EvaluatorCluster;
+use super::spec::{Role, RoleTable};
 use super::text::push_decimal;
 
 /// Linux's `MAX_ARG_STRLEN`: the most bytes one environment string `NAME=value\0` may have.
 pub const ENV_STRING_LIMIT: usize = 131072;
-const NAME: &str = "TF_CONFIG";
+/// The variable TensorFlow's `TFConfigClusterResolver` reads.
+pub const NAME: &str = "TF_CONFIG";
+/// The variables DTensor's multi-client setup reads: every client's `address:port` in rank
+/// order, and this client's rank.
+pub const DTENSOR_JOBS: &str = "DTENSOR_JOBS";
+pub const DTENSOR_CLIENT_ID: &str = "DTENSOR_CLIENT_ID";
 
-/// `"address:` (JSON-escaped, quote opened): the prefix of every endpoint of one node.
-pub fn endpoint_prefix(address: &str) -> String {
-    let mut out = String::with_capacity(address.len() + 3);
-    push_json_str(&mut out, address);
-    out.pop(); // the closing quote: the port and its quote follow
-    out.push(':');
-    out
+/// Every TF_CONFIG of one step.
+#[derive(Debug, Clone)]
+pub struct TfConfigs {
+    /// The `cluster` object every trainer gets.
+    pub trainers: String,
+    /// The evaluator's own `cluster` object ([`EvaluatorCluster`]), when the spec has one.
+    pub evaluator: Option<String>,
+    pub rpc_layer: Option<String>,
+    /// The step's task count (for messages).
+    tasks: u32,
 }
 
-/// `PORT"`: the end of every endpoint of one local slot. A step has as many distinct ports as
-/// tasks on its busiest node, so they are rendered once, not once per endpoint.
-pub fn endpoint_suffix(port: u32) -> String {
-    let mut out = String::with_capacity(7);
-    push_decimal(&mut out, port.into(), 0);
-    out.push('"');
-    out
+impl TfConfigs {
+    /// Renders the step's cluster views and checks that every task's TF_CONFIG can be passed
+    /// to `execve`: a step where one cannot fails as a whole, before any task starts.
+    pub fn new(
+        roles: &RoleTable,
+        layout: &Layout,
+        endpoints: &Endpoints,
+        evaluator_cluster: EvaluatorCluster,
+        rpc_layer: Option<String>,
+    ) -> Result<TfConfigs> {
+        let cluster_with = |listed: &dyn Fn(Role) -> bool| {
+            let mut cluster =
+                ClusterJson::with_capacity(layout.ranks.len() * endpoints.widest_json());
+            for slice in roles.slices.iter().filter(|s| listed(s.role)) {
+                cluster.job(slice.role);
+                for rank in slice.start..slice.start + slice.count {
+                    let p = layout.ranks[rank as usize];
+                    cluster.endpoint(endpoints, p.node as usize, p.slot as usize);
+                }
+            }
+            cluster.finish()
+        };
+        let trainers = cluster_with(&Role::in_cluster);
+        let evaluator = roles.has(Role::Evaluator).then(|| match evaluator_cluster {
+            EvaluatorCluster::Own => cluster_with(&|role| role == Role::Evaluator),
+            EvaluatorCluster::Training => cluster_with(&|_| true),
+        });
+        let configs = TfConfigs {
+            trainers,
+            evaluator,
+            rpc_layer,
+            tasks: layout.tasks(),
+        };
+        // The longest TF_CONFIG of a role is its last index's (role names and index digits
+        // both vary).
+        for slice in &roles.slices {
+            let bytes = env_string_len(
+                configs.cluster_of(slice.role),
+                slice.role,
+                slice.count - 1,
+                configs.rpc_layer.as_deref(),
+            );
+            check_env_size(NAME, bytes, configs.tasks)?;
+        }
+        Ok(configs)
+    }
+
+    /// The `cluster` object a task of `role` gets.
+    pub fn cluster_of(&self, role: Role) -> &str {
+        match (role, &self.evaluator) {
+            (Role::Evaluator, Some(json)) => json,
+            _ => &self.trainers,
+        }
+    }
+
+    /// The TF_CONFIG of `role`'s task `index`, in a string of its own.
+    pub fn render(&self, role: Role, index: u32) -> String {
+        let mut renderer = TaskRenderer::new(self.cluster_of(role), self.rpc_layer.as_deref());
+        renderer.render_nul(role, index);
+        let mut out = renderer.buf;
+        out.pop(); // the NUL
+        out
+    }
+
+    /// The buffers a node renders its tasks' TF_CONFIG in ([`TaskRenderer`]): the trainers'
+    /// made now, before the tasks fork; the evaluator's (another cluster) only in its own task.
+    pub fn renderers(&self) -> Renderers {
+        Renderers {
+            trainers: TaskRenderer::new(&self.trainers, self.rpc_layer.as_deref()),
+            evaluator: None,
+        }
+    }
+
+    /// A task's TF_CONFIG followed by a NUL, rendered in the node's buffers. Its size was
+    /// checked for every task when the step was planned, so a task pays no check of its own.
+    pub fn render_nul<'r>(&self, renderers: &'r mut Renderers, role: Role, index: u32) -> &'r str {
+        let renderer = match (role, &self.evaluator) {
+            (Role::Evaluator, Some(json)) => renderers
+                .evaluator
+                .get_or_insert_with(|| TaskRenderer::new(json, self.rpc_layer.as_deref())),
+            _ => &mut renderers.trainers,
+        };
+        renderer.render_nul(role, index)
+    }
+}
+
+/// Where one node's tasks render their TF_CONFIG (see [`TfConfigs::renderers`]).
+#[derive(Debug, Clone)]
+pub struct Renderers {
+    trainers: TaskRenderer,
+    evaluator: Option<TaskRenderer>,
+}
+
+/// DTensor's `DTENSOR_JOBS`: every task's `address:port` in rank order, checked against the
+/// same limit as TF_CONFIG.
+pub fn dtensor_jobs(layout: &Layout, endpoints: &Endpoints) -> Result<String> {
+    let mut jobs = String::with_capacity(layout.ranks.len() * endpoints.widest_json());
+    for (rank, p) in layout.ranks.iter().enumerate() {
+        if rank > 0 {
+            jobs.push(',');
+        }
+        endpoints.push_plain(&mut jobs, p.node as usize, p.slot as usize);
+    }
+    check_env_size(
+        DTENSOR_JOBS,
+        DTENSOR_JOBS.len() + jobs.len() + 2,
+        layout.tasks(),
+    )?;
+    Ok(jobs)
 }
 
 /// Builds the `{"ROLE":["addr:port",...],...}` object, role by role in TensorFlow's order.
@@ -61,14 +175,13 @@ impl ClusterJson {
         self.out.push_str(":[");
     }
 
-    /// One endpoint: a node's [`endpoint_prefix`] and a slot's [`endpoint_suffix`].
-    pub fn endpoint(&mut self, prefix: &str, suffix: &str) {
+    /// One endpoint: local slot `slot` of node `node`.
+    pub fn endpoint(&mut self, endpoints: &Endpoints, node: usize, slot: usize) {
         if self.tasks_in_job > 0 {
             self.out.push(',');
         }
         self.tasks_in_job += 1;
-        self.out.push_str(prefix);
-        self.out.push_str(suffix);
+        endpoints.push_json(&mut self.out, node, slot);
     }
 
     pub fn finish(mut self) -> String {
@@ -88,17 +201,6 @@ pub fn env_string_len(cluster: &str, role: Role, index: u32, rpc_layer: Option<&
         + ",\"task\":{\"type\":".len() + json_str_len(role.name())
         + ",\"index\":".len() + digits(index) + "}}".len()
         + 1 // NUL
-}
-
-/// Refuses a TF_CONFIG that Linux would not let `execve` pass.
-pub fn check_size(
-    cluster: &str,
-    role: Role,
-    index: u32,
-    rpc_layer: Option<&str>,
-    tasks: u32,
-) -> Result<()> {
-    check_env_size(NAME, env_string_len(cluster, role, index, rpc_layer), tasks)
 }
 
 /// Refuses an environment string `NAME=value\0` of `bytes` bytes that Linux would not let
@@ -152,32 +254,13 @@ impl TaskRenderer {
     }
 }
 
-/// The whole TF_CONFIG of one task, in a string of its own.
-pub fn render(
-    cluster: &str,
-    role: Role,
-    index: u32,
-    rpc_layer: Option<&str>,
-    tasks: u32,
-) -> Result<String> {
-    check_size(cluster, role, index, rpc_layer, tasks)?;
-    let mut renderer = TaskRenderer::new(cluster, rpc_layer);
-    renderer.render_nul(role, index);
-    let mut out = renderer.buf;
-    out.pop(); // the NUL
-    debug_assert_eq!(
-        NAME.len() + 1 + out.len() + 1,
-        env_string_len(cluster, role, index, rpc_layer)
-    );
-    Ok(out)
-}
-
 fn is_plain(s: &str) -> bool {
     s.bytes()
         .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\')
 }
 
-fn push_json_str(out: &mut String, s: &str) {
+/// Appends `s` as a JSON string.
+pub fn push_json_str(out: &mut String, s: &str) {
     // Plain names (the common case) need no escaping; serde_json handles the rest.
     if is_plain(s) {
         out.push('"');

@@ -14,6 +14,95 @@
 
 use super::error::{Error, Result};
 use super::hostlist;
+use std::path::{Path, PathBuf};
+
+/// The most bytes of one configuration file tfcluster reads (slurm.conf, its includes,
+/// topology.conf): a site's largest are a few hundred KB. The shell reads at most one byte more,
+/// so a larger file is refused, not read whole.
+pub const MAX_CONF_BYTES: usize = 4 << 20;
+/// The most `Include` files followed from slurm.conf.
+pub const MAX_INCLUDES: usize = 64;
+
+/// One configuration file, as the shell found it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfFile {
+    /// Its text: at most [`MAX_CONF_BYTES`] + 1 bytes (more means it is too large).
+    Text(String),
+    /// There is no such file.
+    Missing,
+    /// It exists but cannot be read (why).
+    Unreadable(String),
+}
+
+/// The node ranks Slurm 26.05 orders a block step's nodes by, from the configuration files
+/// slurmstepd runs with: `slurm_conf` (which may `Include` others, relative to its directory)
+/// and the topology.conf or topology.yaml beside it, each read through `read`. `None` when the
+/// topology does not reorder block steps; `Some(Err)` when it does but tfcluster cannot know
+/// how (a file it cannot read, topology.yaml, a node no switch lists): the step is then refused
+/// with what to do instead, never planned on a guess.
+pub fn node_ranks(
+    slurm_conf: &Path,
+    read: impl Fn(&Path) -> ConfFile,
+) -> Option<Result<NodeRanks>> {
+    let dir = slurm_conf.parent().unwrap_or(Path::new("/")).to_path_buf();
+    let unknown = |reason: String| {
+        Some(Err(Error::TopologyUnreadable {
+            plugin: "unknown".to_string(),
+            reason,
+        }))
+    };
+    let text = |path: &Path| match read(path) {
+        ConfFile::Text(text) if text.len() > MAX_CONF_BYTES => Err(format!(
+            "{} is larger than {MAX_CONF_BYTES} bytes",
+            path.display()
+        )),
+        ConfFile::Text(text) => Ok(Some(text)),
+        ConfFile::Missing => Ok(None),
+        ConfFile::Unreadable(why) => Err(format!("{}: {why}", path.display())),
+    };
+    let mut conf = match text(slurm_conf) {
+        Ok(Some(text)) => SlurmConf::parse(&text),
+        Ok(None) => return unknown(format!("{} does not exist", slurm_conf.display())),
+        Err(why) => return unknown(why),
+    };
+    let mut followed = 0;
+    while followed < conf.includes.len() {
+        if followed == MAX_INCLUDES {
+            return unknown(format!(
+                "{} includes more than {MAX_INCLUDES} files",
+                slurm_conf.display()
+            ));
+        }
+        let include: PathBuf = dir.join(&conf.includes[followed]);
+        followed += 1;
+        match text(&include) {
+            Ok(Some(text)) => conf.add(&text),
+            Ok(None) => return unknown(format!("{} does not exist", include.display())),
+            Err(why) => return unknown(why),
+        }
+    }
+    let yaml = dir.join("topology.yaml");
+    if read(&yaml) != ConfFile::Missing {
+        return Some(Err(Error::TopologyUnreadable {
+            plugin: conf
+                .ranking_plugin()
+                .unwrap_or("from topology.yaml")
+                .to_string(),
+            reason: "tfcluster does not read topology.yaml".into(),
+        }));
+    }
+    let plugin = conf.ranking_plugin()?;
+    let topology = match text(&dir.join("topology.conf")) {
+        Ok(text) => text,
+        Err(why) => {
+            return Some(Err(Error::TopologyUnreadable {
+                plugin: plugin.to_string(),
+                reason: why,
+            }))
+        }
+    };
+    Some(NodeRanks::read(plugin, topology.as_deref()))
+}
 
 /// What slurm.conf says about topology (keys are case-insensitive; a line may hold several
 /// `Key=Value` words).
@@ -104,7 +193,8 @@ impl NodeRanks {
             }
         };
         let text = topology_conf.ok_or_else(|| unreadable("topology.conf cannot be read"))?;
-        let mut groups = Vec::new();
+        let mut groups: Vec<Vec<String>> = Vec::new();
+        let mut listed = 0;
         for line in text.lines() {
             let line = line.split('#').next().unwrap_or("").trim();
             let words: Vec<(&str, &str)> = line
@@ -116,6 +206,13 @@ impl NodeRanks {
             if let (true, Some((_, list))) = (named, nodes) {
                 let hosts = hostlist::expand(list)
                     .map_err(|e| unreadable(&format!("topology.conf: {e}")))?;
+                listed += hosts.len();
+                if listed > hostlist::MAX_HOSTS {
+                    return Err(unreadable(&format!(
+                        "topology.conf lists more than {} nodes",
+                        hostlist::MAX_HOSTS
+                    )));
+                }
                 groups.push(hosts);
             }
         }

@@ -43,22 +43,45 @@ pub fn where_is(plan: &StepPlan, rank: u32) -> (usize, usize) {
     (p.node as usize, p.slot as usize)
 }
 
+/// The whole environment of global rank `rank`, given the node's and the task's GPU lists,
+/// as `NAME=value` lines (what `task_init` sets).
+pub fn environment(
+    plan: &StepPlan,
+    rank: u32,
+    step: Option<&str>,
+    task: Option<&str>,
+) -> Vec<String> {
+    let (node, slot) = where_is(plan, rank);
+    let mut renderers = plan.renderers();
+    let env = plan.task(node, slot, step, task, &mut renderers).unwrap();
+    env.set
+        .iter()
+        .map(|(name, value)| {
+            let value = value.strip_suffix('\0').expect("every value ends in a NUL");
+            assert!(!value.contains('\0'), "{name}: a NUL inside");
+            format!("{name}={value}")
+        })
+        .collect()
+}
+
 /// TF_CONFIG of global rank `rank`, parsed.
 pub fn tf_config(plan: &StepPlan, rank: u32) -> Value {
     let (node, slot) = where_is(plan, rank);
-    let env = plan.task(node, slot, None, None).unwrap();
-    let text = plan.tf_config(env.role, env.index).unwrap();
+    let mut renderers = plan.renderers();
+    let env = plan.task(node, slot, None, None, &mut renderers).unwrap();
+    let text = plan.tf_config(env.role, env.index);
     // What slurmstepd hands the task: rendered in the node's buffer, the same text.
-    let mut renderer = plan.renderer();
-    let nul = plan.tf_config_nul(&mut renderer, env.role, env.index);
-    assert_eq!(nul.strip_suffix('\0'), Some(text.as_str()));
+    assert_eq!(env.get("TF_CONFIG"), Some(text.as_str()));
     serde_json::from_str(&text).expect("valid JSON")
 }
 
 /// CUDA_VISIBLE_DEVICES of global rank `rank` given the node's and the task's lists.
 pub fn gpus(plan: &StepPlan, rank: u32, step: Option<&str>, task: Option<&str>) -> GpuAction {
     let (node, slot) = where_is(plan, rank);
-    plan.task(node, slot, step, task).unwrap().gpus
+    let mut renderers = plan.renderers();
+    plan.task(node, slot, step, task, &mut renderers)
+        .unwrap()
+        .gpus
 }
 
 pub fn set(v: &str) -> GpuAction {

@@ -30,11 +30,6 @@ use std::ffi::c_int;
 use std::sync::{Mutex, MutexGuard};
 
 pub const OPTION_NAME: &str = "tf-cluster";
-/// srun -> slurmstepd: every task's host in rank order, for `-m arbitrary` (SLURM_HOSTFILE).
-/// srun forwards every `SLURM_*` variable of its environment to the step whatever `--export` or
-/// `SLURM_EXPORT_ENV` say (`NONE`, a list), so the order reaches the nodes in every case.
-/// Removed from each task's environment before exec.
-const TASK_HOSTS_VAR: &str = "SLURM_TFCLUSTER_TASK_HOSTS";
 const OPTION_USAGE: &str =
     "[tfcluster] TF_CONFIG + GPU split for TensorFlow: SPEC=ROLE:COUNT,... e.g. chief:1,ps:2,worker:*";
 

@@ -1,6 +1,7 @@
 //! srun (local context): what can be checked before anything launches.
 
-use super::{settings, state, TASK_HOSTS_VAR};
+use super::{settings, state};
+use crate::core::layout::TASK_HOSTS_VAR;
 use crate::core::ports::{self, PortPolicy};
 use crate::core::{hostlist, Error, Settings, Spec};
 use crate::spank::error::ShellError;

@@ -1,11 +1,13 @@
 //! slurmstepd (remote context): plan the step once per node, hand each task its part, and end
 //! the step when the chief is done or when the plan turns out wrong.
 
-use super::{settings, state, TASK_HOSTS_VAR};
-use crate::core::plan::Renderers;
-use crate::core::plan::DTENSOR_JOBS;
-use crate::core::proxy::{no_grpc_proxy, ProxyEnv, PROXY_VARS};
-use crate::core::{Component, Error, GpuAction, Settings, Spec, StepInputs, StepPlan};
+use super::{settings, state};
+use crate::core::layout::TASK_HOSTS_VAR;
+use crate::core::plan::UNSET_ON_ERROR;
+use crate::core::tf_config::Renderers;
+use crate::core::{
+    gpus, Component, Error, GpuAction, ProxyEnv, Settings, Spec, StepInputs, StepPlan,
+};
 use crate::spank::error::ShellError;
 use crate::spank::ffi;
 use crate::spank::handle::{self, Context, Spank, U32Item};
@@ -21,12 +23,8 @@ pub struct Node {
     step_gpus: Option<String>,
     /// srun ran with -v (`SRUN_DEBUG` above info): each task reports what it got.
     verbose: bool,
-    /// `no_grpc_proxy` for every task, when the job's environment sets a proxy.
-    no_grpc_proxy: Option<String>,
     /// Where each task renders its TF_CONFIG: made here, before the tasks fork.
-    renderer: Renderers,
-    /// srun handed the task order over in the environment (`-m arbitrary`): each task removes it.
-    task_hosts_set: bool,
+    renderers: Renderers,
 }
 
 /// slurmstepd, once per node before the tasks fork: plan the step. A plan that Slurm's own
@@ -113,6 +111,7 @@ fn plan_node(
             resv_ports: resv_ports.as_deref(),
             task_hosts: task_hosts.as_deref(),
             topology: topology.as_ref(),
+            proxies: ProxyEnv::read(env)?,
             job_id,
             step_id,
         },
@@ -126,48 +125,28 @@ fn plan_node(
         })
         .collect::<Result<Vec<u32>, ShellError>>()?;
     plan.check_node(node, &gtids)?;
-    let step_gpus = env("CUDA_VISIBLE_DEVICES")?;
+    let step_gpus = env(gpus::VAR)?;
     let verbose = env("SRUN_DEBUG")?
         .and_then(|v| v.parse::<u32>().ok())
         .is_some_and(|v| v > 3);
-    let no_grpc_proxy = if plan.settings.grpc_proxy_bypass {
-        let mut proxy_set = false;
-        for &name in PROXY_VARS {
-            proxy_set |= env(name)?.is_some_and(|v| !v.trim().is_empty());
-        }
-        let (no_grpc, no) = (env("no_grpc_proxy")?, env("no_proxy")?.or(env("NO_PROXY")?));
-        let proxies = ProxyEnv {
-            proxy_set,
-            no_grpc_proxy: no_grpc.as_deref(),
-            no_proxy: no.as_deref(),
-        };
-        no_grpc_proxy(&proxies, &plan.cluster_addresses())
-    } else {
-        None
-    };
     Ok(Node {
-        renderer: plan.renderer(),
-        task_hosts_set: task_hosts.is_some(),
+        renderers: plan.renderers(),
         plan,
         job_id,
         step_id,
         node,
         step_gpus,
         verbose,
-        no_grpc_proxy,
     })
 }
 
-/// Each task, just before `execve`: set TF_CONFIG and CUDA_VISIBLE_DEVICES.
+/// Each task, just before `execve`: set every variable the plan gives it (TF_CONFIG,
+/// CUDA_VISIBLE_DEVICES, ...).
 pub fn task_init(sp: &Spank) -> c_int {
     let mut state = state();
     let Some(planned) = &mut state.plan else {
         return 0;
     };
-    // srun's hand-over to the nodes is not for the program.
-    if planned.as_ref().map_or(true, |node| node.task_hosts_set) {
-        let _ = sp.unsetenv(TASK_HOSTS_VAR);
-    }
     let applied = match planned {
         Ok(node) => apply(sp, node),
         Err(e) => Err(e.clone()),
@@ -175,9 +154,10 @@ pub fn task_init(sp: &Spank) -> c_int {
     match applied {
         Ok(()) => 0,
         Err(e) => {
-            // Never leave an inherited TF_CONFIG behind for a task we could not configure.
-            let _ = sp.unsetenv("TF_CONFIG");
-            // Slurm 26.05 no longer puts the node's name before lines forwarded from
+            for name in UNSET_ON_ERROR {
+                let _ = sp.unsetenv(name);
+            }
+            // Slurm 25.11 and later no longer put the node's name before lines forwarded from
             // slurmstepd, so the message names it.
             let node = sp
                 .getenv("SLURMD_NODENAME")
@@ -205,36 +185,23 @@ fn apply(sp: &Spank, node: &mut Node) -> Result<(), ShellError> {
         what: "the local task id",
         err,
     })? as usize;
-    let task_gpus = sp
-        .getenv("CUDA_VISIBLE_DEVICES")
-        .map_err(|err| ShellError::Env {
-            name: "CUDA_VISIBLE_DEVICES",
-            err,
-        })?;
+    let task_gpus = sp.getenv(gpus::VAR).map_err(|err| ShellError::Env {
+        name: gpus::VAR,
+        err,
+    })?;
     let env = node.plan.task(
         node.node,
         slot,
         node.step_gpus.as_deref(),
         task_gpus.as_deref(),
+        &mut node.renderers,
     )?;
-    let set = |name: &'static str, value: &str| {
-        sp.setenv(name, value)
-            .map_err(|err| ShellError::SetEnv { name, err })
-    };
-    let tf_config = node
-        .plan
-        .tf_config_nul(&mut node.renderer, env.role, env.index);
-    sp.setenv_nul("TF_CONFIG", tf_config)
-        .map_err(|err| ShellError::SetEnv {
-            name: "TF_CONFIG",
-            err,
-        })?;
-    if let Some(value) = &node.no_grpc_proxy {
-        set("no_grpc_proxy", value)?;
+    for &name in env.unset {
+        let _ = sp.unsetenv(name);
     }
-    if let Some(jobs) = &node.plan.dtensor_jobs {
-        set(DTENSOR_JOBS, jobs)?;
-        set("DTENSOR_CLIENT_ID", &env.rank.to_string())?;
+    for (name, value) in &env.set {
+        sp.setenv_nul(name, value)
+            .map_err(|err| ShellError::SetEnv { name, err })?;
     }
     if env.rank == 0 {
         // Once per step: why some GPUs stay unused.
@@ -242,18 +209,12 @@ fn apply(sp: &Spank, node: &mut Node) -> Result<(), ShellError> {
             log::user(&note);
         }
     }
-    let gpus = match &env.gpus {
-        GpuAction::Leave => task_gpus.unwrap_or_else(|| "unset".into()),
-        GpuAction::Set(value) => {
-            set("CUDA_VISIBLE_DEVICES", value)?;
-            if value.is_empty() {
-                "none".into()
-            } else {
-                value.clone()
-            }
-        }
-    };
     if node.verbose {
+        let gpus = match &env.gpus {
+            GpuAction::Leave => task_gpus.unwrap_or_else(|| "unset".into()),
+            GpuAction::Set(value) if value.is_empty() => "none".into(),
+            GpuAction::Set(value) => value.clone(),
+        };
         log::user(&format!(
             "rank {} is {}:{} at {}, GPUs {}",
             env.rank, env.role, env.index, env.endpoint, gpus

@@ -1,0 +1,104 @@
+//! Everything a task receives, whole: each row is a step (spec, plugstack.conf words, nodes,
+//! tasks per node, the job's proxy variables, the node's CUDA_VISIBLE_DEVICES), a rank, and
+//! exactly the variables `task_init` sets for it, in order, plus what it removes. The SPANK
+//! shell only loops over this list, so these rows are what reaches the program.
+
+mod common;
+use common::{environment, where_is};
+use tfcluster::core::{ProxyEnv, Settings, Spec, StepInputs, StepPlan};
+
+struct Case {
+    what: &'static str,
+    spec: &'static str,
+    admin: &'static [&'static str],
+    nodes: &'static str,
+    tasks_per_node: &'static str,
+    proxies: &'static [(&'static str, &'static str)],
+    gpus: Option<&'static str>,
+    rank: u32,
+    set: &'static [&'static str],
+}
+
+#[rustfmt::skip]
+const CASES: &[Case] = &[
+    Case { what: "TF_CONFIG alone", spec: "worker:*", admin: &["port_base=1000"], nodes: "a",
+           tasks_per_node: "2", proxies: &[], gpus: None, rank: 1,
+           set: &[r#"TF_CONFIG={"cluster":{"worker":["a:1000","a:1001"]},"task":{"type":"worker","index":1}}"#] },
+    Case { what: "the node's GPUs split", spec: "worker:*", admin: &["port_base=1000"], nodes: "a",
+           tasks_per_node: "2", proxies: &[], gpus: Some("0,1,2,3"), rank: 1,
+           set: &[r#"TF_CONFIG={"cluster":{"worker":["a:1000","a:1001"]},"task":{"type":"worker","index":1}}"#,
+                  "CUDA_VISIBLE_DEVICES=2,3"] },
+    Case { what: "gpus=keep: CUDA_VISIBLE_DEVICES untouched", spec: "worker:*", admin: &["port_base=1000", "gpus=keep"],
+           nodes: "a", tasks_per_node: "2", proxies: &[], gpus: Some("0,1,2,3"), rank: 0,
+           set: &[r#"TF_CONFIG={"cluster":{"worker":["a:1000","a:1001"]},"task":{"type":"worker","index":0}}"#] },
+    Case { what: "a role kept off GPUs gets none", spec: "chief:1,worker:*,gpu_roles=worker", admin: &["port_base=1000"],
+           nodes: "a", tasks_per_node: "2", proxies: &[], gpus: Some("0,1"), rank: 0,
+           set: &[r#"TF_CONFIG={"cluster":{"chief":["a:1000"],"worker":["a:1001"]},"task":{"type":"chief","index":0}}"#,
+                  "CUDA_VISIBLE_DEVICES="] },
+    Case { what: "a proxy: gRPC bypasses it for the cluster", spec: "worker:*", admin: &["port_base=1000"],
+           nodes: "a,b", tasks_per_node: "1(x2)", proxies: &[("https_proxy", "http://p:3128"), ("no_proxy", ".site")],
+           gpus: None, rank: 0,
+           set: &[r#"TF_CONFIG={"cluster":{"worker":["a:1000","b:1000"]},"task":{"type":"worker","index":0}}"#,
+                  "no_grpc_proxy=.site,a,b"] },
+    Case { what: "a proxy, bypass off", spec: "worker:*,grpc_proxy_bypass=no", admin: &["port_base=1000"],
+           nodes: "a", tasks_per_node: "2", proxies: &[("http_proxy", "http://p:3128")], gpus: None, rank: 0,
+           set: &[r#"TF_CONFIG={"cluster":{"worker":["a:1000","a:1001"]},"task":{"type":"worker","index":0}}"#] },
+    Case { what: "the address template, everywhere", spec: "worker:*", admin: &["port_base=1000", "address=%h-ib"],
+           nodes: "a", tasks_per_node: "2", proxies: &[("http_proxy", "x")], gpus: None, rank: 0,
+           set: &[r#"TF_CONFIG={"cluster":{"worker":["a-ib:1000","a-ib:1001"]},"task":{"type":"worker","index":0}}"#,
+                  "no_grpc_proxy=a-ib"] },
+    Case { what: "DTensor", spec: "worker:*,dtensor=yes", admin: &["port_base=1000"], nodes: "a", tasks_per_node: "2",
+           proxies: &[], gpus: None, rank: 1,
+           set: &[r#"TF_CONFIG={"cluster":{"worker":["a:1000","a:1001"]},"task":{"type":"worker","index":1}}"#,
+                  "DTENSOR_JOBS=a:1000,a:1001", "DTENSOR_CLIENT_ID=1"] },
+    Case { what: "everything at once", spec: "worker:*,dtensor=yes", admin: &["port_base=1000"], nodes: "a",
+           tasks_per_node: "2", proxies: &[("grpc_proxy", "x")], gpus: Some("5,7"), rank: 0,
+           set: &[r#"TF_CONFIG={"cluster":{"worker":["a:1000","a:1001"]},"task":{"type":"worker","index":0}}"#,
+                  "CUDA_VISIBLE_DEVICES=5", "no_grpc_proxy=a", "DTENSOR_JOBS=a:1000,a:1001", "DTENSOR_CLIENT_ID=0"] },
+    Case { what: "the evaluator's own cluster", spec: "chief:1,evaluator:1", admin: &["port_base=1000"], nodes: "a",
+           tasks_per_node: "2", proxies: &[], gpus: None, rank: 1,
+           set: &[r#"TF_CONFIG={"cluster":{"evaluator":["a:1001"]},"task":{"type":"evaluator","index":0}}"#] },
+];
+
+#[test]
+fn each_task_gets_exactly_these_variables() {
+    for case in CASES {
+        let spec = Spec::parse(Some(case.spec)).unwrap();
+        let admin = Settings::from_plugstack(case.admin).unwrap();
+        let step = StepInputs {
+            nodelist: case.nodes,
+            tasks_per_node: case.tasks_per_node,
+            proxies: ProxyEnv::from_pairs(case.proxies),
+            job_id: 7,
+            ..Default::default()
+        };
+        let plan = StepPlan::new(&spec, &admin, &step).unwrap();
+        let got = environment(&plan, case.rank, case.gpus, case.gpus);
+        assert_eq!(got, case.set, "{}", case.what);
+    }
+}
+
+/// What a task loses: srun's hand-over of the `-m arbitrary` task order is not for the program.
+#[test]
+fn the_task_order_hand_over_is_removed() {
+    let spec = Spec::parse(Some("worker:*")).unwrap();
+    #[rustfmt::skip]
+    let cases: &[(Option<&str>, Option<&str>, &[&str])] = &[
+        (None,              None,            &[]),
+        (Some("arbitrary"), Some("b,a,b"),   &["SLURM_TFCLUSTER_TASK_HOSTS"]),
+    ];
+    for (dist, order, unset) in cases {
+        let step = StepInputs {
+            nodelist: "a,b",
+            tasks_per_node: "1,2",
+            distribution: *dist,
+            task_hosts: *order,
+            ..Default::default()
+        };
+        let plan = StepPlan::new(&spec, &Settings::default(), &step).unwrap();
+        let (node, slot) = where_is(&plan, 0);
+        let mut renderers = plan.renderers();
+        let env = plan.task(node, slot, None, None, &mut renderers).unwrap();
+        assert_eq!(env.unset, *unset, "{dist:?}");
+    }
+}
