@@ -238,6 +238,8 @@ fn needs_no_shared_library_but_libc() {
         .filter(|l| l.contains("(NEEDED)"))
         .filter_map(|l| Some(l.split('[').nth(1)?.trim_end_matches(']').to_string()))
         .collect();
+    // libc must be listed: an empty list would mean readelf read nothing, not a lean plugin.
+    assert!(needed.iter().any(|lib| lib == "libc.so.6"), "{needed:?}");
     assert!(
         needed
             .iter()

@@ -3,9 +3,9 @@
 //! with 64 nodes named tfc-node-0001 ... tfc-node-0064 declaring 96 CPUs each.
 
 mod common;
-use common::cluster::{dir, records, sh, sh_ok};
+use common::cluster::{dir, one_cluster, records, sh, sh_ok, Placed};
 use serde_json::Value;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use tfcluster::core::{Settings, Spec, StepInputs, StepPlan};
 
 const SPEC: &str = "chief:1,ps:8,worker:*";
@@ -33,27 +33,30 @@ fn four_thousand_tasks_on_sixty_four_nodes() {
     let text = std::fs::read_to_string(&file).unwrap();
     let full: Value = serde_json::from_str(&text).unwrap();
     let cluster = &full["cluster"];
-    let mut seen = HashSet::new();
-    let mut per_node: HashMap<&str, u32> = HashMap::new();
-    for t in &tasks {
-        let task: Value = serde_json::from_str(t[2]).unwrap();
-        let (role, index) = (
-            task["type"].as_str().unwrap(),
-            task["index"].as_u64().unwrap(),
-        );
-        assert!(
-            seen.insert((role.to_string(), index)),
-            "{role}:{index} twice"
-        );
-        let entry = cluster[role][index as usize].as_str().unwrap();
-        assert_eq!(
-            entry.rsplit_once(':').unwrap().0,
-            t[1],
-            "rank {} is listed where it runs",
-            t[0]
-        );
-        *per_node.entry(t[1]).or_default() += 1;
-    }
+    let task_parts: Vec<Value> = tasks
+        .iter()
+        .map(|t| serde_json::from_str(t[2]).unwrap())
+        .collect();
+    let placed = tasks.iter().zip(&task_parts).map(|(t, task)| Placed {
+        rank: t[0].parse().unwrap(),
+        host: t[1],
+        role: task["type"].as_str().unwrap(),
+        index: task["index"].as_u64().unwrap(),
+        cluster,
+    });
+    let listed = one_cluster("4096 tasks", placed);
+    let seen: HashSet<(String, u64)> = task_parts
+        .iter()
+        .map(|t| {
+            (
+                t["type"].as_str().unwrap().to_string(),
+                t["index"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(seen.len(), 4096, "every role index once");
+    let per_node: HashSet<&str> = tasks.iter().map(|t| t[1]).collect();
+    assert_eq!(listed.len(), 4096);
     let count = |role: &str| seen.iter().filter(|(r, _)| r == role).count();
     assert_eq!((count("chief"), count("ps"), count("worker")), (1, 8, 4087));
     assert_eq!(per_node.len(), 64);

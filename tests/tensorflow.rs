@@ -42,16 +42,21 @@ fn training_is_not_sent_through_a_dead_proxy() {
         "mwms_train.py",
     );
     assert_eq!(records(&stdout, "RESULT").len(), 2, "{stdout}");
-    // The same without the bypass, bounded: no result within 40 s.
+    // The same without the bypass, bounded: both tasks start training, and 40 s later they are
+    // still waiting (`timeout` ends srun: 124), with no result.
     let out = sh(&format!(
         "timeout 40 srun {proxy} -w n011,n012 -N2 -n2 --tf-cluster=worker:*,grpc_proxy_bypass=no {} {}",
         python(),
         tool("mwms_train.py")
     ));
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        records(&stdout, "RESULT").is_empty(),
-        "expected a hang without the bypass:\n{stdout}"
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(records(&stdout, "STARTED").len(), 2, "{stdout}\n{stderr}");
+    assert!(records(&stdout, "RESULT").is_empty(), "{stdout}");
+    assert_eq!(
+        out.status.code(),
+        Some(124),
+        "expected a hang without the bypass:\n{stderr}"
     );
 }
 

@@ -9,9 +9,10 @@
 #![allow(clippy::type_complexity)] // tables of cases
 
 mod common;
-use common::cluster::{dir, sh, tool};
+use common::cluster::{dir, parse, sh, summary, tool};
 use common::release;
-use tfcluster::core::topology::{NodeRanks, SlurmConf};
+use std::path::Path;
+use tfcluster::core::topology::{self, ConfFile, NodeRanks, SlurmConf};
 
 /// (slurm.conf lines, the plugin whose ranks reorder block steps)
 #[rustfmt::skip]
@@ -67,23 +68,69 @@ fn slurms_node_order_for_block_steps() {
     }
 }
 
-struct Task {
-    rank: u32,
-    host: String,
-    tf: Option<serde_json::Value>,
-}
+const TREE: &str = "SwitchName=s1 Nodes=n011,n9\nSwitchName=s2 Nodes=n012,n10";
 
-fn tasks(stdout: &str) -> Vec<Task> {
-    let mut tasks: Vec<Task> = common::cluster::records(stdout, "TASK")
-        .iter()
-        .map(|f| Task {
-            rank: f[0].parse().unwrap(),
-            host: f[1].to_string(),
-            tf: (f[3] != "-").then(|| serde_json::from_str(f[3]).unwrap()),
-        })
-        .collect();
-    tasks.sort_by_key(|t| t.rank);
-    tasks
+/// (the files in /etc/slurm, each `name: text` or `name: !unreadable`; the order Slurm gives a
+/// block step on n011,n012,n9,n10, or the error's reason, or `-` when the topology reorders
+/// nothing)
+#[rustfmt::skip]
+const RULES: &[(&[&str], &str)] = &[
+    (&["slurm.conf: ClusterName=c"],                                     "-"),
+    (&["slurm.conf: TopologyPlugin=topology/tree", "topology.conf: TREE"], "n011,n9,n012,n10"),
+    (&["slurm.conf: Include site.conf", "site.conf: TopologyPlugin=topology/tree", "topology.conf: TREE"],
+                                                                        "n011,n9,n012,n10"),  // Include lines are followed
+    (&["slurm.conf: Include /etc/slurm/site.conf", "site.conf: TopologyPlugin=topology/tree", "topology.conf: TREE"],
+                                                                        "n011,n9,n012,n10"),  // absolute too
+    (&["slurm.conf: TopologyPlugin=topology/tree\nInclude site.conf", "site.conf: TopologyPlugin=topology/flat"],
+                                                                        "-"),                 // a later line wins
+    (&["slurm.conf: Include site.conf"],                                "unknown: /etc/slurm/site.conf does not exist"),
+    (&["slurm.conf: Include site.conf", "site.conf: !unreadable"],      "unknown: /etc/slurm/site.conf: permission denied"),
+    (&[],                                                               "unknown: /etc/slurm/slurm.conf does not exist"),
+    (&["slurm.conf: !unreadable"],                                      "unknown: /etc/slurm/slurm.conf: permission denied"),
+    (&["slurm.conf: TopologyPlugin=topology/tree", "topology.yaml: - topology: x", "topology.conf: TREE"],
+                                                                        "topology/tree: tfcluster does not read topology.yaml"),
+    (&["slurm.conf: ClusterName=c", "topology.yaml: - topology: x"],    "from topology.yaml: tfcluster does not read topology.yaml"),
+    (&["slurm.conf: TopologyPlugin=topology/tree"],                     "topology/tree: topology.conf cannot be read"),
+    (&["slurm.conf: TopologyPlugin=topology/tree", "topology.conf: !unreadable"],
+                                                                        "topology/tree: /etc/slurm/topology.conf: permission denied"),
+];
+
+#[test]
+fn which_files_decide_the_order_of_block_steps() {
+    let hosts: Vec<String> = ["n011", "n012", "n9", "n10"].map(String::from).to_vec();
+    for (files, want) in RULES {
+        let read = |path: &Path| {
+            let name = path
+                .strip_prefix("/etc/slurm")
+                .map_or(path, |p| p)
+                .to_str()
+                .unwrap();
+            match files
+                .iter()
+                .find_map(|f| f.strip_prefix(name)?.strip_prefix(": "))
+            {
+                None => ConfFile::Missing,
+                Some("!unreadable") => ConfFile::Unreadable("permission denied".into()),
+                Some(text) => ConfFile::Text(text.replace("TREE", TREE)),
+            }
+        };
+        let got = match topology::node_ranks(Path::new("/etc/slurm/slurm.conf"), read) {
+            None => "-".to_string(),
+            Some(Ok(ranks)) => {
+                let order = ranks.order(&hosts).unwrap();
+                order
+                    .iter()
+                    .map(|&i| hosts[i].as_str())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            }
+            Some(Err(tfcluster::core::Error::TopologyUnreadable { plugin, reason })) => {
+                format!("{plugin}: {reason}")
+            }
+            Some(Err(e)) => panic!("{e}"),
+        };
+        assert_eq!(got, *want, "{files:?}");
+    }
 }
 
 /// (srun arguments, the host of each rank: in Slurm 26.05's topology order; before 26.05; with
@@ -130,10 +177,9 @@ fn every_task_is_listed_where_it_runs_under_a_tree_topology() {
             "srun {args} --tf-cluster=chief:1,worker:* {}",
             tool("report.sh")
         ));
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "srun {args}:\n{stderr}");
-        let tasks = tasks(&String::from_utf8_lossy(&out.stdout));
-        let hosts: Vec<&str> = tasks.iter().map(|t| t.host.as_str()).collect();
+        let run = parse(out);
+        summary(&run, &format!("srun {args}"));
+        let hosts: Vec<&str> = run.tasks.iter().map(|t| t.host.as_str()).collect();
         let want = if switch_as_node_rank() {
             by_switch
         } else if release.topology_orders_block_steps {
@@ -142,22 +188,6 @@ fn every_task_is_listed_where_it_runs_under_a_tree_topology() {
             before
         };
         assert_eq!(hosts, *want, "srun {args}: where Slurm ran each rank");
-        let cluster = tasks[0].tf.as_ref().unwrap()["cluster"].clone();
-        for t in &tasks {
-            let tf = t.tf.as_ref().unwrap();
-            assert_eq!(tf["cluster"], cluster, "srun {args}: one cluster");
-            let (role, index) = (
-                tf["task"]["type"].as_str().unwrap(),
-                tf["task"]["index"].as_u64().unwrap(),
-            );
-            let own = tf["cluster"][role][index as usize].as_str().unwrap();
-            assert_eq!(
-                own.rsplit_once(':').unwrap().0,
-                t.host,
-                "srun {args}: rank {}",
-                t.rank
-            );
-        }
     }
 }
 
@@ -199,7 +229,7 @@ fn a_plan_slurm_contradicts_stops_the_whole_step() {
         "expected a line with\n{line}\ngot:\n{stderr}"
     );
     assert!(
-        tasks(&stdout).is_empty(),
+        !stdout.contains("TASK|"),
         "no task may get to use a TF_CONFIG of a wrong plan:\n{stdout}"
     );
     eprintln!("the whole step was stopped in {elapsed:.2} s");

@@ -224,7 +224,7 @@ EOF
 wait_ready() {
     local names
     names=$(IFS=,; echo "${NODES[*]}")
-    # 30 s, plus 1 s for every 8 nodes past the first 8.
+    # 30 s, plus about 1 s for every node past the first 8 (tries are 0.2 s apart).
     local tries=$((150 + 5 * (${#NODES[@]} > 8 ? (${#NODES[@]} - 8) / 8 : 0) * 8))
     for _ in $(seq "$tries"); do
         if scontrol ping >/dev/null 2>&1; then

@@ -1,6 +1,8 @@
 //! Helpers for the tests that run on the real test cluster (tests/cluster/cluster.sh).
 #![allow(dead_code)]
 
+use serde_json::Value;
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Once;
@@ -116,4 +118,120 @@ impl Drop for PlugStack {
         )
         .unwrap();
     }
+}
+
+/// What one task reported (tests/cluster/report.sh): `TASK|rank|host|gpus|TF_CONFIG`.
+#[derive(Debug)]
+pub struct Task {
+    pub rank: u32,
+    pub host: String,
+    /// `-` when CUDA_VISIBLE_DEVICES is unset, `none` when it is empty.
+    pub gpus: String,
+    pub tf: Option<Value>,
+}
+
+/// A finished srun or job: its exit status, stderr, and its tasks' reports by rank.
+pub struct Run {
+    pub code: i32,
+    pub stderr: String,
+    pub tasks: Vec<Task>,
+}
+
+pub fn parse(out: Output) -> Run {
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut tasks: Vec<Task> = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("TASK|"))
+        .map(|l| l.splitn(4, '|').collect::<Vec<_>>())
+        .map(|f| Task {
+            rank: f[0].parse().unwrap(),
+            host: f[1].to_string(),
+            gpus: match f[2] {
+                "" => "none".into(),
+                g => g.to_string(),
+            },
+            tf: (f[3] != "-").then(|| serde_json::from_str(f[3]).expect("TF_CONFIG is JSON")),
+        })
+        .collect();
+    tasks.sort_by_key(|t| t.rank);
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        tasks,
+    }
+}
+
+/// One task as the invariant check sees it: where it ran and what its TF_CONFIG says.
+pub struct Placed<'a> {
+    pub rank: u32,
+    pub host: &'a str,
+    pub role: &'a str,
+    pub index: u64,
+    pub cluster: &'a Value,
+}
+
+/// What every step's TF_CONFIGs must meet, whatever the layout: the trainers share one cluster
+/// (the evaluator has its own), every task finds itself in it at the host it runs on, and no
+/// endpoint is used twice. Returns `role:index@host` per task, in the order given.
+pub fn one_cluster<'a>(what: &str, tasks: impl IntoIterator<Item = Placed<'a>>) -> Vec<String> {
+    let mut trainers: Option<&Value> = None;
+    let mut endpoints = HashSet::new();
+    let mut out = Vec::new();
+    for t in tasks {
+        if t.role != "evaluator" {
+            match trainers {
+                None => trainers = Some(t.cluster),
+                Some(c) => assert!(
+                    std::ptr::eq(c, t.cluster) || c == t.cluster,
+                    "{what}: rank {} has another cluster: {} vs {}",
+                    t.rank,
+                    t.cluster,
+                    c
+                ),
+            }
+        }
+        let own = t.cluster[t.role][t.index as usize]
+            .as_str()
+            .unwrap_or_else(|| panic!("{what}: rank {} is not in its cluster", t.rank));
+        let (host, _port) = own.rsplit_once(':').unwrap();
+        assert_eq!(
+            host, t.host,
+            "{what}: rank {} finds itself at {own}",
+            t.rank
+        );
+        assert!(
+            endpoints.insert(own.to_string()),
+            "{what}: {own} is used twice"
+        );
+        out.push(format!("{}:{}@{}", t.role, t.index, t.host));
+    }
+    out
+}
+
+/// `role:index@host gpus` per rank, after [`one_cluster`]'s checks; the step must have
+/// succeeded and every task must have a TF_CONFIG.
+pub fn summary(run: &Run, what: &str) -> Vec<String> {
+    assert_eq!(run.code, 0, "{what}: srun failed:\n{}", run.stderr);
+    assert!(
+        !run.tasks.is_empty(),
+        "{what}: no task reported:\n{}",
+        run.stderr
+    );
+    let placed = run.tasks.iter().map(|t| {
+        let tf =
+            t.tf.as_ref()
+                .unwrap_or_else(|| panic!("{what}: rank {} has no TF_CONFIG", t.rank));
+        Placed {
+            rank: t.rank,
+            host: &t.host,
+            role: tf["task"]["type"].as_str().unwrap(),
+            index: tf["task"]["index"].as_u64().unwrap(),
+            cluster: &tf["cluster"],
+        }
+    });
+    one_cluster(what, placed)
+        .into_iter()
+        .zip(&run.tasks)
+        .map(|(placed, t)| format!("{placed} {}", t.gpus))
+        .collect()
 }

@@ -138,6 +138,17 @@ impl Release {
             .expect("two releases")
     }
 
+    /// srun's exit statuses when one task fails with `code` and tfcluster stops the others:
+    /// the failed task's from 23.11 (the stopped ones count as successful); before, whichever
+    /// of the two srun happens to report.
+    pub fn failed_step_statuses(&self, code: i32) -> Vec<i32> {
+        if self.stopped_tasks_succeed {
+            vec![code]
+        } else {
+            vec![code, 128 + 9]
+        }
+    }
+
     /// The release after this one (`22.05` -> `22.06`): a package built for this release must
     /// depend on `>= this, << next`.
     pub fn next(&self) -> String {

@@ -2,7 +2,7 @@
 
 No Slurm code: the strategy comes from TFConfigClusterResolver(). Each worker trains on its own
 data (seeded by its id in the cluster), so the workers' weights stay equal only because every
-step all-reduces the gradients across the cluster. Prints one line:
+step all-reduces the gradients across the cluster. Prints STARTED|<task type>|<task index> before connecting to the cluster, then one line:
     RESULT|<task type>|<task index>|<loss>|<digest of the final weights>|<digest of the same
            training on this worker's data alone>|<cluster it saw>
 The last digest differs between workers: only the all-reduce makes the others agree.
@@ -24,6 +24,8 @@ if task_type == "evaluator":
     print(f"EVALUATOR|{task_type}|{task_id}|{'evaluator' in cluster}|{json.dumps(cluster, sort_keys=True)}", flush=True)
     raise SystemExit(0)
 
+# The strategy connects to every other task: a line before it shows the task got this far.
+print(f"STARTED|{task_type}|{task_id}", flush=True)
 strategy = tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=resolver)
 # The global id of this worker among the trainers (chief first), as TensorFlow numbers them.
 worker_id = task_id + (1 if task_type == "worker" and "chief" in cluster else 0)
