@@ -6,8 +6,9 @@
 #   memory: slurmstepd's resident memory on one node (8 tasks) in the same three modes.
 # Output: JSON lines. Usage: benches/e2e.sh PLUGIN.so [RUNS]
 set -euo pipefail
-plugin=$1
+plugin=${1:?usage: benches/e2e.sh PLUGIN.so [RUNS]}
 runs=${2:-15}
+. "$(dirname "$0")/lib.sh"
 dir=${TFC_DIR:-/tmp/tfcluster-cluster}
 stack=$dir/etc/plugstack.conf
 cd /tmp
@@ -22,8 +23,6 @@ mode_flag() { [ "$1" = option ] && echo "--tf-cluster=chief:1,ps:1,worker:*" || 
 
 ms() { echo $(( $(date +%s%N) / 1000000 )); }
 
-median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
-
 for n in 32 4; do
     declare -A times=()
     for i in $(seq "$runs"); do
@@ -34,9 +33,9 @@ for n in 32 4; do
             times[$mode]+="$(( $(ms) - t0 )) "
         done
     done
-    o=$(tr ' ' '\n' <<<"${times[option]}" | grep . | median)
-    l=$(tr ' ' '\n' <<<"${times[loaded]}" | grep . | median)
-    z=$(tr ' ' '\n' <<<"${times[none]}" | grep . | median)
+    o=$(median <<<"${times[option]}")
+    l=$(median <<<"${times[loaded]}")
+    z=$(median <<<"${times[none]}")
     awk -v n="$n" -v o="$o" -v l="$l" -v z="$z" -v r="$runs" 'BEGIN {
         printf "{\"launch\":\"srun -N4 -n%d true\",\"runs\":%d,\"option_ms\":%s,\"loaded_ms\":%s,\"none_ms\":%s,\"ratio_option_vs_none\":%.3f,\"ratio_option_vs_loaded\":%.3f}\n",
             n, r, o, l, z, o / z, o / l }'

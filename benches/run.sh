@@ -37,12 +37,13 @@ for n, r in rust.items():
 PY
 echo
 
+. benches/lib.sh
 median_ms() { # command; median wall time of 7 runs
     local t=()
     for _ in 1 2 3 4 5 6 7; do
         local s=$(date +%s%N); "$@" >/dev/null 2>&1; t+=($(( ($(date +%s%N) - s) / 1000000 )))
     done
-    printf '%s\n' "${t[@]}" | sort -n | sed -n 4p
+    printf '%s\n' "${t[@]}" | median
 }
 echo "| process start-up | median of 7 |"
 echo "|---|---:|"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Cost at scale on one Slurm release (a line of tests/releases.tsv), in that release's Debian
-# root like its tests: benches/scale-release.sh RELEASE [RUNS]
+# Cost at scale on one Slurm release (a line of tests/releases.tsv), in that release's root like
+# its tests: benches/scale-release.sh RELEASE [RUNS]
 #   1. builds the release plugin from the root's own headers, and the SPANK floor plugin
 #      (benches/setenv_floor.c) on the host, from our header (the roots have no compiler);
 #   2. starts a 64-node test cluster (96 CPUs declared per node) inside the root;
@@ -14,8 +14,9 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 release=${1:?usage: benches/scale-release.sh RELEASE [RUNS]}
 runs=${2:-5}
+. benches/lib.sh
 suite=$(awk -v r="$release" '$1 == r {print $2}' tests/releases.tsv)
-[ -n "$suite" ] || { echo "release $release is not in tests/releases.tsv" >&2; exit 2; }
+[ -n "$suite" ] || die "release $release is not in tests/releases.tsv"
 root=tests/release/root.sh
 out=$repo/target/bench-$release
 stack=${TFC_DIR:-/tmp/tfcluster-cluster}/etc/plugstack.conf
@@ -24,10 +25,11 @@ mkdir -p "$out"
 "$root" up "$suite" >&2
 trap '"$root" exec "$suite" bash "$repo/tests/cluster/cluster.sh" down >/dev/null 2>&1 || true; "$root" down "$suite" >&2' EXIT
 
-TFCLUSTER_SLURM_INCLUDE=$("$root" path "$suite")/usr/include cargo build --release --quiet
+TFCLUSTER_SLURM_INCLUDE=$("$root" include "$suite") cargo build --release --quiet
 cp target/release/libtfcluster.so "$out/libtfcluster.so"
 plugin=$out/libtfcluster.so
-[ "$(packaging/plugin-version.sh "$plugin")" = "$release" ]
+built=$(packaging/plugin-version.sh "$plugin")
+[ "$built" = "$release" ] || die "the plugin was built for Slurm $built, not $release"
 cc -shared -fPIC -O2 -I spank-headers \
     -DPLUGIN_VERSION="$(( (10#${release%.*} << 16) | (10#${release#*.} << 8) ))" \
     -o "$out/setenv_floor.so" benches/setenv_floor.c

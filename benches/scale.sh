@@ -13,8 +13,9 @@
 # and slurmstepd's resident memory per node during such a step, with and without the option.
 # Output: JSON lines. Usage: benches/scale.sh PLUGIN.so [RUNS]
 set -euo pipefail
-plugin=$1
+plugin=${1:?usage: benches/scale.sh PLUGIN.so [RUNS]}
 runs=${2:-5}
+. "$(dirname "$0")/lib.sh"
 dir=${TFC_DIR:-/tmp/tfcluster-cluster}
 stack=$dir/etc/plugstack.conf
 step=(-N64 -n4096)
@@ -35,7 +36,8 @@ spank_so=${TFC_SETENV_FLOOR:-$dir/setenv_floor.so}
 [ -n "${TFC_SETENV_FLOOR:-}" ] || cc -shared -fPIC -O2 -I "$here/../spank-headers" \
     -DPLUGIN_VERSION="$(( (10#${release%.*} << 16) | (10#${release#*.} << 8) ))" \
     -o "$spank_so" "$here/setenv_floor.c"
-[ "$(bash "$here/../packaging/plugin-version.sh" "$spank_so")" = "$release" ]
+built=$(bash "$here/../packaging/plugin-version.sh" "$spank_so")
+[ "$built" = "$release" ] || die "$spank_so is for Slurm $built, the plugin for $release"
 
 # CPU time the whole machine spent (user+nice+system+irq+softirq, in ms, not steal or idle):
 # on a quiet machine, what a launch costs in work, steadier than its wall time.
@@ -62,14 +64,14 @@ for _ in $(seq "$runs"); do
         t[$mode]+="$wall " c[$mode]+="$cpu "
     done
 done
-median() { tr ' ' '\n' <<<"$1" | grep . | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-o=$(median "${t[option]}"); l=$(median "${t[loaded]}"); n=$(median "${t[none]}"); f=$(median "${t[floor]}")
-e=$(median "${t[spank]}")
+o=$(median <<<"${t[option]}") l=$(median <<<"${t[loaded]}") n=$(median <<<"${t[none]}")
+f=$(median <<<"${t[floor]}") e=$(median <<<"${t[spank]}")
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", a / b}'; }
 printf '{"launch":"srun -N64 -n4096 true","runs":%s,"tf_config_bytes":%s,"option_ms":%s,"loaded_ms":%s,"none_ms":%s,"floor_ms":%s,"spank_ms":%s,"a_over_c":%s,"a_over_d":%s,"a_over_e":%s,"e_over_d":%s,"all":{"a":"%s","b":"%s","c":"%s","d":"%s","e":"%s"}}\n' \
     "$runs" "$size" "$o" "$l" "$n" "$f" "$e" "$(ratio "$o" "$n")" "$(ratio "$o" "$f")" "$(ratio "$o" "$e")" "$(ratio "$e" "$f")" \
     "${t[option]% }" "${t[loaded]% }" "${t[none]% }" "${t[floor]% }" "${t[spank]% }"
-ca=$(median "${c[option]}") cb=$(median "${c[loaded]}") cc=$(median "${c[none]}") cd=$(median "${c[floor]}") ce=$(median "${c[spank]}")
+ca=$(median <<<"${c[option]}") cb=$(median <<<"${c[loaded]}") cc=$(median <<<"${c[none]}")
+cd=$(median <<<"${c[floor]}") ce=$(median <<<"${c[spank]}")
 printf '{"cpu":"machine CPU ms per launch (median)","a":%s,"b":%s,"c":%s,"d":%s,"e":%s,"a_over_d":%s,"a_over_e":%s,"all":{"a":"%s","d":"%s","e":"%s"}}\n' \
     "$ca" "$cb" "$cc" "$cd" "$ce" "$(ratio "$ca" "$cd")" "$(ratio "$ca" "$ce")" "${c[option]% }" "${c[floor]% }" "${c[spank]% }"
 

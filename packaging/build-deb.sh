@@ -6,7 +6,7 @@
 # SchedMD's own slurm-smd where that is installed (SLURM_PACKAGE overrides the choice), and the
 # plugin goes where that package keeps Slurm's plugins. Prints the path of the .deb.
 set -euo pipefail
-plugin=$(realpath "$1")
+plugin=$(realpath "${1:?usage: packaging/build-deb.sh PLUGIN.so [OUTDIR]}")
 . "$(dirname "$0")/common.sh"
 out=$(realpath -m "${2:-$tfc_root/target/deb}")
 arch=$(dpkg --print-architecture)

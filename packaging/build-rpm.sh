@@ -5,7 +5,7 @@
 # in /usr/lib64/slurm, RPM's Slurm plugin directory (SLURM_PLUGIN_DIR overrides). Needs rpmbuild
 # (Debian's `rpm` package has it). Prints the path of the .rpm.
 set -euo pipefail
-plugin=$(realpath "$1")
+plugin=$(realpath "${1:?usage: packaging/build-rpm.sh PLUGIN.so [OUTDIR]}")
 . "$(dirname "$0")/common.sh"
 out=$(realpath -m "${2:-$tfc_root/target/rpm}")
 plugdir=${SLURM_PLUGIN_DIR:-/usr/lib64/slurm}

@@ -2,7 +2,7 @@
 # Prints the Slurm release (MAJOR.MINOR) a built plugin is for, read from its plugin_version
 # symbol: what Slurm's loader will compare, so packages can never claim another release.
 set -eu
-so=$1
+so=${1:?usage: packaging/plugin-version.sh PLUGIN.so}
 line=$(objdump -T "$so" | awk '$NF == "plugin_version" {print $1}')
 [ -n "$line" ] || { echo "plugin-version: no plugin_version in $so" >&2; exit 1; }
 start=$((0x$line))
