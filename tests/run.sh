@@ -2,14 +2,15 @@
 # Every test of tfcluster, on a fresh Debian 12 as root:
 #   1. installs what is missing (tests/setup.sh);
 #   2. starts preparing, in the background and in test order, the root of every Slurm release
-#      of tests/releases.tsv: the Debian roots of 22.05, 24.11 and 26.05, and Debian 12 roots
-#      in which SchedMD's sources of 23.02, 23.11, 24.05, 25.05 and 25.11 are built (each made
-#      once per machine, then cached; tests/release/root.sh);
+#      of tests/releases.tsv: first the Debian roots of 22.05, 24.11 and 26.05, then Debian 12
+#      roots in which SchedMD's sources of 23.02, 23.11, 24.05, 25.05 and 25.11 are built (each
+#      made once per machine, then cached; tests/release/root.sh);
 #   3. lints (rustfmt, clippy) where those tools are installed;
 #   4. unit, table, property, ABI and symbol tests (cargo test), and a deterministic short run
 #      of every fuzz target (fuzz/run.sh smoke; `make fuzz` is the real campaign);
 #   5. makes (once per machine) a TensorFlow virtualenv (tests/tensorflow/setup.sh);
-#   6. on every release, in its root (waiting for the background to finish it): builds the
+#   6. on every release (Debian's first, then the source builds), in its root (waiting for the
+#      background to finish it): builds the
 #      plugin from the release's headers, checks our header against them, brings up a real
 #      4-node cluster of that release and runs the end-to-end, lifecycle, install/packaging and
 #      topology tests on it (and TensorFlow, node-rank and scale tests where the table says),
@@ -26,16 +27,20 @@ logs=$(mktemp -d)
 releases=${TFC_RELEASES:-$(awk '!/^#/ && NF {print $1}' tests/releases.tsv)}
 [ "$releases" = none ] && releases=
 root_of() { awk -v r="$1" '$1 == r {print $2}' tests/releases.tsv; }
-tested=() skipped=()
+# Releases from Debian's packages first: their roots take a minute to make, while each source
+# release takes minutes to build; so the builds run in the background behind the tests of the
+# Debian releases instead of holding them up. The summary lists the releases oldest first.
+tested=() from_source=()
 for release in $releases; do
     r=$(root_of "$release")
     [ -n "$r" ] || { echo "tfcluster: release $release is not in tests/releases.tsv" >&2; exit 2; }
-    if [[ $r == slurm-* ]] && ! tests/release/root.sh source "$r" >/dev/null 2>&1; then
-        skipped+=("$release")
-    else
+    if [[ $r != slurm-* ]]; then
         tested+=("$release")
-    fi
+    elif tests/release/root.sh source "$r" >/dev/null 2>&1; then
+        from_source+=("$release")
+    fi # else skipped: the summary says so
 done
+tested+=("${from_source[@]}")
 
 # The roots, in the order the releases are tested; each release's run waits for its own.
 prepare=
@@ -83,13 +88,14 @@ fi
 echo
 echo "host (no cluster): $(passed "$logs/host") passed, $(failed "$logs/host") failed"
 total_passed=$(passed "$logs/host") total_failed=$(failed "$logs/host")
-for release in "${tested[@]}"; do
-    echo "Slurm $release: $(passed "$logs/$release") passed, $(failed "$logs/$release") failed ($(cat "$logs/$release.seconds") s)"
-    total_passed=$((total_passed + $(passed "$logs/$release")))
-    total_failed=$((total_failed + $(failed "$logs/$release")))
-done
-for release in "${skipped[@]}"; do
-    echo "Slurm $release: skipped: its source $(root_of "$release").tar.xz is not in ${TFC_SLURM_SRC:-../shared/slurm-src}"
+for release in $releases; do
+    if [ -f "$logs/$release.seconds" ]; then
+        echo "Slurm $release: $(passed "$logs/$release") passed, $(failed "$logs/$release") failed ($(cat "$logs/$release.seconds") s)"
+        total_passed=$((total_passed + $(passed "$logs/$release")))
+        total_failed=$((total_failed + $(failed "$logs/$release")))
+    else
+        echo "Slurm $release: skipped: its source $(root_of "$release").tar.xz is not in ${TFC_SLURM_SRC:-../shared/slurm-src}"
+    fi
 done
 echo "total: $total_passed passed, $total_failed failed"
 if [ ${#bad[@]} -gt 0 ]; then

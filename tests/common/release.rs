@@ -8,9 +8,9 @@
 pub enum StepdLine {
     /// `slurmstepd-NODE: error: ...`
     NodeName,
-    /// `slurmstepd: error: ...` (SchedMD's builds of 23.02 to 25.05: no node name either).
+    /// `slurmstepd: error: ...` (SchedMD's builds of 23.02 to 24.05: no node name either).
     Bare,
-    /// `[2026-11-22T13:51:01.837] error: ...` (25.11 and 26.05: the node's name is gone, which
+    /// `[2026-11-22T13:51:01.837] error: ...` (25.05 and later: the node's name is gone, which
     /// is why tfcluster's own messages name the node).
     Timestamp,
 }
@@ -66,7 +66,7 @@ pub const RELEASES: &[Release] = &[
     Release { version: "24.11", root: "trixie", stepd_line: StepdLine::NodeName,
               optional_other_release: INCOMPATIBLE, install: Install::DebianPackage,
               stopped_tasks_succeed: true, topology_orders_block_steps: false },
-    Release { version: "25.05", root: "slurm-25.05.8", stepd_line: StepdLine::Bare,
+    Release { version: "25.05", root: "slurm-25.05.8", stepd_line: StepdLine::Timestamp,
               optional_other_release: INCOMPATIBLE, install: Install::FromSource,
               stopped_tasks_succeed: true, topology_orders_block_steps: false },
     Release { version: "25.11", root: "slurm-25.11.7", stepd_line: StepdLine::Timestamp,

@@ -157,8 +157,8 @@ pub fn task_init(sp: &Spank) -> c_int {
             for name in UNSET_ON_ERROR {
                 let _ = sp.unsetenv(name);
             }
-            // Slurm 25.11 and later no longer put the node's name before lines forwarded from
-            // slurmstepd, so the message names it.
+            // From 23.02 (SchedMD's builds) and 25.05 (all) Slurm no longer puts the node's name
+            // before lines forwarded from slurmstepd, so the message names it.
             let node = sp
                 .getenv("SLURMD_NODENAME")
                 .ok()
