@@ -453,9 +453,14 @@ fn two_steps_sharing_a_node_get_different_ports() {
     let bind = tool("bind_port.py");
     let step = format!("srun --overlap --resv-ports=0 -n2 --tf-cluster /usr/bin/python3 {bind} &");
     let out = dir().join("ports.out");
+    // A bash script, as users write them: SchedMD's 25.05.8 starts batch scripts with SIGCHLD
+    // blocked, and dash's `wait` (sbatch --wrap runs /bin/sh) then never returns, plugin or not.
+    let script = dir().join("two-steps.sh");
+    std::fs::write(&script, format!("#!/bin/bash\n{step}\n{step}\nwait\n")).unwrap();
     let run = sh(&format!(
-        "sbatch --wait -N1 -n4 -o {} --wrap '{step} {step} wait'",
-        out.display()
+        "chmod a+rx {s}; sbatch --wait -N1 -n4 -o {} {s}",
+        out.display(),
+        s = script.display()
     ));
     assert!(
         run.status.success(),
