@@ -78,18 +78,26 @@ impl AddressFormat {
 }
 
 /// Every task's endpoint of one step: node `n`'s address (the `address=` template applied once)
-/// and the port of local slot `k` (the same on every node).
+/// and the port of local slot `k` (the same on every node). Both halves are rendered once, so
+/// writing an endpoint is two copies: a 4096-task cluster has 4096 endpoints but only as many
+/// ports as its busiest node has tasks.
 #[derive(Debug, Clone)]
 pub struct Endpoints {
     addresses: Vec<String>,
-    /// Each node's `"address:` (JSON-escaped, quote open): an endpoint in TF_CONFIG is that, the
-    /// port and a closing quote.
+    /// Each node's `"address:` (JSON-escaped, quote open).
     json_prefixes: Vec<String>,
-    pub ports: StepPorts,
+    /// Each local slot's port, as digits.
+    ports: Vec<String>,
 }
 
 impl Endpoints {
-    pub fn new(hosts: &[String], format: &AddressFormat, ports: StepPorts) -> Endpoints {
+    /// `slots`: the most tasks any node runs.
+    pub fn new(
+        hosts: &[String],
+        format: &AddressFormat,
+        ports: &StepPorts,
+        slots: usize,
+    ) -> Endpoints {
         let addresses: Vec<String> = hosts.iter().map(|h| format.render(h)).collect();
         let json_prefixes = addresses
             .iter()
@@ -98,6 +106,13 @@ impl Endpoints {
                 push_json_str(&mut out, address);
                 out.pop(); // the closing quote: the port and its quote follow
                 out.push(':');
+                out
+            })
+            .collect();
+        let ports = (0..slots)
+            .map(|slot| {
+                let mut out = String::with_capacity(5);
+                push_decimal(&mut out, ports.of_slot(slot).into(), 0);
                 out
             })
             .collect();
@@ -132,7 +147,7 @@ impl Endpoints {
     /// Appends `"address:port"` of local slot `slot` on node `node`.
     pub fn push_json(&self, out: &mut String, node: usize, slot: usize) {
         out.push_str(&self.json_prefixes[node]);
-        push_decimal(out, self.ports.of_slot(slot).into(), 0);
+        out.push_str(&self.ports[slot]);
         out.push('"');
     }
 
@@ -140,7 +155,7 @@ impl Endpoints {
     pub fn push_plain(&self, out: &mut String, node: usize, slot: usize) {
         out.push_str(&self.addresses[node]);
         out.push(':');
-        push_decimal(out, self.ports.of_slot(slot).into(), 0);
+        out.push_str(&self.ports[slot]);
     }
 
     /// `address:port` of local slot `slot` on node `node`.

@@ -196,7 +196,7 @@ impl StepPlan {
             max_local,
             &hosts[busiest],
         )?;
-        let endpoints = Endpoints::new(&hosts, &settings.address, ports);
+        let endpoints = Endpoints::new(&hosts, &settings.address, &ports, max_local);
         // DTensor's list first: it is the shorter, so its own error names it.
         let dtensor_jobs = match settings.dtensor {
             true => Some(tf_config::dtensor_jobs(&layout, &endpoints)? + "\0"),
