@@ -4,7 +4,7 @@
 mod common;
 use common::*;
 use tfcluster::core::hostlist;
-use tfcluster::core::layout::{parse_counts, Distribution, Layout, TaskCounts};
+use tfcluster::core::layout::{Distribution, Layout, TaskCounts};
 
 fn hosts(names: &[&str]) -> Vec<String> {
     names.iter().map(|s| s.to_string()).collect()
@@ -80,13 +80,13 @@ fn every_error_message() {
          "the step has no nodes (SLURM_STEP_NODELIST is empty)"),
         (step_err("worker:*", &[], "a,b", "2(x3", None),
          "SLURM_STEP_TASKS_PER_NODE '2(x3' is not a Slurm count list like '2(x3),1': a '(x' has no ')'"),
-        (parse_counts("SLURM_STEP_TASKS_PER_NODE", "2(x0)").map(|_| ()),
+        (TaskCounts::parse("SLURM_STEP_TASKS_PER_NODE", "2(x0)").map(|_| ()),
          "SLURM_STEP_TASKS_PER_NODE '2(x0)' is not a Slurm count list like '2(x3),1': a repeat count is 0"),
-        (parse_counts("SLURM_STEP_TASKS_PER_NODE", "two").map(|_| ()),
+        (TaskCounts::parse("SLURM_STEP_TASKS_PER_NODE", "two").map(|_| ()),
          "SLURM_STEP_TASKS_PER_NODE 'two' is not a Slurm count list like '2(x3),1': a count is not a number"),
-        (parse_counts("SLURM_STEP_TASKS_PER_NODE", "2(xa)").map(|_| ()),
+        (TaskCounts::parse("SLURM_STEP_TASKS_PER_NODE", "2(xa)").map(|_| ()),
          "SLURM_STEP_TASKS_PER_NODE '2(xa)' is not a Slurm count list like '2(x3),1': the repeat count is not a number"),
-        (parse_counts("SLURM_STEP_TASKS_PER_NODE", "1(x65537)").map(|_| ()),
+        (TaskCounts::parse("SLURM_STEP_TASKS_PER_NODE", "1(x65537)").map(|_| ()),
          "SLURM_STEP_TASKS_PER_NODE '1(x65537)' is not a Slurm count list like '2(x3),1': more entries than Slurm allows nodes"),
         (step_err("worker:*", &[], "a,b", "65536,1", None),
          "SLURM_STEP_TASKS_PER_NODE '65536,1' adds up to more than 65536 tasks, more than any TF_CONFIG can list; run TensorFlow on fewer tasks"),
@@ -265,9 +265,9 @@ fn every_input_over_its_limit_is_refused() {
          "SLURM_STEP_TASKS_PER_NODE '4000000000' adds up to more than 65536 tasks, more than any TF_CONFIG can list; run TensorFlow on fewer tasks".into()),
         ("tasks, topology order", try_plan("worker:*", &[], &ranked).map(|_| ()),
          "SLURM_STEP_TASKS_PER_NODE '4000000000,1' adds up to more than 65536 tasks, more than any TF_CONFIG can list; run TensorFlow on fewer tasks".into()),
-        ("tasks, repeated", parse_counts("SLURM_STEP_TASKS_PER_NODE", "2(x40000)").map(|_| ()),
+        ("tasks, repeated", TaskCounts::parse("SLURM_STEP_TASKS_PER_NODE", "2(x40000)").map(|_| ()),
          "SLURM_STEP_TASKS_PER_NODE '2(x40000)' adds up to more than 65536 tasks, more than any TF_CONFIG can list; run TensorFlow on fewer tasks".into()),
-        ("nodes in the count list", parse_counts("SLURM_STEP_TASKS_PER_NODE", "0(x65537)").map(|_| ()),
+        ("nodes in the count list", TaskCounts::parse("SLURM_STEP_TASKS_PER_NODE", "0(x65537)").map(|_| ()),
          "SLURM_STEP_TASKS_PER_NODE '0(x65537)' is not a Slurm count list like '2(x3),1': more entries than Slurm allows nodes".into()),
         ("hosts in the node list", step_err("worker:*", &[], "n[1-65537]", "1", None),
          "hostlist 'n[1-65537]': range '1-65537' has more than 65536 values".into()),

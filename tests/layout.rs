@@ -4,7 +4,7 @@
 
 #![allow(clippy::type_complexity)] // tables of cases
 
-use tfcluster::core::layout::{parse_counts, Distribution, Layout, TaskCounts};
+use tfcluster::core::layout::{Distribution, Layout, TaskCounts};
 
 /// (srun command it came from, SLURM_STEP_TASKS_PER_NODE, SLURM_DISTRIBUTION,
 ///  SLURM_DIST_PLANESIZE, global ids per node in node order)
@@ -34,7 +34,7 @@ const OBSERVED: &[(&str, &str, Option<&str>, Option<&str>, &[&[u32]])] = &[
 #[test]
 fn reproduces_every_layout_slurm_produced() {
     for (cmd, tpn, dist, plane, want) in OBSERVED {
-        let counts = parse_counts("SLURM_STEP_TASKS_PER_NODE", tpn).unwrap();
+        let counts = TaskCounts::parse("SLURM_STEP_TASKS_PER_NODE", tpn).unwrap();
         let dist = Distribution::parse(*dist, *plane).unwrap();
         let layout = Layout::build(&counts, dist).unwrap();
         let got: Vec<&[u32]> = layout.nodes().collect();
@@ -99,7 +99,7 @@ const COUNTS: &[(&str, &[u32])] = &[
 fn parses_count_lists() {
     for (text, want) in COUNTS {
         assert_eq!(
-            *parse_counts("SLURM_STEP_TASKS_PER_NODE", text).unwrap(),
+            *TaskCounts::parse("SLURM_STEP_TASKS_PER_NODE", text).unwrap(),
             **want,
             "{text}"
         );

@@ -4,7 +4,7 @@ use proptest::prelude::*;
 use std::collections::HashSet;
 use tfcluster::core::address::AddressFormat;
 use tfcluster::core::hostlist::expand;
-use tfcluster::core::layout::{parse_counts, Distribution, Layout, TaskCounts};
+use tfcluster::core::layout::{Distribution, Layout, TaskCounts};
 use tfcluster::core::ports::parse_port_list;
 use tfcluster::core::{Role, Settings, Spec, StepInputs, StepPlan};
 
@@ -105,7 +105,7 @@ proptest! {
     #[test]
     fn parsers_never_panic(text in grammar_text()) {
         let _ = expand(&text);
-        let _ = parse_counts("SLURM_STEP_TASKS_PER_NODE", &text);
+        let _ = TaskCounts::parse("SLURM_STEP_TASKS_PER_NODE", &text);
         let _ = Spec::parse(Some(&text));
         let _ = Distribution::parse(Some(&text), Some(&text));
         let _ = Settings::from_plugstack(&[text.as_str()]);

@@ -1,16 +1,16 @@
 //! `SLURM_STEP_TASKS_PER_NODE` / `SLURM_TASKS_PER_NODE` count lists such as `2(x3),1`.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use tfcluster::core::layout::parse_counts;
+use tfcluster::core::layout::TaskCounts;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };
-    let Ok(counts) = parse_counts("SLURM_STEP_TASKS_PER_NODE", text) else {
+    let Ok(counts) = TaskCounts::parse("SLURM_STEP_TASKS_PER_NODE", text) else {
         return;
     };
     // Written back in Slurm's compressed form, the list parses to the same counts.
     let back: Vec<String> = counts.iter().map(u32::to_string).collect();
-    assert_eq!(parse_counts("x", &back.join(",")).unwrap(), counts);
+    assert_eq!(TaskCounts::parse("x", &back.join(",")).unwrap(), counts);
 });

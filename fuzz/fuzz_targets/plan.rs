@@ -13,7 +13,7 @@
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 use std::collections::HashSet;
-use tfcluster::core::layout::{parse_counts, MAX_TASKS};
+use tfcluster::core::layout::{TaskCounts, MAX_TASKS};
 use tfcluster::core::{Error, GpuAction, ProxyEnv, Role, Settings, Spec, StepInputs, StepPlan};
 
 /// Steps up to this many tasks are checked task by task.
@@ -35,7 +35,7 @@ fuzz_target!(|data: &[u8]| {
     let some = |s: &str| (!s.is_empty()).then(|| s.to_string());
     let (dist, plane, resv, order, gpus) =
         (some(dist), some(plane), some(resv), some(order), some(gpus));
-    let total = match parse_counts("x", tpn) {
+    let total = match TaskCounts::parse("x", tpn) {
         Ok(counts) => counts.total(),
         Err(Error::TooManyTasks { .. }) => u32::MAX,
         Err(_) => return,

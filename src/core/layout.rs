@@ -148,11 +148,6 @@ impl TaskCounts {
     }
 }
 
-/// Parses a compressed count list (see [`TaskCounts::parse`]).
-pub fn parse_counts(var: &'static str, value: &str) -> Result<TaskCounts> {
-    TaskCounts::parse(var, value)
-}
-
 /// Where one global rank runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Placement {

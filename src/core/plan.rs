@@ -20,9 +20,11 @@ use super::tf_config::{self, Renderers, TfConfigs};
 use super::topology::NodeRanks;
 use std::borrow::Cow;
 
-/// What a task's environment loses whatever happens: srun's hand-over of the task order, and,
-/// when no TF_CONFIG could be made for it, one it inherited (a stale one would be worse than
-/// none).
+/// What a task loses when srun handed the task order over (`-m arbitrary`): it is not for the
+/// program.
+pub const HAND_OVER: [&str; 1] = [TASK_HOSTS_VAR];
+/// What a task loses when no environment could be made for it: the hand-over, and a TF_CONFIG
+/// it inherited (a stale one would be worse than none).
 pub const UNSET_ON_ERROR: [&str; 2] = [tf_config::NAME, TASK_HOSTS_VAR];
 
 /// The step as Slurm describes it in the environment of slurmstepd.
@@ -348,7 +350,7 @@ impl StepPlan {
             gpus,
             set,
             unset: if self.task_hosts_passed {
-                &UNSET_ON_ERROR[1..]
+                &HAND_OVER
             } else {
                 &[]
             },
