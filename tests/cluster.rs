@@ -259,7 +259,7 @@ const BAD_INPUT: &[(&str, i32, &str)] = &[
     ("-N1 -n2 --tf-cluster=chief:2,worker:*", 255,
      "srun: error: tfcluster: --tf-cluster: chief:2 asks for 2 chief tasks; TensorFlow allows at most one chief"),
     ("-N1 -n2 --tf-cluster=worker:*,port=1", 255,
-     "srun: error: tfcluster: --tf-cluster: 'port' is not a per-job setting; allowed: port_base, gpus, gpu_roles, rpc_layer, end_with_chief, grpc_proxy_bypass, even_gpus, evaluator_cluster, dtensor"),
+     "srun: error: tfcluster: --tf-cluster: 'port' is not a per-job setting; allowed: port_base, gpus, gpu_roles, rpc_layer, end_with_chief, fail_fast, preemption_exit, grpc_proxy_bypass, even_gpus, evaluator_cluster, dtensor"),
     ("-N1 -n3 --tf-cluster=ps:1,worker:3", 1,
      "srun: error: tfcluster: --tf-cluster asks for 4 tasks (ps:1,worker:3) but the step has 3; change the counts, use '*' for one role, or run srun with -n 4"),
     ("-N1 -n3 --tf-cluster=chief:1,ps:2,worker:*", 1,
@@ -535,7 +535,7 @@ fn a_bad_admin_setting_is_named_and_only_affects_the_option() {
     drop(stack);
     assert_eq!(with.code, 255);
     assert!(with.stderr.contains(
-        "srun: error: tfcluster: plugstack.conf: unknown tfcluster setting 'port_bsae'; known: port_base, port_range, port_block, address, gpus, gpu_roles, rpc_layer, end_with_chief, grpc_proxy_bypass, even_gpus, evaluator_cluster, dtensor"
+        "srun: error: tfcluster: plugstack.conf: unknown tfcluster setting 'port_bsae'; known: port_base, port_range, port_block, address, gpus, gpu_roles, rpc_layer, end_with_chief, fail_fast, preemption_exit, grpc_proxy_bypass, even_gpus, evaluator_cluster, dtensor"
     ), "{}", with.stderr);
     assert_eq!(without.code, 0, "{}", without.stderr);
 }
@@ -637,6 +637,126 @@ fn the_step_ends_when_the_chief_exits() {
             );
         }
     }
+}
+
+/// srun's exit status in [`TASK_ENDS`].
+#[derive(Debug, Clone, Copy)]
+enum Srun {
+    /// The step was stopped after a task failed this way (exit code, or 128+signal): that
+    /// status from 23.11, that or 137 before ([`release::Release::failed_step_statuses`]).
+    Failed(i32),
+    /// Nothing was stopped: srun's own rule (the highest exit code, or 128+signal).
+    Exactly(i32),
+}
+
+/// Which task's end ends the step (README's table, row by row): (what, srun arguments, each
+/// task's action in tests/cluster/ending.sh, srun's status, the line srun prints when the step
+/// is stopped, with the failed task's node, or "" when nothing is stopped). Tasks that are not
+/// stopped end after 3 s; stopped ones would sleep 299 s.
+#[rustfmt::skip]
+const TASK_ENDS: &[(&str, &str, &[&str], Srun, &str)] = &[
+    ("every task succeeds",
+     "-N2 -n4 --tf-cluster", &["default=exit 0"], Srun::Exactly(0), ""),
+    ("a worker fails at start (MultiWorkerMirroredStrategy would wait an hour)",
+     "-N4 -n4 --tf-cluster", &["worker:2=exit 3", "default=sleep 299"], Srun::Failed(3),
+     "slurmstepd-n9: error: tfcluster: rank 2 (worker:2 on n9) exited 3; stopping the step's other 3 tasks"),
+    ("the chief fails (MultiWorkerMirroredStrategy)",
+     "-N2 -n4 --tf-cluster=chief:1,worker:*", &["chief:0=exit 1", "default=sleep 299"], Srun::Failed(1),
+     "slurmstepd-n011: error: tfcluster: rank 0 (chief:0 on n011) exited 1; stopping the step's other 3 tasks"),
+    ("a ParameterServerStrategy worker fails (the chief would never start)",
+     "-N2 -n4 --tf-cluster=chief:1,ps:1,worker:*", &["worker:1=exit 3", "default=sleep 299"], Srun::Failed(3),
+     "slurmstepd-n012: error: tfcluster: rank 3 (worker:1 on n012) exited 3; stopping the step's other 3 tasks"),
+    ("a parameter server fails",
+     "-N2 -n4 --tf-cluster=chief:1,ps:1,worker:*", &["ps:0=exit 1", "default=sleep 299"], Srun::Failed(1),
+     "slurmstepd-n011: error: tfcluster: rank 1 (ps:0 on n011) exited 1; stopping the step's other 3 tasks"),
+    ("a crash",
+     "-N2 -n4 --tf-cluster", &["worker:3=signal SEGV", "default=sleep 299"], Srun::Failed(128 + 11),
+     "slurmstepd-n012: error: tfcluster: rank 3 (worker:3 on n012) was killed by signal 11 (SIGSEGV); stopping the step's other 3 tasks"),
+    // One node: the test nodes share one kernel, whose OOM count every node would read (on a
+    // real cluster each node counts its own).
+    ("the OOM killer",
+     "-w n011 -N1 -n2 --tf-cluster", &["worker:1=oom", "default=sleep 299"], Srun::Failed(128 + 9),
+     "slurmstepd-n011: error: tfcluster: rank 1 (worker:1 on n011) was killed by the OOM killer (SIGKILL); stopping the step's other 1 task"),
+    ("a signal someone sent is not a failure",
+     "-N2 -n4 --tf-cluster", &["worker:1=signal TERM", "default=sleep 3"], Srun::Exactly(128 + 15), ""),
+    ("preemption: every task exits 42 while the chief still saves",
+     "-N2 -n4 --tf-cluster=chief:1,worker:*", &["chief:0=save 4 {dir}/saved", "default=exit 42"], Srun::Exactly(42), ""),
+    ("the evaluator fails: training goes on",
+     "-N2 -n4 --tf-cluster=chief:1,evaluator:1,worker:*", &["evaluator:0=exit 1", "default=sleep 3"], Srun::Exactly(1), ""),
+    ("fail_fast=no: Slurm's own behaviour",
+     "-N4 -n4 --tf-cluster=worker:*,fail_fast=no", &["worker:2=exit 3", "default=sleep 3"], Srun::Exactly(3), ""),
+];
+
+#[test]
+#[ignore = "needs the test cluster: run tests/run.sh"]
+fn which_task_end_ends_the_step() {
+    let release = release::current();
+    let saved = dir().join("saved");
+    for (what, args, actions, status, line) in TASK_ENDS {
+        let _ = std::fs::remove_file(&saved);
+        let actions: Vec<String> = actions
+            .iter()
+            .map(|a| format!("'{}'", a.replace("{dir}", &dir().display().to_string())))
+            .collect();
+        let started = std::time::Instant::now();
+        let out = sh(&format!(
+            "srun {args} {} {}",
+            tool("ending.sh"),
+            actions.join(" ")
+        ));
+        let elapsed = started.elapsed().as_secs_f64();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let code = out.status.code().unwrap_or(-1);
+        let stopped = !line.is_empty();
+        match status {
+            Srun::Failed(c) => assert!(
+                release.failed_step_statuses(*c).contains(&code),
+                "{what}: srun {args} exited {code}\n{stderr}"
+            ),
+            Srun::Exactly(c) => assert_eq!(code, *c, "{what}: srun {args}\n{stderr}"),
+        }
+        let reports = stderr.matches("tfcluster: rank ").count();
+        assert_eq!(
+            reports,
+            usize::from(stopped),
+            "{what}: one line per stopped step\n{stderr}"
+        );
+        if stopped {
+            assert!(
+                release.printed(&stderr, line),
+                "{what}: {line:?} in\n{stderr}"
+            );
+            eprintln!("{what}: srun returned {elapsed:.2} s after the start (the failure at 1 s)");
+            assert!(elapsed < 30.0, "{what}: the step ran {elapsed:.1} s");
+            let left = sh("pgrep -f '^sleep 299$' || true");
+            assert!(
+                left.stdout.is_empty(),
+                "{what}: tasks left behind: {}",
+                String::from_utf8_lossy(&left.stdout)
+            );
+        } else {
+            // Nobody stopped: srun waited for the slowest task.
+            let slowest = match actions
+                .iter()
+                .find(|a| a.contains("sleep 3") || a.contains("save 4"))
+            {
+                Some(a) if a.contains("save 4") => 4.0,
+                Some(_) => 3.0,
+                None => 1.0,
+            };
+            assert!(
+                elapsed >= slowest,
+                "{what}: the others were stopped ({elapsed:.1} s)"
+            );
+        }
+        if what.starts_with("preemption") {
+            assert!(
+                saved.exists(),
+                "{what}: the chief was stopped before it saved\n{stderr}"
+            );
+        }
+    }
+    let _ = sh("rmdir /sys/fs/cgroup/memory/tfc-oom-* /sys/fs/cgroup/tfc-oom-* 2>/dev/null");
 }
 
 #[test]

@@ -5,6 +5,7 @@
 mod common;
 use common::*;
 use serde_json::json;
+use tfcluster::core::ending::{Cause, End};
 use tfcluster::core::ports::{PortPolicy, StepPorts};
 use tfcluster::core::{GpuAction, Settings};
 
@@ -251,6 +252,111 @@ fn what_the_user_is_told_when_the_chief_exits() {
     for (status, want) in STATUSES {
         assert_eq!(decider.exit_message(*status), *want, "{status:?}");
     }
+}
+
+/// How a task's end counts (wait status, OOM kill seen, preemption_exit, what it is). A signal
+/// someone sends (Slurm, srun, the user) or a shell's 128+N for one is not a failure.
+#[rustfmt::skip]
+const CAUSES: &[(i32, bool, u8, Cause)] = &[
+    (0,            false, 42,  Cause::Success),
+    (3 << 8,       false, 42,  Cause::Failed),
+    (1 << 8,       false, 42,  Cause::Failed),
+    (255 << 8,     false, 42,  Cause::Failed),       // exit(-1): not a signal
+    (128 << 8,     false, 42,  Cause::Failed),
+    (42 << 8,      false, 42,  Cause::Preempted),    // TensorFlow's PreemptionCheckpointHandler
+    (42 << 8,      false, 7,   Cause::Failed),       // preemption_exit=7: 42 is a failure
+    (7 << 8,       false, 7,   Cause::Preempted),
+    (143 << 8,     false, 143, Cause::Preempted),    // exit_fn=sys.exit(143), as on GCP
+    (15,           false, 42,  Cause::Sent),         // SIGTERM: preemption, time limit, scancel
+    (143 << 8,     false, 42,  Cause::Sent),         // a shell whose program got SIGTERM
+    (9,            false, 42,  Cause::Sent),         // SIGKILL: the step is being ended
+    (137 << 8,     false, 42,  Cause::Sent),
+    (9,            true,  42,  Cause::Failed),       // the OOM killer's SIGKILL
+    (137 << 8,     true,  42,  Cause::Failed),       // a shell whose program the OOM killer took
+    (15,           true,  42,  Cause::Sent),         // an OOM kill elsewhere does not matter
+    (2,            false, 42,  Cause::Sent),         // SIGINT: srun's Ctrl-C
+    (10,           false, 42,  Cause::Sent),         // SIGUSR1: --signal
+    (11,           false, 42,  Cause::Failed),       // SIGSEGV
+    (11 | 0x80,    false, 42,  Cause::Failed),       // SIGSEGV, core dumped
+    (6,            false, 42,  Cause::Failed),       // SIGABRT
+    (7,            false, 42,  Cause::Failed),       // SIGBUS
+    (8,            false, 42,  Cause::Failed),       // SIGFPE
+    (4,            false, 42,  Cause::Failed),       // SIGILL
+    (139 << 8,     false, 42,  Cause::Failed),       // a shell whose program crashed
+];
+
+#[test]
+fn what_a_task_end_counts_as() {
+    for (status, oom, preemption_exit, want) in CAUSES {
+        let got = End::from_wait_status(*status).cause(*preemption_exit, || *oom);
+        assert_eq!(
+            got, *want,
+            "status {status:#x}, oom {oom}, preemption_exit {preemption_exit}"
+        );
+    }
+}
+
+/// (spec with overrides, rank that ends, its wait status, OOM kill seen, the line srun prints
+/// when the step is ended, or None). Step: nodes a,b, 2 tasks each.
+#[rustfmt::skip]
+const FAILURES: &[(&str, u32, i32, bool, Option<&str>)] = &[
+    ("worker:*",                          2, 3 << 8,    false, Some("rank 2 (worker:2 on b) exited 3; stopping the step's other 3 tasks")),
+    ("worker:*",                          2, 0,         false, None),                 // success: MWMS tasks exit by themselves
+    ("worker:*",                          2, 42 << 8,   false, None),                 // preempted: the chief may still be saving
+    ("worker:*",                          2, 15,        false, None),                 // Slurm's SIGTERM
+    ("worker:*",                          3, 9,         false, None),                 // Slurm's SIGKILL
+    ("worker:*",                          3, 9,         true,  Some("rank 3 (worker:3 on b) was killed by the OOM killer (SIGKILL); stopping the step's other 3 tasks")),
+    ("worker:*",                          3, 137 << 8,  true,  Some("rank 3 (worker:3 on b) exited 137 (a program it ran was killed by the OOM killer); stopping the step's other 3 tasks")),
+    ("worker:*",                          1, 11 | 0x80, false, Some("rank 1 (worker:1 on a) was killed by signal 11 (SIGSEGV); stopping the step's other 3 tasks")),
+    ("chief:1,worker:*",                  0, 1 << 8,    false, Some("rank 0 (chief:0 on a) exited 1; stopping the step's other 3 tasks")), // MWMS's chief fails
+    ("chief:1,worker:*",                  0, 0,         false, None),
+    ("chief:1,ps:1,worker:*",             2, 3 << 8,    false, Some("rank 2 (worker:0 on b) exited 3; stopping the step's other 3 tasks")),
+    ("chief:1,ps:1,worker:*",             1, 1 << 8,    false, Some("rank 1 (ps:0 on a) exited 1; stopping the step's other 3 tasks")),
+    ("chief:1,ps:1,worker:*",             0, 3 << 8,    false, Some("chief exited 3; stopping the step's other 3 tasks")), // the decider's own line
+    ("chief:1,ps:1,worker:*",             0, 15,        false, Some("chief was killed by signal 15; stopping the step's other 3 tasks")),
+    ("chief:1,evaluator:1,worker:*",      1, 1 << 8,    false, None),                 // an evaluator never ends training
+    ("chief:1,evaluator:1,worker:*",      1, 11,        false, None),
+    ("worker:*,fail_fast=no",             2, 3 << 8,    false, None),
+    ("chief:1,ps:1,worker:*,fail_fast=no", 2, 3 << 8,   false, None),
+    ("chief:1,ps:1,worker:*,fail_fast=no", 0, 3 << 8,   false, Some("chief exited 3; stopping the step's other 3 tasks")), // end_with_chief still
+    ("worker:*,preemption_exit=143",      2, 42 << 8,   false, Some("rank 2 (worker:2 on b) exited 42; stopping the step's other 3 tasks")),
+    ("worker:*,preemption_exit=143",      2, 143 << 8,  false, None),
+];
+
+#[test]
+fn which_task_end_ends_the_step() {
+    for (spec, rank, status, oom, want) in FAILURES {
+        let plan = plan(spec, &[], &step("a,b", "2(x2)", None));
+        let got = plan.ending(*rank, Some(*status), || *oom);
+        assert_eq!(
+            got.as_ref().map(|e| e.message.as_str()),
+            *want,
+            "{spec}: rank {rank} status {status:#x} oom {oom}"
+        );
+        // The decider's end is the end of training; any other is a failure.
+        if let Some(end) = got {
+            assert_eq!(end.failure, !end.message.starts_with("chief "), "{spec}");
+        }
+    }
+    // Site-wide off, and the job turning it back on.
+    let failing = |spec: &str, admin: &[&str]| {
+        plan(spec, admin, &step("a,b", "2(x2)", None))
+            .ending(2, Some(3 << 8), || false)
+            .is_some()
+    };
+    assert!(!failing("worker:*", &["fail_fast=no"]));
+    assert!(failing("worker:*,fail_fast=yes", &["fail_fast=no"]));
+    // A one-task step has nothing to stop; an unknown status ends nothing.
+    assert!(plan("worker:*", &[], &step("a", "1", None))
+        .ending(0, Some(3 << 8), || false)
+        .is_none());
+    assert!(plan("worker:*", &[], &step("a,b", "2(x2)", None))
+        .ending(2, None, || false)
+        .is_none());
+    // The node's OOM count is read only for a SIGKILL.
+    let p = plan("worker:*", &[], &step("a,b", "2(x2)", None));
+    p.ending(2, Some(3 << 8), || panic!("read for an exit 3"));
+    p.ending(2, Some(15), || panic!("read for a SIGTERM"));
 }
 
 /// (the job's proxy variables, the task's no_grpc_proxy for cluster hosts n1, n2)

@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 
 pub mod address;
+pub mod ending;
 pub mod error;
 pub mod gpus;
 pub mod hostlist;
@@ -18,9 +19,10 @@ pub mod text;
 pub mod tf_config;
 pub mod topology;
 
+pub use ending::{Decider, End};
 pub use error::{Error, Result};
 pub use gpus::GpuAction;
-pub use plan::{Component, Decider, StepInputs, StepPlan, TaskEnv};
+pub use plan::{Component, StepInputs, StepPlan, TaskEnv};
 pub use proxy::ProxyEnv;
 pub use settings::Settings;
 pub use spec::{Role, Spec};

@@ -7,6 +7,7 @@
 //! in its own module; [`StepPlan::new`] only composes them.
 
 use super::address::Endpoints;
+use super::ending::{Cause, Decider, End, Failure, StepEnd};
 use super::error::{Error, Result};
 use super::gpus::{self, GpuAction, GpuInputs, GpuSpread};
 use super::hostlist;
@@ -91,38 +92,6 @@ impl Component<'_> {
             });
         }
         Ok(())
-    }
-}
-
-/// The task that ends the step when it exits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Decider {
-    pub rank: u32,
-    /// Its role (index 0 of it).
-    pub role: Role,
-    /// How many other tasks the step has.
-    pub others: u32,
-}
-
-impl Decider {
-    /// The line srun's user sees when it exits: `chief exited 0; stopping the step's other 5
-    /// tasks`. `status` is the task's wait status, when Slurm gave it.
-    pub fn exit_message(&self, status: Option<i32>) -> String {
-        let who = match self.role {
-            Role::Worker => "worker 0".to_string(),
-            role => role.to_string(),
-        };
-        // A wait status: the exit code in bits 8-15, or the terminating signal in bits 0-6.
-        let how = match status.map(|s| (s & 0x7f, (s >> 8) & 0xff)) {
-            Some((0, code)) => format!("exited {code}"),
-            Some((signal, _)) => format!("was killed by signal {signal}"),
-            None => "ended".to_string(),
-        };
-        format!(
-            "{who} {how}; stopping the step's other {} task{}",
-            self.others,
-            if self.others == 1 { "" } else { "s" }
-        )
     }
 }
 
@@ -271,6 +240,50 @@ impl StepPlan {
                 role: slice.role,
                 others: self.tasks() - 1,
             })
+    }
+
+    /// What srun's user must read when global rank `rank` ends with wait status `status`, if
+    /// its end ends the step ([`super::ending`]): the decider's end, whatever it is, or another
+    /// trainer's failure with `fail_fast` on. `oom_killed` is asked only for a SIGKILL.
+    pub fn ending(
+        &self,
+        rank: u32,
+        status: Option<i32>,
+        oom_killed: impl FnOnce() -> bool,
+    ) -> Option<StepEnd> {
+        if let Some(decider) = self.decider().filter(|d| d.rank == rank) {
+            return Some(StepEnd {
+                message: decider.exit_message(status),
+                failure: false,
+            });
+        }
+        let (role, index) = self.roles.of_rank(rank)?;
+        if !self.settings.fail_fast || role == Role::Evaluator || self.tasks() < 2 {
+            return None;
+        }
+        let end = End::from_wait_status(status?);
+        let mut oom = false;
+        let cause = end.cause(self.settings.preemption_exit, || {
+            oom = oom_killed();
+            oom
+        });
+        if cause != Cause::Failed {
+            return None;
+        }
+        let node = self.layout.ranks.get(rank as usize)?.node as usize;
+        let failure = Failure {
+            rank,
+            role,
+            index,
+            host: self.hosts.get(node)?,
+            end,
+            oom_killed: oom,
+            others: self.tasks() - 1,
+        };
+        Some(StepEnd {
+            message: failure.message(),
+            failure: true,
+        })
     }
 
     /// Checks this plan against the global ids Slurm really put on `node` (from

@@ -19,6 +19,8 @@ pub const KEYS: &[(&str, bool)] = &[
     ("gpu_roles", true),
     ("rpc_layer", true),
     ("end_with_chief", true),
+    ("fail_fast", true),
+    ("preemption_exit", true),
     ("grpc_proxy_bypass", true),
     ("even_gpus", true),
     ("evaluator_cluster", true),
@@ -128,6 +130,12 @@ pub struct Settings {
     /// rest of the step. `auto`: when the spec has `ps` (parameter servers and
     /// ParameterServerStrategy's workers serve forever, so the step would run to its limit).
     pub end_with_chief: Switch,
+    /// When a trainer (any task but an evaluator) fails, end the rest of the step
+    /// ([`super::ending`]).
+    pub fail_fast: bool,
+    /// The exit code that means "checkpointed, preempted" (TensorFlow's
+    /// `PreemptionCheckpointHandler` exits 42): never a failure.
+    pub preemption_exit: u8,
     /// When a proxy is set, set `no_grpc_proxy` so gRPC reaches the cluster directly
     /// ([`super::proxy`]).
     pub grpc_proxy_bypass: bool,
@@ -151,6 +159,8 @@ impl Default for Settings {
             gpu_roles: RoleSet::ALL,
             rpc_layer: None,
             end_with_chief: Switch::Auto,
+            fail_fast: true,
+            preemption_exit: 42,
             grpc_proxy_bypass: true,
             even_gpus: Switch::Auto,
             evaluator_cluster: EvaluatorCluster::Own,
@@ -255,6 +265,14 @@ impl Settings {
             "end_with_chief" => {
                 self.end_with_chief =
                     switch(value).ok_or_else(|| bad("expected auto, yes or no"))?;
+            }
+            "fail_fast" => {
+                self.fail_fast = yes_no(value).ok_or_else(|| bad("expected yes or no"))?;
+            }
+            "preemption_exit" => {
+                self.preemption_exit = decimal::<u8>(value.trim())
+                    .filter(|&code| code >= 1)
+                    .ok_or_else(|| bad("expected an exit code 1-255"))?;
             }
             "even_gpus" => {
                 self.even_gpus = switch(value).ok_or_else(|| bad("expected auto, yes or no"))?;

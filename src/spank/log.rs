@@ -33,3 +33,20 @@ pub fn debug(msg: &str) {
     // SAFETY: as above.
     unsafe { ffi::slurm_debug(c"%s".as_ptr(), c(msg).as_ptr()) }
 }
+
+/// Gives slurmstepd's I/O thread time to forward a line to srun before the step is ended:
+/// `limit`, after the stderr pipe (when it is one) has been read. The pipe alone is not enough
+/// (the line can still be lost between slurmstepd and srun), hence the fixed time.
+pub fn wait_until_forwarded(limit: std::time::Duration) {
+    let start = std::time::Instant::now();
+    loop {
+        let mut unread: libc::c_int = 0;
+        // SAFETY: FIONREAD writes one int; fd 2 is only queried.
+        let rc = unsafe { libc::ioctl(libc::STDERR_FILENO, libc::FIONREAD, &mut unread) };
+        if rc != 0 || unread <= 0 || start.elapsed() >= limit {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    std::thread::sleep(limit.saturating_sub(start.elapsed()));
+}

@@ -6,4 +6,5 @@ pub mod ffi;
 pub mod handle;
 pub mod hooks;
 pub mod log;
+pub mod oom;
 pub mod topology;

@@ -1,0 +1,212 @@
+//! What one task's end means for the rest of the step, so that no step waits for its time limit.
+//!
+//! Two rules, both applied on the node where the task ran, through Slurm:
+//! - **The decider** (`end_with_chief`): the task whose exit decides the job's result (the chief,
+//!   the master, else worker 0) ends the step whenever it exits. TensorFlow's servers (ps, and the
+//!   workers of ParameterServerStrategy) never exit by themselves.
+//! - **A failed task** (`fail_fast`, on by default): any other trainer that fails ends the step.
+//!   MultiWorkerMirroredStrategy's coordination service waits up to an hour for a task that died
+//!   before registering, and ParameterServerStrategy's chief never reaches its first step
+//!   without a worker that died at start; the plugin cannot tell those from a failure TensorFlow
+//!   would survive, and ending the step at once wins. An evaluator never ends training.
+//!
+//! What counts as a failure ([`Cause`]) is chosen so that ending a step never spoils what Slurm
+//! or TensorFlow does on purpose: a signal Slurm, srun or the user sends (SIGTERM at preemption
+//! or the time limit, SIGKILL when the step is ended) is not a failure, nor is TensorFlow's
+//! preemption exit (`PreemptionCheckpointHandler` exits 42 after its checkpoint, and the chief
+//! may still be writing its own when another task exits).
+
+use super::spec::Role;
+
+/// How a task ended: its wait status, decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum End {
+    Exited(u8),
+    Signaled(i32),
+}
+
+/// What a task's end is, as far as the rest of the step is concerned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cause {
+    Success,
+    /// TensorFlow's preemption exit (`preemption_exit`): checkpointed, to be requeued.
+    Preempted,
+    /// A signal someone sent on purpose (Slurm at preemption, the time limit or the step's end,
+    /// srun forwarding Ctrl-C, the user's `scancel --signal`), or a shell reporting one as
+    /// 128+N: the step is ending already, or the program chose to stop.
+    Sent,
+    /// The program failed: a non-zero exit, a crash signal, or the OOM killer.
+    Failed,
+}
+
+/// Signals a program brings on itself (a crash, a limit): the rest are sent by someone.
+const CRASH_SIGNALS: &[i32] = &[
+    libc::SIGSEGV,
+    libc::SIGABRT,
+    libc::SIGBUS,
+    libc::SIGFPE,
+    libc::SIGILL,
+    libc::SIGSYS,
+    libc::SIGTRAP,
+    libc::SIGXCPU,
+    libc::SIGXFSZ,
+];
+
+impl End {
+    /// From a wait status: the exit code in bits 8-15, or the terminating signal in bits 0-6.
+    pub fn from_wait_status(status: i32) -> End {
+        match status & 0x7f {
+            0 => End::Exited(((status >> 8) & 0xff) as u8),
+            signal => End::Signaled(signal),
+        }
+    }
+
+    /// Whether the OOM killer may have caused this end: SIGKILL, or a shell's 137. Only then
+    /// is the node's OOM count worth reading.
+    pub fn may_be_oom(self) -> bool {
+        self.signal() == Some(libc::SIGKILL)
+    }
+
+    /// The signal that ended the task, itself or (128+N) the program a shell ran.
+    fn signal(self) -> Option<i32> {
+        match self {
+            End::Signaled(signal) => Some(signal),
+            // A shell's report of the signal that ended its program: 128 + 1..31.
+            End::Exited(code @ 129..=159) => Some(i32::from(code) - 128),
+            End::Exited(_) => None,
+        }
+    }
+
+    /// What the end is; `oom_killed` is asked only when [`Self::may_be_oom`].
+    pub fn cause(self, preemption_exit: u8, oom_killed: impl FnOnce() -> bool) -> Cause {
+        match (self, self.signal()) {
+            (End::Exited(0), _) => Cause::Success,
+            (End::Exited(code), _) if code == preemption_exit => Cause::Preempted,
+            (_, Some(signal)) if CRASH_SIGNALS.contains(&signal) => Cause::Failed,
+            (_, Some(libc::SIGKILL)) if oom_killed() => Cause::Failed,
+            (_, Some(_)) => Cause::Sent,
+            (End::Exited(_), None) => Cause::Failed,
+            (End::Signaled(_), None) => unreachable!("a signaled end has a signal"),
+        }
+    }
+
+    /// `exited 3`, `was killed by signal 11 (SIGSEGV)`, `was killed by the OOM killer`.
+    pub fn describe(self, oom_killed: bool) -> String {
+        match self {
+            End::Exited(code) if oom_killed => {
+                format!("exited {code} (a program it ran was killed by the OOM killer)")
+            }
+            End::Exited(code) => format!("exited {code}"),
+            End::Signaled(_) if oom_killed => "was killed by the OOM killer (SIGKILL)".into(),
+            End::Signaled(signal) => match signal_name(signal) {
+                Some(name) => format!("was killed by signal {signal} ({name})"),
+                None => format!("was killed by signal {signal}"),
+            },
+        }
+    }
+}
+
+fn signal_name(signal: i32) -> Option<&'static str> {
+    const NAMES: &[(i32, &str)] = &[
+        (libc::SIGHUP, "SIGHUP"),
+        (libc::SIGINT, "SIGINT"),
+        (libc::SIGQUIT, "SIGQUIT"),
+        (libc::SIGILL, "SIGILL"),
+        (libc::SIGTRAP, "SIGTRAP"),
+        (libc::SIGABRT, "SIGABRT"),
+        (libc::SIGBUS, "SIGBUS"),
+        (libc::SIGFPE, "SIGFPE"),
+        (libc::SIGKILL, "SIGKILL"),
+        (libc::SIGUSR1, "SIGUSR1"),
+        (libc::SIGSEGV, "SIGSEGV"),
+        (libc::SIGUSR2, "SIGUSR2"),
+        (libc::SIGPIPE, "SIGPIPE"),
+        (libc::SIGALRM, "SIGALRM"),
+        (libc::SIGTERM, "SIGTERM"),
+        (libc::SIGXCPU, "SIGXCPU"),
+        (libc::SIGXFSZ, "SIGXFSZ"),
+        (libc::SIGSYS, "SIGSYS"),
+    ];
+    NAMES
+        .iter()
+        .find(|(n, _)| *n == signal)
+        .map(|(_, name)| *name)
+}
+
+/// A task's end that ends the step: the line srun's user reads, and whether it is a failure
+/// (an error line) or the decider's end (training is over).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepEnd {
+    pub message: String,
+    pub failure: bool,
+}
+
+/// The task that ends the step when it exits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Decider {
+    pub rank: u32,
+    /// Its role (index 0 of it).
+    pub role: Role,
+    /// How many other tasks the step has.
+    pub others: u32,
+}
+
+impl Decider {
+    /// The line srun's user sees when it exits: `chief exited 0; stopping the step's other 5
+    /// tasks`. `status` is the task's wait status, when Slurm gave it.
+    pub fn exit_message(&self, status: Option<i32>) -> String {
+        let who = match self.role {
+            Role::Worker => "worker 0".to_string(),
+            role => role.to_string(),
+        };
+        let how = match status.map(End::from_wait_status) {
+            Some(End::Exited(code)) => format!("exited {code}"),
+            Some(End::Signaled(signal)) => format!("was killed by signal {signal}"),
+            None => "ended".to_string(),
+        };
+        format!("{who} {how}; {}", stopping(self.others))
+    }
+}
+
+/// A failed task, as srun's user sees it: `rank 2 (worker:1 on n012) exited 3; stopping the
+/// step's other 3 tasks`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure<'a> {
+    pub rank: u32,
+    pub role: Role,
+    pub index: u32,
+    pub host: &'a str,
+    pub end: End,
+    pub oom_killed: bool,
+    pub others: u32,
+}
+
+impl Failure<'_> {
+    pub fn message(&self) -> String {
+        format!(
+            "rank {} ({}:{} on {}) {}; {}",
+            self.rank,
+            self.role,
+            self.index,
+            self.host,
+            self.end.describe(self.oom_killed),
+            stopping(self.others)
+        )
+    }
+}
+
+fn stopping(others: u32) -> String {
+    format!(
+        "stopping the step's other {others} task{}",
+        if others == 1 { "" } else { "s" }
+    )
+}
+
+/// The OOM killer's count on this node (`oom_kill` in /proc/vmstat, Linux 4.13 and later); `None`
+/// when the text has no such line.
+pub fn oom_kills(vmstat: &str) -> Option<u64> {
+    vmstat
+        .lines()
+        .find_map(|line| line.strip_prefix("oom_kill "))
+        .and_then(|n| n.trim().parse().ok())
+}
