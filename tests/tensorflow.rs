@@ -3,7 +3,7 @@
 //! Needs the cluster and a TensorFlow virtualenv (TFC_PYTHON); tests/run.sh provides both.
 
 mod common;
-use common::cluster::{records, sh, tool, PlugStack};
+use common::cluster::{records, sh, sh_ok, tool, PlugStack};
 use serde_json::{json, Value};
 use std::collections::HashSet;
 
@@ -15,7 +15,7 @@ fn python() -> String {
 /// takes the step down rather than leaving its peers waiting.
 fn tf_step(srun_args: &str, program: &str) -> (String, String) {
     let out = sh(&format!(
-        "srun -t 5 --kill-on-bad-exit=1 {srun_args} {} {}",
+        "srun -t 5 {srun_args} {} {}",
         python(),
         tool(program)
     ));
@@ -345,4 +345,186 @@ fn a_dtensor_mesh_spans_the_step() {
             assert_eq!(r[1..], want[..], "{option}: {stdout}");
         }
     }
+}
+
+/// A task that dies before TensorFlow starts (a broken node, a missing module): without
+/// fail_fast MultiWorkerMirroredStrategy's coordination service waits an hour for it and
+/// ParameterServerStrategy's chief never reaches its first step. (what, srun arguments, the rank
+/// that exits 3 before importing TensorFlow, the program, the line srun prints)
+#[rustfmt::skip]
+const FAILS_AT_START: &[(&str, &str, u32, &str, &str)] = &[
+    ("MultiWorkerMirroredStrategy", "-N4 -n4 --tf-cluster", 2, "mwms_train.py",
+     "slurmstepd-n9: error: tfcluster: rank 2 (worker:2 on n9) exited 3; stopping the step's other 3 tasks"),
+    ("ParameterServerStrategy",     "-N4 -n5 --tf-cluster=chief:1,ps:1,worker:*", 3, "ps_join.py",
+     "slurmstepd-n9: error: tfcluster: rank 3 (worker:1 on n9) exited 3; stopping the step's other 4 tasks"),
+];
+
+#[test]
+#[ignore = "needs the test cluster and TensorFlow: run tests/run.sh"]
+fn a_task_that_fails_at_start_ends_training() {
+    let release = common::release::current();
+    let _defaults = PlugStack::defaults();
+    for (what, args, rank, program, line) in FAILS_AT_START {
+        let started = std::time::Instant::now();
+        let out = sh(&format!(
+            "srun -t 5 {args} sh -c '[ \"$SLURM_PROCID\" = {rank} ] && exit 3; exec {} {}'",
+            python(),
+            tool(program)
+        ));
+        let elapsed = started.elapsed().as_secs_f64();
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        let code = out.status.code().unwrap_or(-1);
+        eprintln!("{what}: srun returned {elapsed:.1} s after the start, status {code}");
+        assert!(
+            release.printed(&stderr, line),
+            "{what}: {line:?} in\n{stderr}"
+        );
+        assert!(
+            release.failed_step_statuses(3).contains(&code),
+            "{what}: srun exited {code}\n{stderr}"
+        );
+        assert!(records(&stdout, "RESULT").is_empty(), "{what}: {stdout}");
+        assert!(elapsed < 90.0, "{what}: the step ran {elapsed:.0} s");
+        let left = sh(&format!(
+            "pgrep -f '[{}]{}' || true",
+            &program[..1],
+            &program[1..]
+        ));
+        assert!(left.stdout.is_empty(), "{what}: tasks left behind");
+    }
+}
+
+/// How the job is interrupted, and how the batch script gets it requeued: (what, the command
+/// that interrupts job {job}, what the batch script does after srun).
+#[rustfmt::skip]
+const PREEMPTIONS: &[(&str, &str, &str)] = &[
+    // Preemption with PreemptMode=REQUEUE, and an admin's requeue: Slurm sends SIGTERM to the
+    // whole job, SIGKILL after KillWait, and requeues it.
+    ("scontrol requeue", "scontrol requeue {job}", "exit $rc"),
+    // --signal=TERM@T before the time limit, or a site's send_user_signal: the steps get
+    // SIGTERM, the tasks save and exit 42, and the script requeues the job itself (or the
+    // admin's RequeueExit=42 does).
+    ("SIGTERM to the steps, the script requeues", "scancel --signal=TERM {job}",
+     "[ $rc -eq 42 ] && scontrol requeue $SLURM_JOB_ID; exit $rc"),
+];
+
+/// The preemption recipe: a `--requeue` batch job training with MultiWorkerMirroredStrategy and
+/// PreemptionCheckpointHandler is interrupted mid-training, every task checkpoints and exits 42
+/// (fail_fast ignores TensorFlow's preemption exit, so no task is cut short mid-checkpoint), the
+/// job is requeued, resumes from the checkpoint, and ends with exactly the weights of a run that
+/// was never interrupted.
+#[test]
+#[ignore = "needs the test cluster and TensorFlow: run tests/run.sh"]
+fn preempted_training_resumes_after_requeue_with_the_same_weights() {
+    let _defaults = PlugStack::defaults();
+    let dir = common::cluster::dir();
+    let steps = 40;
+    let nodes = "-w n011,n012 -N2 -n2";
+    let _ = std::fs::remove_dir_all(dir.join("ckpt-whole"));
+    let whole = sh(&format!(
+        "srun -t 5 {nodes} --tf-cluster {} {} {} {steps}",
+        python(),
+        tool("preempt_train.py"),
+        dir.join("ckpt-whole").display()
+    ));
+    let whole_out = String::from_utf8_lossy(&whole.stdout);
+    let reference: HashSet<String> = records(&whole_out, "RESULT")
+        .iter()
+        .map(|r| r[2].to_string())
+        .collect();
+    assert_eq!(reference.len(), 1, "one set of weights\n{whole_out}");
+    for (n, (what, interrupt, after)) in PREEMPTIONS.iter().enumerate() {
+        let (ckpt, out, script) = (
+            dir.join(format!("ckpt-{n}")),
+            dir.join(format!("requeue-{n}.out")),
+            dir.join(format!("requeue-{n}.sh")),
+        );
+        let _ = std::fs::remove_dir_all(&ckpt);
+        let _ = std::fs::remove_file(&out);
+        std::fs::write(
+            &script,
+            format!(
+                "#!/bin/bash\nsrun --tf-cluster {} {} {} {steps}\nrc=$?\necho \"SRUN|${{SLURM_RESTART_COUNT:-0}}|$rc\"\n{after}\n",
+                python(),
+                tool("preempt_train.py"),
+                ckpt.display()
+            ),
+        )
+        .unwrap();
+        let job = sh_ok(&format!(
+            "chmod 755 {s}; sbatch --parsable --requeue -t 10 {nodes} -o {o} --open-mode=append {s}",
+            s = script.display(),
+            o = out.display()
+        ))
+        .trim()
+        .to_string();
+        let output = || std::fs::read_to_string(&out).unwrap_or_default();
+        wait_for(what, 120, || output().contains("STEP|10\n"));
+        sh_ok(&interrupt.replace("{job}", &job));
+        // A requeued job may start again only after the launch credentials expire (about 2
+        // minutes); the test lets it start as soon as it is pending.
+        wait_for(what, 60, || job_field(&job, "JobState") == "PENDING");
+        sh_ok(&format!("scontrol update JobId={job} StartTime=now"));
+        wait_for(what, 180, || job_field(&job, "JobState") == "COMPLETED");
+        let text = output();
+        let resumed: Vec<u32> = records(&text, "RESUMED")
+            .iter()
+            .map(|r| r[2].parse().unwrap())
+            .collect();
+        assert!(
+            resumed.len() == 4
+                && resumed[..2] == [0, 0]
+                && resumed[2] > 10
+                && resumed[2] == resumed[3],
+            "{what}: both tasks start at 0, then both resume past step 10: {resumed:?}\n{text}"
+        );
+        let weights: HashSet<String> = records(&text, "RESULT")
+            .iter()
+            .map(|r| r[2].to_string())
+            .collect();
+        assert_eq!(
+            weights, reference,
+            "{what}: the weights of the uninterrupted run\n{text}"
+        );
+        for task in ["task 0", "task 1"] {
+            assert!(
+                text.contains(&format!("{task}: Exited with exit code 42")),
+                "{what}: {task} saved and exited 42\n{text}"
+            );
+        }
+        assert!(
+            !text.contains("tfcluster: rank"),
+            "{what}: nothing is a failure\n{text}"
+        );
+        assert_eq!(job_field(&job, "Restarts"), "1", "{what}");
+        assert_eq!(job_field(&job, "ExitCode"), "0:0", "{what}");
+        eprintln!(
+            "{what}: resumed at step {} of {steps}; SRUN lines {:?}",
+            resumed[2],
+            records(&text, "SRUN")
+        );
+    }
+}
+
+fn wait_for(what: &str, seconds: u64, done: impl Fn() -> bool) {
+    let started = std::time::Instant::now();
+    while !done() {
+        assert!(
+            started.elapsed().as_secs() < seconds,
+            "{what}: waited {seconds} s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+}
+
+/// One `Key=value` of `scontrol show job`.
+fn job_field(job: &str, key: &str) -> String {
+    let info =
+        String::from_utf8_lossy(&sh(&format!("scontrol show job {job}")).stdout).into_owned();
+    info.split_whitespace()
+        .find_map(|w| w.strip_prefix(&format!("{key}=")).map(str::to_string))
+        .unwrap_or_default()
 }
