@@ -117,6 +117,17 @@ pub unsafe extern "C" fn slurm_spank_task_exit(
     })
 }
 
+/// # Safety
+/// Called by Slurm at the end of every process that loaded the plugin.
+#[no_mangle]
+pub unsafe extern "C" fn slurm_spank_exit(
+    _sp: ffi::spank_t,
+    _ac: c_int,
+    _av: *mut *mut c_char,
+) -> c_int {
+    guard("slurm_spank_exit", spank::hooks::exit)
+}
+
 /// The `--tf-cluster` callback Slurm calls with the option's argument.
 ///
 /// # Safety

@@ -213,6 +213,7 @@ fn exports_only_what_slurm_needs() {
             "plugin_name",
             "plugin_type",
             "plugin_version",
+            "slurm_spank_exit",
             "slurm_spank_init",
             "slurm_spank_init_post_opt",
             "slurm_spank_local_user_init",

@@ -672,6 +672,9 @@ const TASK_ENDS: &[(&str, &str, &[&str], Srun, &str)] = &[
     ("a crash",
      "-N2 -n4 --tf-cluster", &["worker:3=signal SEGV", "default=sleep 299"], Srun::Failed(128 + 11),
      "slurmstepd-n012: error: tfcluster: rank 3 (worker:3 on n012) was killed by signal 11 (SIGSEGV); stopping the step's other 3 tasks"),
+    ("an abort (a failed CHECK in TensorFlow's C++ code)",
+     "-N2 -n4 --tf-cluster", &["worker:2=signal ABRT", "default=sleep 299"], Srun::Failed(128 + 6),
+     "slurmstepd-n012: error: tfcluster: rank 2 (worker:2 on n012) was killed by signal 6 (SIGABRT); stopping the step's other 3 tasks"),
     // One node: the test nodes share one kernel, whose OOM count every node would read (on a
     // real cluster each node counts its own).
     ("the OOM killer",
@@ -726,7 +729,9 @@ fn which_task_end_ends_the_step() {
                 release.printed(&stderr, line),
                 "{what}: {line:?} in\n{stderr}"
             );
-            eprintln!("{what}: srun returned {elapsed:.2} s after the start (the failure at 1 s)");
+            eprintln!(
+                "{what}: srun returned {elapsed:.2} s after the start (the failure at 1 s), status {code}"
+            );
             assert!(elapsed < 30.0, "{what}: the step ran {elapsed:.1} s");
             let left = sh("pgrep -f '^sleep 299$' || true");
             assert!(

@@ -7,7 +7,8 @@
 //! | srun                | `local_user_init`            | fit the spec to the step: a mismatch fails srun before launch ([`srun`]) |
 //! | slurmstepd (1/node) | `init_post_opt`              | plan the whole step once, check it against Slurm's own ids for this node, record the node's GPUs ([`stepd`]) |
 //! | task (1/task)       | `task_init`                  | `spank_setenv` every variable the plan gives this task (TF_CONFIG, its GPUs, ...) |
-//! | slurmstepd          | `task_exit`                  | when the chief (or worker 0) ends (`end_with_chief`), or another trainer fails (`fail_fast`), say which and end the step |
+//! | slurmstepd          | `task_exit`                  | when the chief (or worker 0) ends (`end_with_chief`), or another trainer fails (`fail_fast`), say which and end the step (from a thread, once the task's own status is on its way to srun) |
+//! | slurmstepd          | `exit`                       | wait for that thread: the stop must go out even when the node's last task has ended |
 //!
 //! Without `--tf-cluster` every hook returns at once and nothing changes. Errors found in
 //! slurmstepd are kept until `task_init` and reported there: a failing remote `init_post_opt`
@@ -19,7 +20,7 @@ mod srun;
 mod stepd;
 
 pub use srun::local_user_init;
-pub use stepd::{init_post_opt, task_exit, task_init};
+pub use stepd::{exit, init_post_opt, task_exit, task_init};
 
 use super::error::ShellError;
 use super::ffi;
