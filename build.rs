@@ -45,9 +45,14 @@ fn main() {
              /// `slurm_kill_job_step`'s C type in this release (checked by `tests/abi.rs`).\n\
              pub const KILL_STEP_PROTOTYPE: &str = {prototype:?};\n\
              /// Whether this release orders block steps by the topology's node ranks.\n\
-             pub const TOPOLOGY_ORDERS_BLOCK_STEPS: bool = {topo};\n",
+             pub const TOPOLOGY_ORDERS_BLOCK_STEPS: bool = {topo};\n\
+             /// The release as users write it (`22.05`).\n\
+             pub const SLURM_RELEASE: &str = \"{major}.{minor:02}\";\n\
+             /// Whether a `--container` task gets the environment plugins set (23.02 and later).\n\
+             pub const CONTAINER_GETS_TASK_ENV: bool = {container};\n",
             prototype = api.kill_step_prototype(),
             topo = api.topology_orders_block_steps,
+            container = api.container_gets_task_env,
         ),
     )
     .unwrap();
@@ -112,6 +117,10 @@ struct ReleaseApi {
     kill_step: &'static str,
     /// 26.05 and later: block-distributed steps follow the topology plugin's node ranks.
     topology_orders_block_steps: bool,
+    /// 23.02 and later: slurmstepd writes a `--container` step's config.json from the task's
+    /// final environment, after `task_init` (SchedMD bug 15449); 22.05 wrote it before any
+    /// plugin ran (`core::container`).
+    container_gets_task_env: bool,
 }
 
 impl ReleaseApi {
@@ -124,6 +133,7 @@ impl ReleaseApi {
         ReleaseApi {
             kill_step,
             topology_orders_block_steps: (major, minor) >= (26, 5),
+            container_gets_task_env: (major, minor) >= (23, 2),
         }
     }
 

@@ -16,7 +16,7 @@ use std::path::Path;
 use tfcluster::core::ports::{parse_port_list, PortPolicy, StepPorts};
 use tfcluster::core::topology::{self, ConfFile, NodeRanks, MAX_CONF_BYTES};
 use tfcluster::core::StepInputs;
-use tfcluster::core::{Component, Error, Result, Role, Settings, Spec};
+use tfcluster::core::{Component, ContainerStep, Error, Result, Role, Settings, Spec};
 
 fn spec(text: &str, tasks: u32) -> Result<()> {
     Spec::parse(Some(text))?.resolve(tasks).map(|_| ())
@@ -180,6 +180,8 @@ fn every_error_message() {
          "plugstack.conf: preemption_exit='0' is invalid: expected an exit code 1-255"),
         (Settings::from_plugstack(&["preemption_exit=256"]).map(|_| ()),
          "plugstack.conf: preemption_exit='256' is invalid: expected an exit code 1-255"),
+        (ContainerStep { bundle: Some("/scratch/tf-bundle"), release: "22.05", gets_task_env: false }.check(),
+         "--tf-cluster cannot reach tasks in Slurm's --container (/scratch/tf-bundle) on Slurm 22.05: this release writes the container's environment before plugins run, so every task would start without TF_CONFIG, CUDA_VISIBLE_DEVICES and SLURM_PROCID and train alone; run the container inside the task instead (srun --tf-cluster apptainer exec IMAGE python train.py), or use Slurm 23.02 or later (SLURM_CONTAINER, from sbatch --container, counts too)"),
         (step_err("worker:*,port_base=0", &[], "a", "1", None),
          "--tf-cluster: port_base='0' is invalid: expected a port number 1-65535"),
     ];
@@ -189,6 +191,44 @@ fn every_error_message() {
             Ok(()) => panic!("expected the error: {message}"),
         }
     }
+}
+
+/// Which `--container` steps srun refuses: (SLURM_CONTAINER, the release hands the container
+/// the task's environment, refused). Only a container on a release that cannot pass TF_CONFIG.
+#[rustfmt::skip]
+const CONTAINER_STEPS: &[(Option<&str>, bool, bool)] = &[
+    (None,                 false, false),
+    (Some(""),             false, false),
+    (Some("/scratch/b"),   false, true),
+    (Some("/scratch/b"),   true,  false),
+    (None,                 true,  false),
+];
+
+#[test]
+fn only_container_steps_slurm_cannot_reach_are_refused() {
+    for &(bundle, gets_task_env, refused) in CONTAINER_STEPS {
+        let step = ContainerStep {
+            bundle,
+            release: "22.05",
+            gets_task_env,
+        };
+        assert_eq!(step.check().is_err(), refused, "{step:?}");
+    }
+    // An absurd value is cut in the message, at a character boundary.
+    let long = format!("/{}", "é".repeat(10_000));
+    let message = ContainerStep {
+        bundle: Some(&long),
+        release: "22.05",
+        gets_task_env: false,
+    }
+    .check()
+    .unwrap_err()
+    .to_string();
+    assert!(
+        message.len() < 5000 && message.contains("é..."),
+        "{}",
+        message.len()
+    );
 }
 
 /// The table above covers every variant (this match fails to compile when one is added).
@@ -217,6 +257,7 @@ fn listed(e: &Error) {
         | NoNodes
         | NodeListedTwice { .. }
         | ArbitraryDistribution
+        | ContainerTooOld { .. }
         | TaskOrderMissing
         | HostfileTooShort { .. }
         | TaskHostNotInStep { .. }

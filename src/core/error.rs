@@ -126,6 +126,15 @@ pub enum Error {
     )]
     ArbitraryDistribution,
     #[error(
+        "--tf-cluster cannot reach tasks in Slurm's --container ({bundle}) on Slurm {release}: \
+         this release writes the container's environment before plugins run, so every task \
+         would start without TF_CONFIG, CUDA_VISIBLE_DEVICES and SLURM_PROCID and train alone; \
+         run the container inside the task instead (srun --tf-cluster apptainer exec IMAGE \
+         python train.py), or use Slurm 23.02 or later (SLURM_CONTAINER, from sbatch \
+         --container, counts too)"
+    )]
+    ContainerTooOld { bundle: String, release: String },
+    #[error(
         "-m arbitrary: the task order srun reads from SLURM_HOSTFILE did not reach this node \
          (SLURM_TFCLUSTER_TASK_HOSTS is not in the step's environment); srun must load tfcluster \
          too, the same version as the nodes (srun --help lists --tf-cluster)"

@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 
 pub mod address;
+pub mod container;
 pub mod ending;
 pub mod error;
 pub mod gpus;
@@ -19,6 +20,7 @@ pub mod text;
 pub mod tf_config;
 pub mod topology;
 
+pub use container::ContainerStep;
 pub use ending::{Decider, End};
 pub use error::{Error, Result};
 pub use gpus::GpuAction;

@@ -33,6 +33,9 @@ pub struct Release {
     pub stopped_tasks_succeed: bool,
     /// 26.05 and later: a block step's tasks follow the topology's node ranks.
     pub topology_orders_block_steps: bool,
+    /// 23.02 and later: a `--container` task gets the environment plugins set; before, srun
+    /// refuses `--tf-cluster` with `--container`.
+    pub container_gets_task_env: bool,
 }
 
 /// How Slurm came onto the release's system.
@@ -53,28 +56,36 @@ const INCOMPATIBLE_VERSION: &str =
 pub const RELEASES: &[Release] = &[
     Release { version: "22.05", root: "bookworm", stepd_line: StepdLine::NodeName,
               optional_other_release: INCOMPATIBLE, install: Install::DebianPackage,
-              stopped_tasks_succeed: false, topology_orders_block_steps: false },
+              stopped_tasks_succeed: false, topology_orders_block_steps: false,
+              container_gets_task_env: false },
     Release { version: "23.02", root: "slurm-23.02.8", stepd_line: StepdLine::Bare,
               optional_other_release: INCOMPATIBLE, install: Install::FromSource,
-              stopped_tasks_succeed: false, topology_orders_block_steps: false },
+              stopped_tasks_succeed: false, topology_orders_block_steps: false,
+              container_gets_task_env: true },
     Release { version: "23.11", root: "slurm-23.11.11", stepd_line: StepdLine::Bare,
               optional_other_release: INCOMPATIBLE, install: Install::FromSource,
-              stopped_tasks_succeed: true, topology_orders_block_steps: false },
+              stopped_tasks_succeed: true, topology_orders_block_steps: false,
+              container_gets_task_env: true },
     Release { version: "24.05", root: "slurm-24.05.8", stepd_line: StepdLine::Bare,
               optional_other_release: INCOMPATIBLE, install: Install::FromSource,
-              stopped_tasks_succeed: true, topology_orders_block_steps: false },
+              stopped_tasks_succeed: true, topology_orders_block_steps: false,
+              container_gets_task_env: true },
     Release { version: "24.11", root: "trixie", stepd_line: StepdLine::NodeName,
               optional_other_release: INCOMPATIBLE, install: Install::DebianPackage,
-              stopped_tasks_succeed: true, topology_orders_block_steps: false },
+              stopped_tasks_succeed: true, topology_orders_block_steps: false,
+              container_gets_task_env: true },
     Release { version: "25.05", root: "slurm-25.05.8", stepd_line: StepdLine::Timestamp,
               optional_other_release: INCOMPATIBLE, install: Install::FromSource,
-              stopped_tasks_succeed: true, topology_orders_block_steps: false },
+              stopped_tasks_succeed: true, topology_orders_block_steps: false,
+              container_gets_task_env: true },
     Release { version: "25.11", root: "slurm-25.11.7", stepd_line: StepdLine::Timestamp,
               optional_other_release: INCOMPATIBLE_VERSION, install: Install::FromSource,
-              stopped_tasks_succeed: true, topology_orders_block_steps: false },
+              stopped_tasks_succeed: true, topology_orders_block_steps: false,
+              container_gets_task_env: true },
     Release { version: "26.05", root: "sid", stepd_line: StepdLine::Timestamp,
               optional_other_release: INCOMPATIBLE_VERSION, install: Install::DebianPackage,
-              stopped_tasks_succeed: true, topology_orders_block_steps: true },
+              stopped_tasks_succeed: true, topology_orders_block_steps: true,
+              container_gets_task_env: true },
 ];
 
 /// The release under test (TFC_RELEASE; Debian 12's 22.05 when unset).

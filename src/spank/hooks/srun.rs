@@ -1,10 +1,12 @@
 //! srun (local context): what can be checked before anything launches.
 
 use super::{settings, state};
+use crate::core::container::{self, ContainerStep};
 use crate::core::layout::TASK_HOSTS_VAR;
 use crate::core::ports::{self, PortPolicy};
 use crate::core::{hostlist, Error, Settings, Spec};
 use crate::spank::error::ShellError;
+use crate::spank::ffi;
 use crate::spank::handle::{self, Spank, U32Item};
 use crate::spank::log;
 use std::ffi::c_int;
@@ -35,6 +37,12 @@ fn check_before_launch(
     bare: bool,
     settings: Result<Settings, Error>,
 ) -> Result<(), ShellError> {
+    ContainerStep {
+        bundle: std::env::var(container::VAR).ok().as_deref(),
+        release: ffi::SLURM_RELEASE,
+        gets_task_env: ffi::CONTAINER_GETS_TASK_ENV,
+    }
+    .check()?;
     if bare {
         if let Some(program) = sp.argv().ok().and_then(|argv| argv.into_iter().next()) {
             Spec::check_program(&program)?;
