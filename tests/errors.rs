@@ -180,8 +180,8 @@ fn every_error_message() {
          "plugstack.conf: preemption_exit='0' is invalid: expected an exit code 1-255"),
         (Settings::from_plugstack(&["preemption_exit=256"]).map(|_| ()),
          "plugstack.conf: preemption_exit='256' is invalid: expected an exit code 1-255"),
-        (ContainerStep { bundle: Some("/scratch/tf-bundle"), release: "22.05", gets_task_env: false }.check(),
-         "--tf-cluster cannot reach tasks in Slurm's --container (/scratch/tf-bundle) on Slurm 22.05: this release writes the container's environment before plugins run, so every task would start without TF_CONFIG, CUDA_VISIBLE_DEVICES and SLURM_PROCID and train alone; run the container inside the task instead (srun --tf-cluster apptainer exec IMAGE python train.py), or use Slurm 23.02 or later (SLURM_CONTAINER, from sbatch --container, counts too)"),
+        (container(Some("/scratch/tf-bundle"), None, None, false).check().map(|_| ()),
+         "--tf-cluster cannot reach tasks in Slurm's --container (/scratch/tf-bundle) on Slurm 22.05: this release writes the container's environment before plugins run, so every task would start without TF_CONFIG, CUDA_VISIBLE_DEVICES and SLURM_PROCID and train alone; run the container inside the task instead (srun --tf-cluster apptainer exec IMAGE python train.py), or use Slurm 23.02 or later"),
         (step_err("worker:*,port_base=0", &[], "a", "1", None),
          "--tf-cluster: port_base='0' is invalid: expected a port number 1-65535"),
     ];
@@ -193,37 +193,83 @@ fn every_error_message() {
     }
 }
 
-/// Which `--container` steps srun refuses: (SLURM_CONTAINER, the release hands the container
-/// the task's environment, refused). Only a container on a release that cannot pass TF_CONFIG.
+/// A step as srun sees it on a release that writes the container's environment before plugins
+/// run (22.05) or not: SRUN_CONTAINER, SLURM_CONTAINER, whether srun started with it.
+fn container<'a>(
+    requested: Option<&'a str>,
+    bundle: Option<&'a str>,
+    inherited: Option<bool>,
+    gets_task_env: bool,
+) -> ContainerStep<'a> {
+    ContainerStep {
+        requested,
+        bundle,
+        inherited,
+        release: "22.05",
+        gets_task_env,
+    }
+}
+
+/// What srun does with a step and its container. A step runs in a container when srun has
+/// --container (it then exports SLURM_CONTAINER, unless that was set) or SRUN_CONTAINER; a
+/// SLURM_CONTAINER srun started with is a job's or an outer step's, and says nothing sure.
+#[derive(Debug, PartialEq)]
+enum Verdict {
+    Launch,
+    Warn,
+    Refuse,
+}
+
+/// (SRUN_CONTAINER, SLURM_CONTAINER, srun started with SLURM_CONTAINER, the release hands the
+/// container the task's environment, what srun does)
+type ContainerCase = (
+    Option<&'static str>,
+    Option<&'static str>,
+    Option<bool>,
+    bool,
+    Verdict,
+);
+
 #[rustfmt::skip]
-const CONTAINER_STEPS: &[(Option<&str>, bool, bool)] = &[
-    (None,                 false, false),
-    (Some(""),             false, false),
-    (Some("/scratch/b"),   false, true),
-    (Some("/scratch/b"),   true,  false),
-    (None,                 true,  false),
+const CONTAINER_STEPS: &[ContainerCase] = &[
+    (None,        None,        None,        false, Verdict::Launch),  // no container
+    (None,        Some("/b"),  Some(false), false, Verdict::Refuse),  // srun --container=/b
+    (Some("/b"),  Some("/b"),  Some(false), false, Verdict::Refuse),  // SRUN_CONTAINER=/b srun
+    (Some("/b"),  Some("/j"),  Some(true),  false, Verdict::Refuse),  // the same, in a job with a container
+    (None,        Some("/j"),  Some(true),  false, Verdict::Warn),    // srun in a batch script of sbatch --container=/j
+    (None,        Some("/j"),  None,        false, Verdict::Warn),    // srun's environment cannot be read
+    (None,        Some(""),    Some(false), false, Verdict::Launch),  // --container= (empty)
+    (Some(""),    None,        Some(false), false, Verdict::Launch),  // SRUN_CONTAINER= (empty)
+    (None,        Some("/b"),  Some(false), true,  Verdict::Launch),  // 23.02 and later: TF_CONFIG arrives
+    (Some("/b"),  Some("/b"),  Some(false), true,  Verdict::Launch),
+    (None,        Some("/j"),  Some(true),  true,  Verdict::Launch),
 ];
 
 #[test]
 fn only_container_steps_slurm_cannot_reach_are_refused() {
-    for &(bundle, gets_task_env, refused) in CONTAINER_STEPS {
-        let step = ContainerStep {
-            bundle,
-            release: "22.05",
-            gets_task_env,
+    for (requested, bundle, inherited, gets_task_env, verdict) in CONTAINER_STEPS {
+        let step = container(*requested, *bundle, *inherited, *gets_task_env);
+        let got = match step.check() {
+            Ok(None) => Verdict::Launch,
+            Ok(Some(_)) => Verdict::Warn,
+            Err(_) => Verdict::Refuse,
         };
-        assert_eq!(step.check().is_err(), refused, "{step:?}");
+        assert_eq!(got, *verdict, "{step:?}");
     }
+    assert_eq!(
+        container(None, Some("/scratch/job-bundle"), Some(true), false)
+            .check()
+            .unwrap()
+            .unwrap()
+            .to_string(),
+        "SLURM_CONTAINER (/scratch/job-bundle) came with srun's environment (a job or step started with --container); if this step runs in a container too (srun --container), its tasks get no TF_CONFIG on Slurm 22.05 and train alone: run the container inside the task instead (srun --tf-cluster apptainer exec IMAGE python train.py), or use Slurm 23.02 or later"
+    );
     // An absurd value is cut in the message, at a character boundary.
     let long = format!("/{}", "é".repeat(10_000));
-    let message = ContainerStep {
-        bundle: Some(&long),
-        release: "22.05",
-        gets_task_env: false,
-    }
-    .check()
-    .unwrap_err()
-    .to_string();
+    let message = container(None, Some(&long), Some(false), false)
+        .check()
+        .unwrap_err()
+        .to_string();
     assert!(
         message.len() < 5000 && message.contains("é..."),
         "{}",

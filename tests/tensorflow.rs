@@ -3,7 +3,7 @@
 //! Needs the cluster and a TensorFlow virtualenv (TFC_PYTHON); tests/run.sh provides both.
 
 mod common;
-use common::cluster::{records, sh, sh_ok, tool, PlugStack};
+use common::cluster::{bundle, records, sh, sh_ok, tool, PlugStack};
 use serde_json::{json, Value};
 use std::collections::HashSet;
 
@@ -96,6 +96,61 @@ fn multi_worker_mirrored_strategy_trains_across_nodes() {
         let clusters: HashSet<&str> = results.iter().map(|r| r[5]).collect();
         assert_eq!(clusters.len(), 1, "{what}");
     }
+}
+
+/// MultiWorkerMirroredStrategy inside Slurm's own container (`srun --container`, Debian's runc):
+/// the image is another Debian than the node's (tests/common/cluster.rs `bundle`), with the
+/// TensorFlow virtualenv bound in. From 23.02 every task trains in its container (PID 1 of its
+/// own PID namespace) on the TF_CONFIG tfcluster set, and all end with the same weights; on
+/// 22.05, where the container would get no TF_CONFIG, srun refuses the step before any task
+/// starts.
+#[test]
+#[ignore = "needs the test cluster and TensorFlow: run tests/run.sh"]
+fn multi_worker_mirrored_strategy_trains_in_slurms_container() {
+    let release = common::release::current();
+    let venv = std::path::Path::new(&python())
+        .parent()
+        .and_then(|bin| bin.parent())
+        .unwrap()
+        .display()
+        .to_string();
+    let bundle = bundle("tensorflow", &[&venv]);
+    let out = sh(&format!(
+        "srun -t 5 -w n011,n012 -N2 -n3 --tf-cluster=chief:1,worker:* --container={bundle} \
+         sh -c 'echo \"PID|$SLURM_PROCID|$$\"; exec {} {}'",
+        python(),
+        tool("mwms_train.py")
+    ));
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    if !release.container_gets_task_env {
+        assert!(
+            stderr.contains(
+                "error: tfcluster: --tf-cluster cannot reach tasks in Slurm's --container"
+            ),
+            "{stderr}"
+        );
+        assert!(
+            !out.status.success() && !stdout.contains("STARTED"),
+            "{stdout}"
+        );
+        return;
+    }
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let pids = records(&stdout, "PID");
+    assert_eq!(pids.len(), 3, "{stdout}");
+    assert!(
+        pids.iter().all(|p| p[1] == "1"),
+        "outside the container:\n{stdout}"
+    );
+    let results = records(&stdout, "RESULT");
+    let mut roles: Vec<&str> = results.iter().map(|r| r[0]).collect();
+    roles.sort();
+    assert_eq!(roles, ["chief", "worker", "worker"], "{stdout}");
+    let finals: HashSet<(&str, &str)> = results.iter().map(|r| (r[2], r[3])).collect();
+    assert_eq!(finals.len(), 1, "the tasks disagree: {finals:?}");
 }
 
 /// ParameterServerStrategy as TensorFlow documents it: servers join() forever, tfcluster ends the

@@ -1,5 +1,5 @@
-//! Slurm's own OCI containers (`srun --container=BUNDLE`, `sbatch --container`, scrun): whether
-//! what tfcluster sets for a task can reach the program inside.
+//! Slurm's own OCI containers (`srun --container=BUNDLE`, oci.conf): whether what tfcluster
+//! sets for a task can reach the program inside.
 //!
 //! Before 23.02 slurmstepd writes the container's environment (config.json's `process.env`)
 //! while it sets the step up, before any plugin's `task_init` and before Slurm's own GPU
@@ -7,38 +7,80 @@
 //! such a container gets no TF_CONFIG, no CUDA_VISIBLE_DEVICES and no SLURM_PROCID: it trains
 //! alone and exits 0. From 23.02 (SchedMD bug 15449) the file is written again from the final
 //! task environment just before the runtime starts, so the variables arrive.
+//!
+//! A step runs in a container when its srun has `--container` or `SRUN_CONTAINER` (srun's
+//! opt.c); a job's container (`sbatch`/`salloc --container`) is its batch step's, not its
+//! steps'. srun exports the bundle as `SLURM_CONTAINER` only when that is not set yet, so a
+//! `SLURM_CONTAINER` srun started with (the job's, or an outer step's) says nothing sure about
+//! this step.
 
 use super::error::{Error, Result};
 
-/// srun exports the bundle here for a `--container` step (and reads it back from a batch
-/// script's environment when `sbatch --container` gave one), on every release.
-pub const VAR: &str = "SLURM_CONTAINER";
+/// srun's input for `--container` (every release).
+pub const REQUEST_VAR: &str = "SRUN_CONTAINER";
+/// The bundle srun exports for a `--container` step, unless it was set already.
+pub const BUNDLE_VAR: &str = "SLURM_CONTAINER";
 
 /// The step's container as srun sees it, and whether this release hands a container its
 /// task's final environment (decided at build time from the release).
 #[derive(Debug, Clone, Copy)]
 pub struct ContainerStep<'a> {
-    /// `SLURM_CONTAINER` in srun's environment; unset or empty means no container.
+    /// `SRUN_CONTAINER` in srun's environment.
+    pub requested: Option<&'a str>,
+    /// `SLURM_CONTAINER` in srun's environment once srun has read its options.
     pub bundle: Option<&'a str>,
+    /// Whether `SLURM_CONTAINER` was already in the environment srun started with; `None` when
+    /// that cannot be told (then it counts as inherited: a warning, never a refusal).
+    pub inherited: Option<bool>,
     /// The Slurm release, `major.minor`, for the message.
     pub release: &'a str,
     /// Whether the container's environment is written after `task_init` (23.02 and later).
     pub gets_task_env: bool,
 }
 
+/// What srun prints, and goes on, when it cannot tell whether the step runs in a container
+/// its tasks' TF_CONFIG cannot reach.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ContainerWarning {
+    #[error(
+        "SLURM_CONTAINER ({bundle}) came with srun's environment (a job or step started with \
+         --container); if this step runs in a container too (srun --container), its tasks get \
+         no TF_CONFIG on Slurm {release} and train alone: run the container inside the task \
+         instead (srun --tf-cluster apptainer exec IMAGE python train.py), or use Slurm 23.02 \
+         or later"
+    )]
+    MaybeInContainer { bundle: String, release: String },
+}
+
 impl ContainerStep<'_> {
-    /// Refuses, before launch, a container step whose tasks could not get their TF_CONFIG.
-    pub fn check(&self) -> Result<()> {
-        match self.bundle {
-            Some(bundle) if !bundle.is_empty() && !self.gets_task_env => {
-                Err(Error::ContainerTooOld {
-                    bundle: shown(bundle),
-                    release: self.release.into(),
-                })
-            }
-            _ => Ok(()),
+    /// Refuses, before launch, a container step whose tasks could not get their TF_CONFIG;
+    /// warns where srun cannot tell whether the step has a container.
+    pub fn check(&self) -> Result<Option<ContainerWarning>> {
+        if self.gets_task_env {
+            return Ok(None);
+        }
+        let release = self.release.to_string();
+        match (set(self.requested), set(self.bundle), self.inherited) {
+            (Some(requested), bundle, _) => Err(Error::ContainerTooOld {
+                bundle: shown(bundle.unwrap_or(requested)),
+                release,
+            }),
+            (None, Some(bundle), Some(false)) => Err(Error::ContainerTooOld {
+                bundle: shown(bundle),
+                release,
+            }),
+            (None, Some(bundle), _) => Ok(Some(ContainerWarning::MaybeInContainer {
+                bundle: shown(bundle),
+                release,
+            })),
+            (None, None, _) => Ok(None),
         }
     }
+}
+
+/// A variable that is set and not empty.
+fn set(v: Option<&str>) -> Option<&str> {
+    v.filter(|v| !v.is_empty())
 }
 
 /// The longest bundle path a message repeats (Linux's PATH_MAX); a longer value is cut.

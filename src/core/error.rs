@@ -130,8 +130,7 @@ pub enum Error {
          this release writes the container's environment before plugins run, so every task \
          would start without TF_CONFIG, CUDA_VISIBLE_DEVICES and SLURM_PROCID and train alone; \
          run the container inside the task instead (srun --tf-cluster apptainer exec IMAGE \
-         python train.py), or use Slurm 23.02 or later (SLURM_CONTAINER, from sbatch \
-         --container, counts too)"
+         python train.py), or use Slurm 23.02 or later"
     )]
     ContainerTooOld { bundle: String, release: String },
     #[error(

@@ -7,4 +7,5 @@ pub mod handle;
 pub mod hooks;
 pub mod log;
 pub mod oom;
+pub mod start_env;
 pub mod topology;

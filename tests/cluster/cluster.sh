@@ -137,6 +137,18 @@ write_config() {
         echo "AutoDetect=off"
         echo "NodeName=$names Name=gpu File=/dev/nvidia[0-3]"
     } > "$conf/gres.conf"
+    # Slurm's own containers (srun --container=BUNDLE) with Debian's runc, as oci.conf(5)
+    # describes for runc; without runc, --container stays advisory (tasks run on the node).
+    rm -f "$conf/oci.conf"
+    if command -v runc >/dev/null; then
+        local id=%n.%u.%j.%s.%t
+        {
+            echo "RunTimeQuery=\"runc --root=/run/tfc-oci state $id\""
+            echo "RunTimeKill=\"runc --root=/run/tfc-oci kill -a $id\""
+            echo "RunTimeDelete=\"runc --root=/run/tfc-oci delete --force $id\""
+            echo "RunTimeRun=\"runc --root=/run/tfc-oci run $id -b %b\""
+        } > "$conf/oci.conf"
+    fi
     # Plain srun/sbatch/sinfo find the cluster through the usual path.
     if [ -e "$SLURM_CONF_LINK" ] && [ ! -L "$SLURM_CONF_LINK" ]; then
         mv "$SLURM_CONF_LINK" "$SLURM_CONF_LINK.tfc-saved"
@@ -303,7 +315,7 @@ down() {
         rm -f "$SLURM_CONF_LINK"
         [ -e "$SLURM_CONF_LINK.tfc-saved" ] && mv "$SLURM_CONF_LINK.tfc-saved" "$SLURM_CONF_LINK"
     fi
-    rm -rf "$DIR/state" "$DIR/spool" "$DIR/dev" "$DIR/munge" "$DIR/nodes"
+    rm -rf "$DIR/state" "$DIR/spool" "$DIR/dev" "$DIR/munge" "$DIR/nodes" "$DIR/bundles"
     log "down ($((SECONDS - start)) s)"
 }
 

@@ -235,3 +235,50 @@ pub fn summary(run: &Run, what: &str) -> Vec<String> {
         .map(|(placed, t)| format!("{placed} {}", t.gpus))
         .collect()
 }
+
+/// A real OCI bundle for Slurm's `--container` (the cluster's oci.conf runs it with Debian's
+/// runc): `runc spec`'s config.json and a `rootfs` made of hard links to the `bundle` root of
+/// tests/release/root.sh (Debian 12 minbase with Python 3.11: an image's userland, not the
+/// node's; read-only to the tasks). config.json binds in the node's /etc/hosts, /tmp (the task
+/// programs) and `binds` (absolute paths, e.g. the TensorFlow virtualenv). Tasks share the node's network and host name, as
+/// HPC runtimes do (TF_CONFIG names nodes and ports); runc gives each its own PID namespace,
+/// where the task is PID 1. Returns the bundle's directory.
+pub fn bundle(name: &str, binds: &[&str]) -> String {
+    let root = Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/release/root.sh"))
+        .args(["path", "bundle"])
+        .output()
+        .unwrap();
+    assert!(root.status.success(), "tests/release/root.sh path bundle");
+    let root = String::from_utf8(root.stdout).unwrap().trim().to_string();
+    let dir = dir().join("bundles").join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let linked = Command::new("cp")
+        .arg("-al")
+        .arg(&root)
+        .arg(dir.join("rootfs"))
+        .status()
+        .unwrap();
+    assert!(linked.success(), "cp -al {root} {}/rootfs", dir.display());
+    sh_ok(&format!("runc spec --bundle {}", dir.display()));
+    let path = dir.join("config.json");
+    let mut config: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    config["root"]["readonly"] = true.into();
+    config["process"]["terminal"] = false.into();
+    config.as_object_mut().unwrap().remove("hostname");
+    config["linux"]["namespaces"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|ns| ns["type"] != "network" && ns["type"] != "uts");
+    let mounts = config["mounts"].as_array_mut().unwrap();
+    for (path, options) in [("/etc/hosts", ["bind", "ro"]), ("/tmp", ["rbind", "rw"])]
+        .into_iter()
+        .chain(binds.iter().map(|p| (*p, ["rbind", "ro"])))
+    {
+        mounts.push(serde_json::json!({
+            "destination": path, "type": "bind", "source": path, "options": options,
+        }));
+    }
+    std::fs::write(&path, serde_json::to_vec_pretty(&config).unwrap()).unwrap();
+    dir.display().to_string()
+}

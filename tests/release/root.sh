@@ -23,7 +23,11 @@
 #   configuration in /etc/slurm) and installed there. The build takes 3 to 4 minutes on 2 cores,
 #   is bounded by TFC_BUILD_TIMEOUT seconds (1800), and its log is kept beside the root;
 # - bare: bookworm with nothing but what mmdebstrap's minbase has (the fresh-machine check,
-#   tests/fresh-machine.sh).
+#   tests/fresh-machine.sh);
+# - bundle: the root file system of the OCI bundles the --container tests run tasks in
+#   (tests/common/cluster.rs `bundle` links it into each): a container image's userland,
+#   bookworm minbase with Python 3.11, on which the TensorFlow virtualenv runs when a test binds
+#   it in; never entered with `up`.
 #
 # Inside, /proc is fresh, /sys and /dev are the host's, /run is a private tmpfs (munge's socket,
 # `ip netns` mounts), and /tmp, the checkout and the TensorFlow virtualenv (with the host's
@@ -40,7 +44,8 @@ ROOTS=${TFC_ROOTS:-/var/cache/tfcluster/roots}
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 TF_VENV=${TFC_TF_VENV:-/var/cache/tfcluster/tf-venv}
 # Everything the test cluster, the install tests and the packaging run inside the root.
-CLUSTER_TOOLS=iproute2,util-linux,mount,hostname,procps,make,binutils,dpkg-dev,python3,rpm
+# runc: the OCI runtime of the --container tests (oci.conf in tests/cluster/cluster.sh).
+CLUSTER_TOOLS=iproute2,util-linux,mount,hostname,procps,make,binutils,dpkg-dev,python3,rpm,runc
 CLUSTER_PACKAGES=slurmctld,slurmd,slurm-client,munge,libslurm-dev,$CLUSTER_TOOLS
 # What SchedMD's configure needs for the plugins the tests use (auth/munge, cgroup, the OCI
 # container support: json-c and http-parser), besides a compiler. Debian 12's own packages.
@@ -60,13 +65,14 @@ die() { log "error: $*"; exit 1; }
 suite_of() {
     case $1 in
         bookworm|trixie|sid) echo "$1" ;;
-        bare|build-bookworm|slurm-*) echo bookworm ;;
-        *) die "unknown root '$1' (bookworm, trixie, sid, slurm-X.Y.Z or bare)" ;;
+        bare|bundle|build-bookworm|slurm-*) echo bookworm ;;
+        *) die "unknown root '$1' (bookworm, trixie, sid, slurm-X.Y.Z, bare or bundle)" ;;
     esac
 }
 packages_of() {
     case $1 in
         bare) echo "ca-certificates" ;;
+        bundle) echo "python3.11" ;;
         build-bookworm|slurm-*) echo "$BUILD_PACKAGES" ;;
         *) echo "$CLUSTER_PACKAGES" ;;
     esac
@@ -168,6 +174,12 @@ make_debian_root() {
     mmdebstrap --quiet --variant=minbase --include="$packages" \
         --aptopt='Acquire::Check-Valid-Until "false"' "$suite" "$dir.new" >&2 \
         || die "mmdebstrap $suite failed"
+    if [ "$name" = bundle ]; then
+        # Mount points for what the tests' config.json binds in (the root is read-only to the
+        # runtime): the node's /etc/hosts (TF_CONFIG names nodes) and the TensorFlow virtualenv.
+        touch "$dir.new/etc/hosts"
+        mkdir -p "$dir.new$TF_VENV"
+    fi
     if [ "$name" = bare ]; then
         # The archives this machine's apt uses (a Debian 12 installation has the security
         # archive too; mmdebstrap alone gives only the main one).
@@ -212,6 +224,8 @@ up() {
     if [ "$name" = bare ]; then
         tmp=tmpfs    # a machine of its own: nothing of this one's is shared
     else
+        # The container image of the --container tests (they link it into their bundles).
+        make_root bundle
         shared=(/tmp "$REPO")
         [ -d "$TF_VENV" ] && shared+=("$TF_VENV")
         # The TensorFlow virtualenv runs on the host's Python 3.11 (one virtualenv serves every

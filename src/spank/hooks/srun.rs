@@ -9,6 +9,7 @@ use crate::spank::error::ShellError;
 use crate::spank::ffi;
 use crate::spank::handle::{self, Spank, U32Item};
 use crate::spank::log;
+use crate::spank::start_env;
 use std::ffi::c_int;
 
 /// srun: the step's task and node counts and its command are known here; reject what cannot
@@ -37,12 +38,22 @@ fn check_before_launch(
     bare: bool,
     settings: Result<Settings, Error>,
 ) -> Result<(), ShellError> {
-    ContainerStep {
-        bundle: std::env::var(container::VAR).ok().as_deref(),
+    let (requested, bundle) = (
+        std::env::var(container::REQUEST_VAR).ok(),
+        std::env::var(container::BUNDLE_VAR).ok(),
+    );
+    let container = ContainerStep {
+        requested: requested.as_deref(),
+        bundle: bundle.as_deref(),
+        inherited: bundle
+            .as_ref()
+            .and_then(|_| start_env::had(container::BUNDLE_VAR)),
         release: ffi::SLURM_RELEASE,
         gets_task_env: ffi::CONTAINER_GETS_TASK_ENV,
+    };
+    if let Some(warning) = container.check()? {
+        log::user(&format!("warning: {warning}"));
     }
-    .check()?;
     if bare {
         if let Some(program) = sp.argv().ok().and_then(|argv| argv.into_iter().next()) {
             Spec::check_program(&program)?;

@@ -1,0 +1,174 @@
+//! TensorFlow's tasks in containers, on the real test cluster: Slurm's own `--container` with
+//! Debian's runc (the cluster's oci.conf) and a real OCI bundle whose root is another Debian
+//! than the node's (tests/common/cluster.rs `bundle`). What each release does is the release
+//! table's `container_gets_task_env`: from 23.02 every task inside gets exactly the TF_CONFIG
+//! and CUDA_VISIBLE_DEVICES it gets on the node; on 22.05, which writes the container's
+//! environment before any plugin runs, srun refuses the step before launch and says why.
+
+mod common;
+use common::cluster::{bundle, parse, records, sh, summary, tool};
+use common::release;
+use serde_json::Value;
+
+/// How a step asks for its container.
+#[derive(Clone, Copy)]
+enum Via {
+    /// `srun --container=BUNDLE`
+    Option,
+    /// `SRUN_CONTAINER=BUNDLE` in srun's environment.
+    Environment,
+}
+
+/// (what, how the container is asked for, the step's srun arguments)
+#[rustfmt::skip]
+const CONTAINER_STEPS: &[(&str, Via, &str)] = &[
+    ("a chief and workers, two per node, with GPUs", Via::Option,      "-N2 -n4 --gres=gpu:4 --tf-cluster=chief:1,worker:*"),
+    ("one worker per node on four nodes",            Via::Option,      "-N4 -n4 --gres=gpu:2 --tf-cluster"),
+    ("a ps and workers, block layout",               Via::Option,      "-N2 -n6 --gres=gpu:4 --tf-cluster=chief:1,ps:1,worker:*"),
+    ("SRUN_CONTAINER",                               Via::Environment, "-N2 -n4 --gres=gpu:4 --tf-cluster=chief:1,worker:*"),
+];
+
+/// The srun command line of `args` in `bundle` the way `via` says, running `program`.
+fn in_container(via: Via, bundle: &str, args: &str, program: &str) -> String {
+    match via {
+        Via::Option => format!("srun --container={bundle} {args} {program}"),
+        Via::Environment => format!("SRUN_CONTAINER={bundle} srun {args} {program}"),
+    }
+}
+
+/// Every task prints its PID (1 inside runc's PID namespace: it did run in the container), then
+/// becomes tests/cluster/report.sh.
+fn report_in_pid_namespace() -> String {
+    format!(
+        "sh -c 'echo \"PID|$SLURM_PROCID|$$\"; exec {}'",
+        tool("report.sh")
+    )
+}
+
+/// A TF_CONFIG with every `host:port` cut to `host`.
+fn without_ports(tf: Option<&Value>) -> Value {
+    let mut tf = tf.expect("a TF_CONFIG").clone();
+    for addresses in tf["cluster"].as_object_mut().unwrap().values_mut() {
+        for a in addresses.as_array_mut().unwrap() {
+            *a = a.as_str().unwrap().rsplit_once(':').unwrap().0.into();
+        }
+    }
+    tf
+}
+
+/// Each step of CONTAINER_STEPS, in the container and on the node: from 23.02, every task in
+/// the container has exactly what the same task has without it (its role and index, the whole
+/// cluster, its GPU slice), two tasks on one node included. On 22.05 srun refuses the step
+/// before launch, naming the release: no task starts without its TF_CONFIG while srun exits 0.
+#[test]
+#[ignore = "needs the test cluster: run tests/run.sh"]
+fn every_task_in_a_container_gets_what_it_gets_on_the_node() {
+    let release = release::current();
+    assert_eq!(
+        tfcluster::spank::ffi::CONTAINER_GETS_TASK_ENV,
+        release.container_gets_task_env,
+        "build.rs and tests/common/release.rs disagree on Slurm {}",
+        release.version
+    );
+    let bundle = bundle("report", &[]);
+    let refusal = format!(
+        "srun: error: tfcluster: --tf-cluster cannot reach tasks in Slurm's --container ({bundle}) on Slurm {}: ",
+        release.version
+    );
+    for (what, via, args) in CONTAINER_STEPS {
+        let out = sh(&in_container(
+            *via,
+            &bundle,
+            args,
+            &report_in_pid_namespace(),
+        ));
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let inside = parse(out);
+        if !release.container_gets_task_env {
+            assert!(
+                inside.stderr.contains(&refusal),
+                "{what}: no refusal\n{}",
+                inside.stderr
+            );
+            assert_ne!(inside.code, 0, "{what}: srun succeeded");
+            assert!(inside.tasks.is_empty(), "{what}: a task ran:\n{stdout}");
+            continue;
+        }
+        let on_node = parse(sh(&format!("srun {args} {}", tool("report.sh"))));
+        assert_eq!(
+            summary(&inside, what),
+            summary(&on_node, what),
+            "{what}: in the container vs on the node"
+        );
+        // The same TF_CONFIG but for the ports, which Slurm reserves anew for every step.
+        for (t, n) in inside.tasks.iter().zip(&on_node.tasks) {
+            assert_eq!(
+                without_ports(t.tf.as_ref()),
+                without_ports(n.tf.as_ref()),
+                "{what}: rank {}'s TF_CONFIG",
+                t.rank
+            );
+        }
+        let pids = records(&stdout, "PID");
+        assert_eq!(pids.len(), inside.tasks.len(), "{what}:\n{stdout}");
+        assert!(
+            pids.iter().all(|p| p[1] == "1"),
+            "{what}: a task ran outside the container:\n{stdout}"
+        );
+    }
+}
+
+/// The negative control of the refusal: the same bundle without `--tf-cluster` runs in its
+/// container on every release, 22.05 included (one task per node there), so what srun refuses
+/// there is only what would train alone, and without the option the plugin changes nothing.
+#[test]
+#[ignore = "needs the test cluster: run tests/run.sh"]
+fn without_the_option_a_container_step_runs_on_every_release() {
+    let bundle = bundle("plain", &[]);
+    let out = sh(&format!(
+        "srun -N2 -n2 --container={bundle} sh -c 'echo \"PID|$$|${{TF_CONFIG-unset}}\"'"
+    ));
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(
+        records(&stdout, "PID"),
+        vec![vec!["1", "unset"]; 2],
+        "{stdout}\n{stderr}"
+    );
+}
+
+/// A batch script of `sbatch --container` has SLURM_CONTAINER, but its steps run on the nodes
+/// unless srun asks for a container too (srun's opt.c; slurmctld gives a job's container to its
+/// batch step only). Such a step gets its TF_CONFIG on every release; where srun cannot tell
+/// whether a container TF_CONFIG cannot reach is meant (22.05), it warns and goes on.
+#[test]
+#[ignore = "needs the test cluster: run tests/run.sh"]
+fn a_job_containers_steps_run_on_the_nodes_with_a_warning_where_it_matters() {
+    let release = release::current();
+    let bundle = bundle("job", &[]);
+    let out = sh(&format!(
+        "SLURM_CONTAINER={bundle} srun -N2 -n2 --tf-cluster {}",
+        report_in_pid_namespace()
+    ));
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let run = parse(out);
+    assert_eq!(summary(&run, "a job's container").len(), 2);
+    let pids = records(&stdout, "PID");
+    assert!(
+        pids.iter().all(|p| p[1] != "1"),
+        "a task ran in a container:\n{stdout}"
+    );
+    let warning = format!(
+        "tfcluster: warning: SLURM_CONTAINER ({bundle}) came with srun's environment (a job or step started with --container); if this step runs in a container too (srun --container), its tasks get no TF_CONFIG on Slurm {} and train alone",
+        release.version
+    );
+    assert_eq!(
+        run.stderr.contains(&warning),
+        !release.container_gets_task_env,
+        "{}",
+        run.stderr
+    );
+}
