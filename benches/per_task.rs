@@ -98,7 +98,9 @@ fn main() {
         let cold = measure(|| {
             let plan = StepPlan::new(&spec, &admin, &inputs(&s)).unwrap();
             let mut renderers = plan.renderers();
-            let env = plan.task(node, 0, gpus, gpus, &mut renderers).unwrap();
+            let env = plan
+                .task(node, 0, gpus, gpus, None, &mut renderers)
+                .unwrap();
             env.set.iter().map(|(_, v)| v.len()).sum::<usize>()
         });
         let plan = StepPlan::new(&spec, &admin, &inputs(&s)).unwrap();
@@ -107,7 +109,9 @@ fn main() {
         // plan), each task renders into it.
         let mut renderers = plan.renderers();
         let render = measure(|| {
-            let env = plan.task(node, 0, gpus, gpus, &mut renderers).unwrap();
+            let env = plan
+                .task(node, 0, gpus, gpus, None, &mut renderers)
+                .unwrap();
             env.set.iter().map(|(_, v)| v.len()).sum::<usize>()
         });
         let plan_time = measure(|| {

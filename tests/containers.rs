@@ -6,9 +6,8 @@
 //! environment before any plugin runs, srun refuses the step before launch and says why.
 
 mod common;
-use common::cluster::{bundle, parse, records, sh, summary, tool};
+use common::cluster::{bundle, parse, records, sh, summary, tool, without_ports};
 use common::release;
-use serde_json::Value;
 
 /// How a step asks for its container.
 #[derive(Clone, Copy)]
@@ -43,17 +42,6 @@ fn report_in_pid_namespace() -> String {
         "sh -c 'echo \"PID|$SLURM_PROCID|$$\"; exec {}'",
         tool("report.sh")
     )
-}
-
-/// A TF_CONFIG with every `host:port` cut to `host`.
-fn without_ports(tf: Option<&Value>) -> Value {
-    let mut tf = tf.expect("a TF_CONFIG").clone();
-    for addresses in tf["cluster"].as_object_mut().unwrap().values_mut() {
-        for a in addresses.as_array_mut().unwrap() {
-            *a = a.as_str().unwrap().rsplit_once(':').unwrap().0.into();
-        }
-    }
-    tf
 }
 
 /// Each step of CONTAINER_STEPS, in the container and on the node: from 23.02, every task in

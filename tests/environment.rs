@@ -4,7 +4,7 @@
 //! shell only loops over this list, so these rows are what reaches the program.
 
 mod common;
-use common::{environment, where_is};
+use common::{environment_running, where_is};
 use tfcluster::core::{ProxyEnv, Settings, Spec, StepInputs, StepPlan};
 
 struct Case {
@@ -15,6 +15,8 @@ struct Case {
     tasks_per_node: &'static str,
     proxies: &'static [(&'static str, &'static str)],
     gpus: Option<&'static str>,
+    /// The task's program (argv[0]); `None` for `python3`.
+    program: Option<&'static str>,
     rank: u32,
     set: &'static [&'static str],
 }
@@ -22,42 +24,80 @@ struct Case {
 #[rustfmt::skip]
 const CASES: &[Case] = &[
     Case { what: "TF_CONFIG alone", spec: "worker:*", admin: &["port_base=1000"], nodes: "a",
-           tasks_per_node: "2", proxies: &[], gpus: None, rank: 1,
+           tasks_per_node: "2", proxies: &[], gpus: None, program: None, rank: 1,
            set: &[r#"TF_CONFIG={"cluster":{"worker":["a:1000","a:1001"]},"task":{"type":"worker","index":1}}"#] },
     Case { what: "the node's GPUs split", spec: "worker:*", admin: &["port_base=1000"], nodes: "a",
-           tasks_per_node: "2", proxies: &[], gpus: Some("0,1,2,3"), rank: 1,
+           tasks_per_node: "2", proxies: &[], gpus: Some("0,1,2,3"), program: None, rank: 1,
            set: &[r#"TF_CONFIG={"cluster":{"worker":["a:1000","a:1001"]},"task":{"type":"worker","index":1}}"#,
                   "CUDA_VISIBLE_DEVICES=2,3"] },
     Case { what: "gpus=keep: CUDA_VISIBLE_DEVICES untouched", spec: "worker:*", admin: &["port_base=1000", "gpus=keep"],
-           nodes: "a", tasks_per_node: "2", proxies: &[], gpus: Some("0,1,2,3"), rank: 0,
+           nodes: "a", tasks_per_node: "2", proxies: &[], gpus: Some("0,1,2,3"), program: None, rank: 0,
            set: &[r#"TF_CONFIG={"cluster":{"worker":["a:1000","a:1001"]},"task":{"type":"worker","index":0}}"#] },
     Case { what: "a role kept off GPUs gets none", spec: "chief:1,worker:*,gpu_roles=worker", admin: &["port_base=1000"],
-           nodes: "a", tasks_per_node: "2", proxies: &[], gpus: Some("0,1"), rank: 0,
+           nodes: "a", tasks_per_node: "2", proxies: &[], gpus: Some("0,1"), program: None, rank: 0,
            set: &[r#"TF_CONFIG={"cluster":{"chief":["a:1000"],"worker":["a:1001"]},"task":{"type":"chief","index":0}}"#,
                   "CUDA_VISIBLE_DEVICES="] },
     Case { what: "a proxy: gRPC bypasses it for the cluster", spec: "worker:*", admin: &["port_base=1000"],
            nodes: "a,b", tasks_per_node: "1(x2)", proxies: &[("https_proxy", "http://p:3128"), ("no_proxy", ".site")],
-           gpus: None, rank: 0,
+           gpus: None, program: None, rank: 0,
            set: &[r#"TF_CONFIG={"cluster":{"worker":["a:1000","b:1000"]},"task":{"type":"worker","index":0}}"#,
                   "no_grpc_proxy=.site,a,b"] },
     Case { what: "a proxy, bypass off", spec: "worker:*,grpc_proxy_bypass=no", admin: &["port_base=1000"],
-           nodes: "a", tasks_per_node: "2", proxies: &[("http_proxy", "http://p:3128")], gpus: None, rank: 0,
+           nodes: "a", tasks_per_node: "2", proxies: &[("http_proxy", "http://p:3128")], gpus: None, program: None, rank: 0,
            set: &[r#"TF_CONFIG={"cluster":{"worker":["a:1000","a:1001"]},"task":{"type":"worker","index":0}}"#] },
     Case { what: "the address template, everywhere", spec: "worker:*", admin: &["port_base=1000", "address=%h-ib"],
-           nodes: "a", tasks_per_node: "2", proxies: &[("http_proxy", "x")], gpus: None, rank: 0,
+           nodes: "a", tasks_per_node: "2", proxies: &[("http_proxy", "x")], gpus: None, program: None, rank: 0,
            set: &[r#"TF_CONFIG={"cluster":{"worker":["a-ib:1000","a-ib:1001"]},"task":{"type":"worker","index":0}}"#,
                   "no_grpc_proxy=a-ib"] },
     Case { what: "DTensor", spec: "worker:*,dtensor=yes", admin: &["port_base=1000"], nodes: "a", tasks_per_node: "2",
-           proxies: &[], gpus: None, rank: 1,
+           proxies: &[], gpus: None, program: None, rank: 1,
            set: &[r#"TF_CONFIG={"cluster":{"worker":["a:1000","a:1001"]},"task":{"type":"worker","index":1}}"#,
                   "DTENSOR_JOBS=a:1000,a:1001", "DTENSOR_CLIENT_ID=1"] },
     Case { what: "everything at once", spec: "worker:*,dtensor=yes", admin: &["port_base=1000"], nodes: "a",
-           tasks_per_node: "2", proxies: &[("grpc_proxy", "x")], gpus: Some("5,7"), rank: 0,
+           tasks_per_node: "2", proxies: &[("grpc_proxy", "x")], gpus: Some("5,7"), program: None, rank: 0,
            set: &[r#"TF_CONFIG={"cluster":{"worker":["a:1000","a:1001"]},"task":{"type":"worker","index":0}}"#,
                   "CUDA_VISIBLE_DEVICES=5", "no_grpc_proxy=a", "DTENSOR_JOBS=a:1000,a:1001", "DTENSOR_CLIENT_ID=0"] },
     Case { what: "the evaluator's own cluster", spec: "chief:1,evaluator:1", admin: &["port_base=1000"], nodes: "a",
-           tasks_per_node: "2", proxies: &[], gpus: None, rank: 1,
+           tasks_per_node: "2", proxies: &[], gpus: None, program: None, rank: 1,
            set: &[r#"TF_CONFIG={"cluster":{"evaluator":["a:1001"]},"task":{"type":"evaluator","index":0}}"#] },
+    // Apptainer and SingularityCE: every variable again under their own names, which reach
+    // the program through --cleanenv/--containall and win over the image's definitions.
+    Case { what: "apptainer: each variable under both runtimes' names too", spec: "worker:*", admin: &["port_base=1000"],
+           nodes: "a", tasks_per_node: "2", proxies: &[], gpus: Some("0,1,2,3"), program: Some("/usr/bin/apptainer"), rank: 1,
+           set: &[r#"TF_CONFIG={"cluster":{"worker":["a:1000","a:1001"]},"task":{"type":"worker","index":1}}"#,
+                  "CUDA_VISIBLE_DEVICES=2,3",
+                  r#"APPTAINERENV_TF_CONFIG={"cluster":{"worker":["a:1000","a:1001"]},"task":{"type":"worker","index":1}}"#,
+                  r#"SINGULARITYENV_TF_CONFIG={"cluster":{"worker":["a:1000","a:1001"]},"task":{"type":"worker","index":1}}"#,
+                  "APPTAINERENV_CUDA_VISIBLE_DEVICES=2,3", "SINGULARITYENV_CUDA_VISIBLE_DEVICES=2,3"] },
+    Case { what: "singularity, with every variable", spec: "worker:*,dtensor=yes", admin: &["port_base=1000"], nodes: "a",
+           tasks_per_node: "1", proxies: &[("http_proxy", "x")], gpus: None, program: Some("singularity"), rank: 0,
+           set: &[r#"TF_CONFIG={"cluster":{"worker":["a:1000"]},"task":{"type":"worker","index":0}}"#,
+                  "no_grpc_proxy=a", "DTENSOR_JOBS=a:1000", "DTENSOR_CLIENT_ID=0",
+                  r#"APPTAINERENV_TF_CONFIG={"cluster":{"worker":["a:1000"]},"task":{"type":"worker","index":0}}"#,
+                  r#"SINGULARITYENV_TF_CONFIG={"cluster":{"worker":["a:1000"]},"task":{"type":"worker","index":0}}"#,
+                  "APPTAINERENV_no_grpc_proxy=a", "SINGULARITYENV_no_grpc_proxy=a",
+                  "APPTAINERENV_DTENSOR_JOBS=a:1000", "SINGULARITYENV_DTENSOR_JOBS=a:1000",
+                  "APPTAINERENV_DTENSOR_CLIENT_ID=0", "SINGULARITYENV_DTENSOR_CLIENT_ID=0"] },
+    Case { what: "apptainer, a role kept off GPUs: none inside either", spec: "chief:1,worker:*,gpu_roles=worker",
+           admin: &["port_base=1000"], nodes: "a", tasks_per_node: "2", proxies: &[], gpus: Some("0"),
+           program: Some("apptainer"), rank: 0,
+           set: &[r#"TF_CONFIG={"cluster":{"chief":["a:1000"],"worker":["a:1001"]},"task":{"type":"chief","index":0}}"#,
+                  "CUDA_VISIBLE_DEVICES=",
+                  r#"APPTAINERENV_TF_CONFIG={"cluster":{"chief":["a:1000"],"worker":["a:1001"]},"task":{"type":"chief","index":0}}"#,
+                  r#"SINGULARITYENV_TF_CONFIG={"cluster":{"chief":["a:1000"],"worker":["a:1001"]},"task":{"type":"chief","index":0}}"#,
+                  "APPTAINERENV_CUDA_VISIBLE_DEVICES=", "SINGULARITYENV_CUDA_VISIBLE_DEVICES="] },
+    Case { what: "apptainer_env=no: apptainer gets the plain variables only", spec: "worker:*,apptainer_env=no",
+           admin: &["port_base=1000"], nodes: "a", tasks_per_node: "1", proxies: &[], gpus: None,
+           program: Some("/usr/bin/apptainer"), rank: 0,
+           set: &[r#"TF_CONFIG={"cluster":{"worker":["a:1000"]},"task":{"type":"worker","index":0}}"#] },
+    Case { what: "apptainer_env=yes: a wrapper script that starts apptainer", spec: "worker:*", admin: &["port_base=1000", "apptainer_env=yes"],
+           nodes: "a", tasks_per_node: "1", proxies: &[], gpus: None, program: Some("./run-in-image.sh"), rank: 0,
+           set: &[r#"TF_CONFIG={"cluster":{"worker":["a:1000"]},"task":{"type":"worker","index":0}}"#,
+                  r#"APPTAINERENV_TF_CONFIG={"cluster":{"worker":["a:1000"]},"task":{"type":"worker","index":0}}"#,
+                  r#"SINGULARITYENV_TF_CONFIG={"cluster":{"worker":["a:1000"]},"task":{"type":"worker","index":0}}"#] },
+    Case { what: "auto: a program only named like it", spec: "worker:*", admin: &["port_base=1000"], nodes: "a",
+           tasks_per_node: "1", proxies: &[], gpus: None, program: Some("/opt/apptainer/bin/train"), rank: 0,
+           set: &[r#"TF_CONFIG={"cluster":{"worker":["a:1000"]},"task":{"type":"worker","index":0}}"#] },
 ];
 
 #[test]
@@ -73,7 +113,8 @@ fn each_task_gets_exactly_these_variables() {
             ..Default::default()
         };
         let plan = StepPlan::new(&spec, &admin, &step).unwrap();
-        let got = environment(&plan, case.rank, case.gpus, case.gpus);
+        let program = case.program.unwrap_or("python3");
+        let got = environment_running(&plan, case.rank, case.gpus, case.gpus, Some(program));
         assert_eq!(got, case.set, "{}", case.what);
     }
 }
@@ -98,7 +139,23 @@ fn the_task_order_hand_over_is_removed() {
         let plan = StepPlan::new(&spec, &Settings::default(), &step).unwrap();
         let (node, slot) = where_is(&plan, 0);
         let mut renderers = plan.renderers();
-        let env = plan.task(node, slot, None, None, &mut renderers).unwrap();
+        let env = plan
+            .task(node, slot, None, None, None, &mut renderers)
+            .unwrap();
         assert_eq!(env.unset, *unset, "{dist:?}");
+    }
+}
+
+/// The Apptainer names are the runtimes' documented prefixes and the variable's own name.
+#[test]
+fn apptainer_names_are_the_prefixed_names() {
+    for (name, names) in tfcluster::core::container::APPTAINER_NAMES {
+        assert_eq!(
+            names.map(String::from),
+            [
+                format!("APPTAINERENV_{name}"),
+                format!("SINGULARITYENV_{name}")
+            ]
+        );
     }
 }

@@ -33,7 +33,7 @@ fn task_err(
     gpus: Option<&str>,
 ) -> Result<()> {
     let plan = plan(spec, &[], &step(nodes, tpn, None));
-    plan.task(node, slot, gpus, gpus, &mut plan.renderers())
+    plan.task(node, slot, gpus, gpus, None, &mut plan.renderers())
         .map(|_| ())
 }
 
@@ -71,7 +71,7 @@ fn every_error_message() {
         (spec("chief:1,ps:2,worker:*", 3),
          "--tf-cluster: the fixed roles take 3 of the step's 3 tasks, leaving none for worker:*; run with more tasks (-n) or lower the fixed counts"),
         (step_err("worker:*,ports=1", &[], "a", "1", None),
-         "--tf-cluster: 'ports' is not a per-job setting; allowed: port_base, gpus, gpu_roles, rpc_layer, end_with_chief, fail_fast, preemption_exit, grpc_proxy_bypass, even_gpus, evaluator_cluster, dtensor"),
+         "--tf-cluster: 'ports' is not a per-job setting; allowed: port_base, gpus, gpu_roles, rpc_layer, end_with_chief, fail_fast, preemption_exit, grpc_proxy_bypass, even_gpus, evaluator_cluster, dtensor, apptainer_env"),
         (step_err("worker:*", &[], "n[1-2", "1", None),
          "hostlist 'n[1-2': '[' without a matching ']'"),
         (step_err("worker:*", &[], "n*\0[1-2]", "1,1", None),
@@ -153,9 +153,9 @@ fn every_error_message() {
         (step_err("worker:*", &[], &long_names, "1(x10000)", None),
          "TF_CONFIG for 10000 tasks would be 420073 bytes, over Linux's limit of 131072 bytes for one environment variable; use fewer tasks or shorter node addresses"),
         (Settings::from_plugstack(&["port_bsae=9000"]).map(|_| ()),
-         "plugstack.conf: unknown tfcluster setting 'port_bsae'; known: port_base, port_range, port_block, address, gpus, gpu_roles, rpc_layer, end_with_chief, fail_fast, preemption_exit, grpc_proxy_bypass, even_gpus, evaluator_cluster, dtensor"),
+         "plugstack.conf: unknown tfcluster setting 'port_bsae'; known: port_base, port_range, port_block, address, gpus, gpu_roles, rpc_layer, end_with_chief, fail_fast, preemption_exit, grpc_proxy_bypass, even_gpus, evaluator_cluster, dtensor, apptainer_env"),
         (Settings::from_plugstack(&["verbose"]).map(|_| ()),
-         "plugstack.conf: unknown tfcluster setting 'verbose'; known: port_base, port_range, port_block, address, gpus, gpu_roles, rpc_layer, end_with_chief, fail_fast, preemption_exit, grpc_proxy_bypass, even_gpus, evaluator_cluster, dtensor"),
+         "plugstack.conf: unknown tfcluster setting 'verbose'; known: port_base, port_range, port_block, address, gpus, gpu_roles, rpc_layer, end_with_chief, fail_fast, preemption_exit, grpc_proxy_bypass, even_gpus, evaluator_cluster, dtensor, apptainer_env"),
         (Settings::from_plugstack(&["port_base=http"]).map(|_| ()),
          "plugstack.conf: port_base='http' is invalid: expected a port number 1-65535"),
         (Settings::from_plugstack(&["port_range=3000-2000"]).map(|_| ()),

@@ -147,7 +147,7 @@ proptest! {
         let mut renderers = plan.renderers();
         for (node, gtids) in plan.layout.nodes().enumerate() {
             for slot in 0..gtids.len() {
-                let env = plan.task(node, slot, None, None, &mut renderers).unwrap();
+                let env = plan.task(node, slot, None, None, None, &mut renderers).unwrap();
                 let text = env.get("TF_CONFIG").unwrap().to_string();
                 let v: serde_json::Value = serde_json::from_str(&text).unwrap();
                 prop_assert!(endpoints.insert(env.endpoint.clone()));

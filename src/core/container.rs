@@ -96,3 +96,57 @@ fn shown(bundle: &str) -> String {
     }
     format!("{}...", &bundle[..end])
 }
+
+/// The programs that start an Apptainer or SingularityCE container
+/// (`srun --tf-cluster apptainer exec IMAGE python train.py`), by the last part of the path.
+const APPTAINER_PROGRAMS: &[&str] = &["apptainer", "singularity"];
+
+/// Whether a task's program (its argv\[0\], as srun resolved it) starts Apptainer or
+/// SingularityCE.
+pub fn runs_apptainer(program: &str) -> bool {
+    let name = program.rsplit('/').next().unwrap_or(program);
+    APPTAINER_PROGRAMS.contains(&name)
+}
+
+/// Each variable tfcluster sets, and the names under which Apptainer (`APPTAINERENV_`) and
+/// SingularityCE (`SINGULARITYENV_`) set it inside the container. Those reach the program
+/// through `--cleanenv`, `--containall` and SingularityCE's `--oci` mode, and win over the
+/// image's own definition of the name (`%environment`, a Docker `ENV`), which a plain
+/// variable does not. Both prefixes, with the same value: each runtime reads its own, and
+/// Apptainer is silent when both agree. Static names, so a task's list holds no allocation.
+pub const APPTAINER_NAMES: &[(&str, [&str; 2])] = &[
+    (
+        "TF_CONFIG",
+        ["APPTAINERENV_TF_CONFIG", "SINGULARITYENV_TF_CONFIG"],
+    ),
+    (
+        "CUDA_VISIBLE_DEVICES",
+        [
+            "APPTAINERENV_CUDA_VISIBLE_DEVICES",
+            "SINGULARITYENV_CUDA_VISIBLE_DEVICES",
+        ],
+    ),
+    (
+        "no_grpc_proxy",
+        ["APPTAINERENV_no_grpc_proxy", "SINGULARITYENV_no_grpc_proxy"],
+    ),
+    (
+        "DTENSOR_JOBS",
+        ["APPTAINERENV_DTENSOR_JOBS", "SINGULARITYENV_DTENSOR_JOBS"],
+    ),
+    (
+        "DTENSOR_CLIENT_ID",
+        [
+            "APPTAINERENV_DTENSOR_CLIENT_ID",
+            "SINGULARITYENV_DTENSOR_CLIENT_ID",
+        ],
+    ),
+];
+
+/// The Apptainer and SingularityCE names of a variable tfcluster sets (none for another).
+pub fn apptainer_names(name: &str) -> &'static [&'static str] {
+    APPTAINER_NAMES
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map_or(&[], |(_, names)| names)
+}

@@ -7,6 +7,7 @@
 //! in its own module; [`StepPlan::new`] only composes them.
 
 use super::address::Endpoints;
+use super::container;
 use super::ending::{Cause, Decider, End, Failure, StepEnd};
 use super::error::{Error, Result};
 use super::gpus::{self, GpuAction, GpuInputs, GpuSpread};
@@ -320,14 +321,17 @@ impl StepPlan {
     }
 
     /// The whole environment of the task at local `slot` on `node`: its TF_CONFIG (rendered in
-    /// `renderers`), GPU slice, `no_grpc_proxy` and DTensor variables. `step_gpus` is the
-    /// node's `CUDA_VISIBLE_DEVICES` before the tasks forked, `task_gpus` the task's own now.
+    /// `renderers`), GPU slice, `no_grpc_proxy` and DTensor variables, and each of them again
+    /// under Apptainer's names when `apptainer_env` says so. `step_gpus` is the node's
+    /// `CUDA_VISIBLE_DEVICES` before the tasks forked, `task_gpus` the task's own now,
+    /// `program` the task's argv\[0\].
     pub fn task<'r>(
         &'r self,
         node: usize,
         slot: usize,
         step_gpus: Option<&str>,
         task_gpus: Option<&str>,
+        program: Option<&str>,
         renderers: &'r mut Renderers,
     ) -> Result<TaskEnv<'r>> {
         let gtids = self.node(node)?;
@@ -354,6 +358,15 @@ impl StepPlan {
             let mut id = String::with_capacity(11);
             text::push_decimal(&mut id, rank.into(), 0);
             set.push((tf_config::DTENSOR_CLIENT_ID, with_nul(id)));
+        }
+        let apptainer = program.is_some_and(container::runs_apptainer);
+        if self.settings.apptainer_env.on(apptainer) {
+            for i in 0..set.len() {
+                for &name in container::apptainer_names(set[i].0) {
+                    let value = set[i].1.clone();
+                    set.push((name, value));
+                }
+            }
         }
         Ok(TaskEnv {
             role,

@@ -25,6 +25,7 @@ pub const KEYS: &[(&str, bool)] = &[
     ("even_gpus", true),
     ("evaluator_cluster", true),
     ("dtensor", true),
+    ("apptainer_env", true),
 ];
 
 /// The settings plugstack.conf takes, for messages: `port_base, port_range, ...`.
@@ -146,6 +147,11 @@ pub struct Settings {
     pub evaluator_cluster: EvaluatorCluster,
     /// Also set DTensor's multi-client variables (`DTENSOR_JOBS`, `DTENSOR_CLIENT_ID`).
     pub dtensor: bool,
+    /// Also set every variable under Apptainer's and SingularityCE's own names
+    /// (`APPTAINERENV_TF_CONFIG`, ...), which reach the program through `--cleanenv` and
+    /// `--containall` and win over the image's own definitions. `auto`: when the task's program
+    /// is `apptainer` or `singularity` ([`super::container::runs_apptainer`]).
+    pub apptainer_env: Switch,
 }
 
 impl Default for Settings {
@@ -165,6 +171,7 @@ impl Default for Settings {
             even_gpus: Switch::Auto,
             evaluator_cluster: EvaluatorCluster::Own,
             dtensor: false,
+            apptainer_env: Switch::Auto,
         }
     }
 }
@@ -279,6 +286,10 @@ impl Settings {
             }
             "grpc_proxy_bypass" => {
                 self.grpc_proxy_bypass = yes_no(value).ok_or_else(|| bad("expected yes or no"))?;
+            }
+            "apptainer_env" => {
+                self.apptainer_env =
+                    switch(value).ok_or_else(|| bad("expected auto, yes or no"))?;
             }
             "dtensor" => {
                 self.dtensor = yes_no(value).ok_or_else(|| bad("expected yes or no"))?;

@@ -170,8 +170,9 @@ impl Spank {
         Ok(value)
     }
 
-    /// The step's command line (`S_JOB_ARGV`; srun's `local_user_init` and slurmstepd).
-    pub fn argv(&self) -> SpankResult<Vec<String>> {
+    /// The step's program, argv\[0\] of `S_JOB_ARGV` (srun's `local_user_init` and slurmstepd);
+    /// `None` for an empty command line. Only the program is read, not its arguments.
+    pub fn program(&self) -> SpankResult<Option<String>> {
         let mut argc: c_int = 0;
         let mut argv: *mut *mut c_char = std::ptr::null_mut();
         // SAFETY: S_JOB_ARGV takes an `int *` and a `char ***`; Slurm points the latter at its
@@ -184,8 +185,16 @@ impl Spank {
                 &mut argv as *mut *mut *mut c_char,
             )
         })?;
-        // SAFETY: `argc` valid C strings at `argv` (or none), per the item's contract.
-        Ok(unsafe { args(argc, argv) })
+        if argv.is_null() || argc <= 0 {
+            return Ok(None);
+        }
+        // SAFETY: `argc` > 0 entries at `argv`, each a valid C string or null.
+        let first = unsafe { *argv };
+        Ok((!first.is_null()).then(|| {
+            unsafe { CStr::from_ptr(first) }
+                .to_string_lossy()
+                .into_owned()
+        }))
     }
 
     /// This task's local index (`S_TASK_ID`, an `int`).

@@ -236,6 +236,17 @@ pub fn summary(run: &Run, what: &str) -> Vec<String> {
         .collect()
 }
 
+/// The root file system of the tests' container images: the `bundle` root of
+/// tests/release/root.sh (Debian 12 minbase with Python 3.11), on the host.
+pub fn image_root() -> String {
+    let out = Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/release/root.sh"))
+        .args(["path", "bundle"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "tests/release/root.sh path bundle");
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
 /// A real OCI bundle for Slurm's `--container` (the cluster's oci.conf runs it with Debian's
 /// runc): `runc spec`'s config.json and a `rootfs` made of hard links to the `bundle` root of
 /// tests/release/root.sh (Debian 12 minbase with Python 3.11: an image's userland, not the
@@ -244,12 +255,7 @@ pub fn summary(run: &Run, what: &str) -> Vec<String> {
 /// HPC runtimes do (TF_CONFIG names nodes and ports); runc gives each its own PID namespace,
 /// where the task is PID 1. Returns the bundle's directory.
 pub fn bundle(name: &str, binds: &[&str]) -> String {
-    let root = Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/release/root.sh"))
-        .args(["path", "bundle"])
-        .output()
-        .unwrap();
-    assert!(root.status.success(), "tests/release/root.sh path bundle");
-    let root = String::from_utf8(root.stdout).unwrap().trim().to_string();
+    let root = image_root();
     let dir = dir().join("bundles").join(name);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -281,4 +287,15 @@ pub fn bundle(name: &str, binds: &[&str]) -> String {
     }
     std::fs::write(&path, serde_json::to_vec_pretty(&config).unwrap()).unwrap();
     dir.display().to_string()
+}
+
+/// A TF_CONFIG with every `host:port` cut to `host`.
+pub fn without_ports(tf: Option<&Value>) -> Value {
+    let mut tf = tf.expect("a TF_CONFIG").clone();
+    for addresses in tf["cluster"].as_object_mut().unwrap().values_mut() {
+        for a in addresses.as_array_mut().unwrap() {
+            *a = a.as_str().unwrap().rsplit_once(':').unwrap().0.into();
+        }
+    }
+    tf
 }

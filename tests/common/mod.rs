@@ -51,9 +51,22 @@ pub fn environment(
     step: Option<&str>,
     task: Option<&str>,
 ) -> Vec<String> {
+    environment_running(plan, rank, step, task, None)
+}
+
+/// [`environment`] of a task whose program (argv\[0\]) is `program`.
+pub fn environment_running(
+    plan: &StepPlan,
+    rank: u32,
+    step: Option<&str>,
+    task: Option<&str>,
+    program: Option<&str>,
+) -> Vec<String> {
     let (node, slot) = where_is(plan, rank);
     let mut renderers = plan.renderers();
-    let env = plan.task(node, slot, step, task, &mut renderers).unwrap();
+    let env = plan
+        .task(node, slot, step, task, program, &mut renderers)
+        .unwrap();
     env.set
         .iter()
         .map(|(name, value)| {
@@ -68,7 +81,9 @@ pub fn environment(
 pub fn tf_config(plan: &StepPlan, rank: u32) -> Value {
     let (node, slot) = where_is(plan, rank);
     let mut renderers = plan.renderers();
-    let env = plan.task(node, slot, None, None, &mut renderers).unwrap();
+    let env = plan
+        .task(node, slot, None, None, None, &mut renderers)
+        .unwrap();
     let text = plan.tf_config(env.role, env.index);
     // What slurmstepd hands the task: rendered in the node's buffer, the same text.
     assert_eq!(env.get("TF_CONFIG"), Some(text.as_str()));
@@ -79,7 +94,7 @@ pub fn tf_config(plan: &StepPlan, rank: u32) -> Value {
 pub fn gpus(plan: &StepPlan, rank: u32, step: Option<&str>, task: Option<&str>) -> GpuAction {
     let (node, slot) = where_is(plan, rank);
     let mut renderers = plan.renderers();
-    plan.task(node, slot, step, task, &mut renderers)
+    plan.task(node, slot, step, task, None, &mut renderers)
         .unwrap()
         .gpus
 }

@@ -74,6 +74,8 @@ packages_of() {
         bare) echo "ca-certificates" ;;
         bundle) echo "python3.11" ;;
         build-bookworm|slurm-*) echo "$BUILD_PACKAGES" ;;
+        # Apptainer is packaged from forky (not in bookworm or trixie): the apptainer tests run here.
+        sid) echo "$CLUSTER_PACKAGES,apptainer" ;;
         *) echo "$CLUSTER_PACKAGES" ;;
     esac
 }
@@ -248,12 +250,16 @@ up() {
             if [ -d "$p" ]; then mkdir -p "$R$p"; else mkdir -p "$(dirname "$R$p")"; touch "$R$p"; fi
             mount --rbind "$p" "$R$p"
         done
-        mkdir -p "$R/run/lock"
-        exec chroot "$R" /bin/sleep infinity
+        mkdir -p "$R/run/lock" "$R/.oldroot"
+        # pivot_root, not chroot: Apptainer refuses to run in a chroot, and the kernel refuses
+        # user namespaces there. The old root goes once the holder is in.
+        cd "$R"
+        pivot_root . .oldroot
+        exec chroot . /bin/sh -c "umount -l /.oldroot; exec /bin/sleep infinity"
     ' holder "$dir" "$tmp" "${shared[@]}" </dev/null >/dev/null 2>&1 &
     local pid=$!
     for _ in $(seq 100); do
-        [ "$(readlink "/proc/$pid/root" 2>/dev/null)" = "$dir" ] && break
+        [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = sleep ] && break
         kill -0 "$pid" 2>/dev/null || die "could not enter $dir"
         sleep 0.05
     done

@@ -5,8 +5,9 @@
 #   2. builds the plugin from that release's own headers and checks our header against its
 #      <slurm/spank.h> and <slurm/slurm.h> (tests/abi.rs);
 #   3. starts the 4-node test cluster with that release's slurmctld and slurmd, loading the plugin;
-#   4. runs the end-to-end and install/packaging tests against it, and the TensorFlow tests on
-#      the releases marked `tensorflow`;
+#   4. runs the end-to-end, container and install/packaging tests against it, the TensorFlow
+#      tests on the releases marked `tensorflow` and the Apptainer tests on those marked
+#      `apptainer`;
 #   5. restarts the cluster with a tree topology and runs the topology tests; on the releases
 #      marked `noderank`, again with TopologyParam=SwitchAsNodeRank; on the release marked
 #      `scale`, with 64 nodes for the 4096-task tests;
@@ -47,6 +48,7 @@ if has tensorflow; then
     : "${TFC_PYTHON:?the TensorFlow virtualenv python (tests/tensorflow/setup.sh)}"
     suites+=(tensorflow)
 fi
+has apptainer && suites+=(apptainer)
 for t in "${suites[@]}"; do suite "$t"; done
 
 # The same cluster with a tree topology whose leaf switches interleave the nodes: from 26.05

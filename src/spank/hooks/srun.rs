@@ -55,7 +55,7 @@ fn check_before_launch(
         log::user(&format!("warning: {warning}"));
     }
     if bare {
-        if let Some(program) = sp.argv().ok().and_then(|argv| argv.into_iter().next()) {
+        if let Some(program) = sp.program().ok().flatten() {
             Spec::check_program(&program)?;
         }
     }

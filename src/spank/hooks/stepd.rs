@@ -198,11 +198,14 @@ fn apply(sp: &Spank, node: &mut Node) -> Result<(), ShellError> {
         name: gpus::VAR,
         err,
     })?;
+    // The task's program, for apptainer_env=auto; unknown counts as not Apptainer.
+    let program = sp.program().ok().flatten();
     let env = node.plan.task(
         node.node,
         slot,
         node.step_gpus.as_deref(),
         task_gpus.as_deref(),
+        program.as_deref(),
         &mut node.renderers,
     )?;
     for &name in env.unset {

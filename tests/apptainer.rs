@@ -1,0 +1,188 @@
+//! TensorFlow's tasks in Apptainer, on the real test cluster: `srun --tf-cluster apptainer exec
+//! IMAGE PROGRAM` with Debian's apptainer, on sandbox images `apptainer build --sandbox` makes
+//! offline (`Bootstrap: scratch`, the root copied in by `%setup`): one plain, one whose
+//! `%environment` defines TF_CONFIG and CUDA_VISIBLE_DEVICES, as an image built for one
+//! machine may. Apptainer passes the task's environment in by default, but `--cleanenv` and
+//! `--containall` drop it and an image's own definitions win over it; tfcluster's
+//! `apptainer_env` also sets each variable under Apptainer's own names, which win in every case.
+//! Runs on the releases marked `apptainer` in tests/releases.tsv (Debian packages apptainer
+//! from forky on); the task runs apptainer as root here, which needs `--userns` on these
+//! machines (they withhold a capability apptainer's setuid-less root mode asks for).
+
+mod common;
+use common::cluster::{dir, image_root, one_cluster, sh, sh_ok, tool, without_ports, Placed};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// What a task inside sees, compared with what the same task gets on the node.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Sees {
+    /// Its own TF_CONFIG and GPU slice.
+    Own,
+    /// Neither (the runtime dropped them).
+    Nothing,
+    /// The image's `%environment` values.
+    Image,
+}
+
+/// (what, the `--tf-cluster` settings after the spec, apptainer's options, the image, what
+/// every task sees)
+#[rustfmt::skip]
+const APPTAINER_STEPS: &[(&str, &str, &str, &str, Sees)] = &[
+    ("as is",                                      "",                  "",              "plain",   Sees::Own),
+    ("--cleanenv",                                 "",                  "--cleanenv",    "plain",   Sees::Own),
+    ("--containall",                               "",                  "--containall",  "plain",   Sees::Own),
+    ("an image that defines both",                 "",                  "",              "defines", Sees::Own),
+    ("an image that defines both, --cleanenv",     "",                  "--cleanenv",    "defines", Sees::Own),
+    ("apptainer_env=no, --cleanenv",               ",apptainer_env=no", "--cleanenv",    "plain",   Sees::Nothing),
+    ("apptainer_env=no, an image that defines both", ",apptainer_env=no", "",            "defines", Sees::Image),
+];
+
+/// The image's own values (its `%environment`).
+const IMAGE_TF_CONFIG: &str =
+    r#"{"cluster":{"worker":["image:1"]},"task":{"type":"worker","index":0}}"#;
+const IMAGE_GPUS: &str = "7";
+
+/// Builds the two sandbox images (once per run) from the `bundle` root of tests/release/root.sh;
+/// returns their folder.
+fn images() -> String {
+    static BUILT: std::sync::Once = std::sync::Once::new();
+    let images = dir().join("images");
+    BUILT.call_once(|| {
+        let _ = std::fs::remove_dir_all(&images);
+        std::fs::create_dir_all(&images).unwrap();
+        // The image's root, as hard links where the root of the release can see it.
+        let base = images.join("base");
+        let linked = std::process::Command::new("cp")
+            .arg("-al")
+            .arg(image_root())
+            .arg(&base)
+            .status()
+            .unwrap();
+        assert!(linked.success(), "cp -al {} {}", image_root(), base.display());
+        let setup = format!(
+            "%setup\n    cp -a {}/. \"${{APPTAINER_ROOTFS}}/\"\n",
+            base.display()
+        );
+        let environment = format!(
+            "%environment\n    export TF_CONFIG='{IMAGE_TF_CONFIG}'\n    export CUDA_VISIBLE_DEVICES={IMAGE_GPUS}\n"
+        );
+        for (name, extra) in [("plain", ""), ("defines", environment.as_str())] {
+            let def = images.join(format!("{name}.def"));
+            std::fs::write(&def, format!("Bootstrap: scratch\n\n{setup}\n{extra}")).unwrap();
+            sh_ok(&format!(
+                "cd {} && apptainer --quiet build --sandbox {name} {name}.def",
+                images.display()
+            ));
+        }
+    });
+    images.display().to_string()
+}
+
+/// One task's report under `srun -l`: rank (from srun's label) → (host, gpus, TF_CONFIG).
+type Reports = BTreeMap<u32, (String, String, Option<Value>)>;
+
+/// The `N: TASK|...` lines of tests/cluster/report.sh under `srun -l` (inside a clean
+/// environment SLURM_PROCID is gone, so the rank comes from srun's label).
+fn labelled(stdout: &str) -> Reports {
+    stdout
+        .lines()
+        .filter_map(|l| {
+            let (rank, rest) = l.split_once(": TASK|")?;
+            let f: Vec<&str> = rest.splitn(4, '|').collect();
+            let tf = (f[3] != "-").then(|| serde_json::from_str(f[3]).expect("JSON"));
+            Some((rank.trim().parse().ok()?, (f[1].into(), f[2].into(), tf)))
+        })
+        .collect()
+}
+
+#[test]
+#[ignore = "needs the test cluster and apptainer: run tests/run.sh"]
+fn every_task_in_apptainer_gets_its_own_tf_config_and_gpus() {
+    let images = images();
+    let tools = dir().join("tools");
+    let step = "-l -N2 -n4 --gres=gpu:4 --tf-cluster=chief:1,worker:*";
+    let on_node = labelled(&sh_ok(&format!("srun {step} {}", tool("report.sh"))));
+    assert_eq!(on_node.len(), 4);
+    // The node's own: one cluster, each task at its own node.
+    let placed: Vec<String> = one_cluster(
+        "on the node",
+        on_node.iter().map(|(rank, (host, _, tf))| {
+            let tf = tf.as_ref().unwrap();
+            Placed {
+                rank: *rank,
+                host,
+                role: tf["task"]["type"].as_str().unwrap(),
+                index: tf["task"]["index"].as_u64().unwrap(),
+                cluster: &tf["cluster"],
+            }
+        }),
+    );
+    assert_eq!(placed.len(), 4);
+    for (what, settings, options, image, sees) in APPTAINER_STEPS {
+        let out = sh(&format!(
+            "srun {step}{settings} apptainer exec --userns --bind {tools} {options} {images}/{image} {report}",
+            tools = tools.display(),
+            report = tool("report.sh"),
+        ));
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert!(out.status.success(), "{what}:\n{stdout}\n{stderr}");
+        let inside = labelled(&stdout);
+        assert_eq!(inside.len(), 4, "{what}:\n{stdout}\n{stderr}");
+        for (rank, (host, gpus, tf)) in &inside {
+            let (node_host, node_gpus, node_tf) = &on_node[rank];
+            assert_eq!(host, node_host, "{what}: rank {rank}");
+            let (want_gpus, want_tf) = match sees {
+                Sees::Own => (node_gpus.clone(), Some(without_ports(node_tf.as_ref()))),
+                Sees::Nothing => ("-".to_string(), None),
+                Sees::Image => (
+                    IMAGE_GPUS.to_string(),
+                    Some(serde_json::from_str(IMAGE_TF_CONFIG).unwrap()),
+                ),
+            };
+            let got_tf = match sees {
+                Sees::Own => tf.as_ref().map(|tf| without_ports(Some(tf))),
+                _ => tf.clone(),
+            };
+            assert_eq!((gpus, got_tf), (&want_gpus, want_tf), "{what}: rank {rank}");
+        }
+    }
+}
+
+/// Real TensorFlow in the hardest case: `--containall` (a clean environment, its own /tmp and
+/// PID namespace) in the image that defines TF_CONFIG and CUDA_VISIBLE_DEVICES itself, the
+/// TensorFlow virtualenv bound in. MultiWorkerMirroredStrategy trains across two nodes and every
+/// task ends with the same weights.
+#[test]
+#[ignore = "needs the test cluster, apptainer and TensorFlow: run tests/run.sh"]
+fn multi_worker_mirrored_strategy_trains_in_apptainer_with_containall() {
+    let python = std::env::var("TFC_PYTHON").expect("TFC_PYTHON (tests/run.sh sets it)");
+    let venv = std::path::Path::new(&python)
+        .parent()
+        .and_then(|bin| bin.parent())
+        .unwrap()
+        .display()
+        .to_string();
+    let out = sh(&format!(
+        "srun -t 5 -w n011,n012 -N2 -n3 --tf-cluster=chief:1,worker:* apptainer exec --userns \
+         --containall --bind {tools} --bind {venv} {images}/defines {python} {program}",
+        tools = dir().join("tools").display(),
+        images = images(),
+        program = tool("mwms_train.py"),
+    ));
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let results = common::cluster::records(&stdout, "RESULT");
+    let mut roles: Vec<&str> = results.iter().map(|r| r[0]).collect();
+    roles.sort();
+    assert_eq!(roles, ["chief", "worker", "worker"], "{stdout}");
+    let finals: std::collections::HashSet<(&str, &str)> =
+        results.iter().map(|r| (r[2], r[3])).collect();
+    assert_eq!(finals.len(), 1, "the tasks disagree: {finals:?}");
+}
