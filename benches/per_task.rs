@@ -6,6 +6,8 @@
 //!   the host list, rebuild the layout, assign roles, ports and GPUs, render its TF_CONFIG;
 //! - **plugin, per task**: what the plugin really spends per task: the step is planned once per
 //!   node in slurmstepd (shared by the node's 8 tasks), then each task gets its environment;
+//! - **with Apptainer's names**: the same for a task whose program is `apptainer`
+//!   (`apptainer_env=auto`): each variable also under `APPTAINERENV_` and `SINGULARITYENV_`;
 //! - **copy baseline**: copying a buffer as large as the TF_CONFIG, measured in the same run.
 //!
 //! Prints a table and, with `--json`, one JSON object per line for benches/run.sh.
@@ -76,8 +78,14 @@ fn main() {
     let gpus = Some("0,1,2,3,4,5,6,7");
     if !json {
         println!(
-            "{:>6} {:>9} {:>16} {:>16} {:>14} {:>10}",
-            "tasks", "bytes", "one task cold", "plugin per task", "copy baseline", "ratio"
+            "{:>6} {:>9} {:>16} {:>16} {:>16} {:>14} {:>10}",
+            "tasks",
+            "bytes",
+            "one task cold",
+            "plugin per task",
+            "with apptainer",
+            "copy baseline",
+            "ratio"
         );
     }
     // The largest step whose every TF_CONFIG fits, found by bisection.
@@ -114,27 +122,43 @@ fn main() {
                 .unwrap();
             env.set.iter().map(|(_, v)| v.len()).sum::<usize>()
         });
+        let apptainer = measure(|| {
+            let env = plan
+                .task(
+                    node,
+                    0,
+                    gpus,
+                    gpus,
+                    Some("/usr/bin/apptainer"),
+                    &mut renderers,
+                )
+                .unwrap();
+            env.set.iter().map(|(_, v)| v.len()).sum::<usize>()
+        });
         let plan_time = measure(|| {
             let plan = StepPlan::new(&spec, &admin, &inputs(&s)).unwrap();
             plan.renderers()
         });
         let per_task = plan_time / local + render;
+        let per_apptainer_task = plan_time / local + apptainer;
         let bytes = plan.tf_config(Role::Worker, 0).len();
         let source = vec![b'x'; bytes];
         let copy = measure(|| source.clone());
         let ratio = per_task.as_secs_f64() / copy.as_secs_f64();
         if json {
             println!(
-                "{{\"tasks\":{tasks},\"bytes\":{bytes},\"cold_ns\":{},\"per_task_ns\":{},\"copy_ns\":{},\"ratio\":{ratio:.2}}}",
+                "{{\"tasks\":{tasks},\"bytes\":{bytes},\"cold_ns\":{},\"per_task_ns\":{},\"apptainer_ns\":{},\"copy_ns\":{},\"ratio\":{ratio:.2}}}",
                 cold.as_nanos(),
                 per_task.as_nanos(),
+                per_apptainer_task.as_nanos(),
                 copy.as_nanos()
             );
         } else {
             println!(
-                "{tasks:>6} {bytes:>9} {:>13.1} us {:>13.1} us {:>11.2} us {ratio:>9.1}x",
+                "{tasks:>6} {bytes:>9} {:>13.1} us {:>13.1} us {:>13.1} us {:>11.2} us {ratio:>9.1}x",
                 cold.as_secs_f64() * 1e6,
                 per_task.as_secs_f64() * 1e6,
+                per_apptainer_task.as_secs_f64() * 1e6,
                 copy.as_secs_f64() * 1e6,
             );
         }

@@ -27,11 +27,11 @@ cargo bench --quiet --bench per_task -- --json > "$tmp/rust.jsonl"
 import json, sys
 rust = {r["tasks"]: r for r in map(json.loads, open(sys.argv[1]))}
 tf = {r["tasks"]: r for r in map(json.loads, open(sys.argv[2]))}
-print("| tasks in the step | TF_CONFIG bytes | one task, cold | plugin, per task | copy of the output | plugin / copy | TensorFlow's resolver | resolver / plugin |")
-print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+print("| tasks in the step | TF_CONFIG bytes | one task, cold | plugin, per task | with Apptainer's names | copy of the output | plugin / copy | TensorFlow's resolver | resolver / plugin |")
+print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 for n, r in rust.items():
     t = tf[n]
-    print(f"| {n} | {r['bytes']} | {r['cold_ns']/1e3:.1f} us | {r['per_task_ns']/1e3:.1f} us | {r['copy_ns']/1e3:.2f} us "
+    print(f"| {n} | {r['bytes']} | {r['cold_ns']/1e3:.1f} us | {r['per_task_ns']/1e3:.1f} us | {r['apptainer_ns']/1e3:.1f} us | {r['copy_ns']/1e3:.2f} us "
           f"| {r['ratio']:.1f}x | {t['resolver_ns']/1e3:.0f} us "
           f"| {t['resolver_ns']/r['per_task_ns']:.0f}x |")
 PY
@@ -97,10 +97,14 @@ row("(b) plugin loaded, no option", [f"{w[r]['loaded_ms']} ms" for r in rel])
 row("(c) no plugin", [f"{w[r]['none_ms']} ms" for r in rel])
 row(f"(d) no plugin, a {size}-byte variable exported to every task", [f"{w[r]['floor_ms']} ms" for r in rel])
 row(f"(e) `setenv_floor.so`: only `spank_setenv` of {size} bytes per task", [f"{w[r]['spank_ms']} ms" for r in rel])
+row("(f) as (a), with `apptainer_env=yes` (each variable under Apptainer's two names too)",
+    [f"{w[r]['apptainer_ms']} ms" if "apptainer_ms" in w[r] else "-" for r in rel])
 row("a/c", [f"{w[r]['a_over_c']:.3f}" for r in rel])
 row("**a/d** (goal: within 1.02)", [f"**{w[r]['a_over_d']:.3f}**" for r in rel])
 row("a/e", [f"{w[r]['a_over_e']:.3f}" for r in rel])
+row("f/a", [f"{w[r]['f_over_a']:.3f}" if "f_over_a" in w[r] else "-" for r in rel])
 row("machine CPU per launch, a/d", [f"{c[r]['a_over_d']:.3f} ({c[r]['a']} / {c[r]['d']} ms)" for r in rel])
+row("machine CPU per launch, f/a", [f"{c[r]['f_over_a']:.3f}" if "f_over_a" in c[r] else "-" for r in rel])
 row("CPU samples in tfcluster's own code (perf)", [f"{p[r]['tfcluster_pct']}%" if r in p else "-" for r in rel])
 row("slurmstepd resident memory per node, with / without", [f"{m[r]['option_kb']} / {m[r]['none_kb']} KiB" for r in rel])
 PY

@@ -7,6 +7,8 @@
 #   none:   no plugin in plugstack.conf
 #   floor:  no plugin, but an environment variable as large as that step's TF_CONFIG exported
 #           to every task (what any TF_CONFIG delivery pays: copying it into 4096 processes)
+#   apptainer: as `option`, with apptainer_env=yes: every task also gets each variable under
+#           Apptainer's and SingularityCE's names (three TF_CONFIG-sized variables per task)
 #   spank:  instead of tfcluster, benches/setenv_floor.c, which only hands every task a
 #           variable of that size with spank_setenv (what any per-task delivery through SPANK
 #           pays: Slurm's own setenv, per task); a/e is then tfcluster's own work
@@ -45,13 +47,14 @@ busy_ms() { awk '/^cpu / {print ($2 + $3 + $4 + $7 + $8) * 10; exit}' /proc/stat
 run() { # mode -> prints "wall_ms cpu_ms"
     local s b
     case $1 in
-        option|loaded) echo "required $plugin" > "$stack" ;;
+        option|loaded|apptainer) echo "required $plugin" > "$stack" ;;
         none|floor) : > "$stack" ;;
         spank) echo "required $spank_so $size" > "$stack" ;;
     esac
     s=$(date +%s%N) b=$(busy_ms)
     case $1 in
         option) srun "${step[@]}" "$spec" true ;;
+        apptainer) srun "${step[@]}" "$spec,apptainer_env=yes" true ;;
         loaded|none|spank) srun "${step[@]}" true ;;
         floor) TFC_FLOOR=$floor srun "${step[@]}" true ;;
     esac
@@ -59,21 +62,21 @@ run() { # mode -> prints "wall_ms cpu_ms"
 }
 declare -A t c
 for _ in $(seq "$runs"); do
-    for mode in option loaded none floor spank; do
+    for mode in option loaded none floor spank apptainer; do
         read -r wall cpu < <(run $mode)
         t[$mode]+="$wall " c[$mode]+="$cpu "
     done
 done
 o=$(median <<<"${t[option]}") l=$(median <<<"${t[loaded]}") n=$(median <<<"${t[none]}")
-f=$(median <<<"${t[floor]}") e=$(median <<<"${t[spank]}")
+f=$(median <<<"${t[floor]}") e=$(median <<<"${t[spank]}") ap=$(median <<<"${t[apptainer]}")
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", a / b}'; }
-printf '{"launch":"srun -N64 -n4096 true","runs":%s,"tf_config_bytes":%s,"option_ms":%s,"loaded_ms":%s,"none_ms":%s,"floor_ms":%s,"spank_ms":%s,"a_over_c":%s,"a_over_d":%s,"a_over_e":%s,"e_over_d":%s,"all":{"a":"%s","b":"%s","c":"%s","d":"%s","e":"%s"}}\n' \
-    "$runs" "$size" "$o" "$l" "$n" "$f" "$e" "$(ratio "$o" "$n")" "$(ratio "$o" "$f")" "$(ratio "$o" "$e")" "$(ratio "$e" "$f")" \
-    "${t[option]% }" "${t[loaded]% }" "${t[none]% }" "${t[floor]% }" "${t[spank]% }"
+printf '{"launch":"srun -N64 -n4096 true","runs":%s,"tf_config_bytes":%s,"option_ms":%s,"loaded_ms":%s,"none_ms":%s,"floor_ms":%s,"spank_ms":%s,"apptainer_ms":%s,"a_over_c":%s,"a_over_d":%s,"a_over_e":%s,"e_over_d":%s,"f_over_a":%s,"all":{"a":"%s","b":"%s","c":"%s","d":"%s","e":"%s","f":"%s"}}\n' \
+    "$runs" "$size" "$o" "$l" "$n" "$f" "$e" "$ap" "$(ratio "$o" "$n")" "$(ratio "$o" "$f")" "$(ratio "$o" "$e")" "$(ratio "$e" "$f")" "$(ratio "$ap" "$o")" \
+    "${t[option]% }" "${t[loaded]% }" "${t[none]% }" "${t[floor]% }" "${t[spank]% }" "${t[apptainer]% }"
 ca=$(median <<<"${c[option]}") cb=$(median <<<"${c[loaded]}") cc=$(median <<<"${c[none]}")
-cd=$(median <<<"${c[floor]}") ce=$(median <<<"${c[spank]}")
-printf '{"cpu":"machine CPU ms per launch (median)","a":%s,"b":%s,"c":%s,"d":%s,"e":%s,"a_over_d":%s,"a_over_e":%s,"all":{"a":"%s","d":"%s","e":"%s"}}\n' \
-    "$ca" "$cb" "$cc" "$cd" "$ce" "$(ratio "$ca" "$cd")" "$(ratio "$ca" "$ce")" "${c[option]% }" "${c[floor]% }" "${c[spank]% }"
+cd=$(median <<<"${c[floor]}") ce=$(median <<<"${c[spank]}") cf=$(median <<<"${c[apptainer]}")
+printf '{"cpu":"machine CPU ms per launch (median)","a":%s,"b":%s,"c":%s,"d":%s,"e":%s,"f":%s,"a_over_d":%s,"a_over_e":%s,"f_over_a":%s,"all":{"a":"%s","d":"%s","e":"%s","f":"%s"}}\n' \
+    "$ca" "$cb" "$cc" "$cd" "$ce" "$cf" "$(ratio "$ca" "$cd")" "$(ratio "$ca" "$ce")" "$(ratio "$cf" "$ca")" "${c[option]% }" "${c[floor]% }" "${c[spank]% }" "${c[apptainer]% }"
 
 rss() { # mode -> mean VmRSS (KiB) of the step's slurmstepd processes, mid-step
     case $1 in option) echo "required $plugin" > "$stack" ;; none) : > "$stack" ;; esac
