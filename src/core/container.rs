@@ -15,6 +15,7 @@
 //! this step.
 
 use super::error::{Error, Result};
+use std::borrow::Cow;
 
 /// srun's input for `--container` (every release).
 pub const REQUEST_VAR: &str = "SRUN_CONTAINER";
@@ -149,4 +150,15 @@ pub fn apptainer_names(name: &str) -> &'static [&'static str] {
         .iter()
         .find(|(n, _)| *n == name)
         .map_or(&[], |(_, names)| names)
+}
+
+/// Appends every variable of a task's list again under its Apptainer and SingularityCE names,
+/// with the same value (a borrowed value, such as the rendered TF_CONFIG, is not copied).
+pub fn add_apptainer_names(set: &mut Vec<(&'static str, Cow<'_, str>)>) {
+    for i in 0..set.len() {
+        for &name in apptainer_names(set[i].0) {
+            let value = set[i].1.clone();
+            set.push((name, value));
+        }
+    }
 }

@@ -359,14 +359,8 @@ impl StepPlan {
             text::push_decimal(&mut id, rank.into(), 0);
             set.push((tf_config::DTENSOR_CLIENT_ID, with_nul(id)));
         }
-        let apptainer = program.is_some_and(container::runs_apptainer);
-        if self.settings.apptainer_env.on(apptainer) {
-            for i in 0..set.len() {
-                for &name in container::apptainer_names(set[i].0) {
-                    let value = set[i].1.clone();
-                    set.push((name, value));
-                }
-            }
+        if (self.settings.apptainer_env).on(program.is_some_and(container::runs_apptainer)) {
+            container::add_apptainer_names(&mut set);
         }
         Ok(TaskEnv {
             role,
