@@ -13,6 +13,7 @@
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 use std::collections::HashSet;
+use tfcluster::core::container;
 use tfcluster::core::layout::{TaskCounts, MAX_TASKS};
 use tfcluster::core::{Error, GpuAction, ProxyEnv, Role, Settings, Spec, StepInputs, StepPlan};
 
@@ -63,7 +64,10 @@ fuzz_target!(|data: &[u8]| {
     if u64::from(total) > MAX_TASKS {
         // Refused before anything was allocated from the counts (the hostlist or the spec may
         // be refused first).
-        assert!(planned.is_err(), "a step of more than {MAX_TASKS} tasks was planned");
+        assert!(
+            planned.is_err(),
+            "a step of more than {MAX_TASKS} tasks was planned"
+        );
         return;
     }
     let Ok(plan) = planned else {
@@ -100,7 +104,16 @@ fn check(plan: &StepPlan, gpus: Option<&str>) {
     let mut renderers = plan.renderers();
     for rank in 0..tasks {
         let p = plan.layout.ranks[rank as usize];
-        let env = match plan.task(p.node as usize, p.slot as usize, gpus, gpus, &mut renderers) {
+        // Every other task runs apptainer (apptainer_env=auto then adds Apptainer's names).
+        let program = (rank % 2 == 1).then_some("/usr/bin/apptainer");
+        let env = match plan.task(
+            p.node as usize,
+            p.slot as usize,
+            gpus,
+            gpus,
+            program,
+            &mut renderers,
+        ) {
             Ok(env) => env,
             Err(
                 Error::NotEnoughGpus { .. }
@@ -120,9 +133,26 @@ fn check(plan: &StepPlan, gpus: Option<&str>) {
         );
         for (name, value) in &env.set {
             assert!(value.ends_with('\0'), "{name} is not NUL-terminated");
-            assert!(!value[..value.len() - 1].contains('\0'), "{name}: a NUL inside");
+            assert!(
+                !value[..value.len() - 1].contains('\0'),
+                "{name}: a NUL inside"
+            );
         }
-        assert_eq!(env.get("no_grpc_proxy").is_some(), plan.settings.grpc_proxy_bypass);
+        assert_eq!(
+            env.get("no_grpc_proxy").is_some(),
+            plan.settings.grpc_proxy_bypass
+        );
+        // Apptainer's names: for every plain variable, both or neither, with its value.
+        let mirrored = plan.settings.apptainer_env.on(program.is_some());
+        for (name, value) in &env.set {
+            for &other in container::apptainer_names(name) {
+                let got = env.get(other);
+                assert_eq!(got.is_some(), mirrored, "{other}");
+                if let Some(got) = got {
+                    assert_eq!(got, &value[..value.len() - 1], "{other}");
+                }
+            }
+        }
         let tf: Value = serde_json::from_str(&text).expect("TF_CONFIG is JSON");
         assert_eq!(tf["task"]["type"], env.role.name());
         assert_eq!(tf["task"]["index"], env.index);
