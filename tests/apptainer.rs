@@ -101,7 +101,7 @@ fn labelled(stdout: &str) -> Reports {
 fn every_task_in_apptainer_gets_its_own_tf_config_and_gpus() {
     let images = images();
     let tools = dir().join("tools");
-    let step = "-l -N2 -n4 --gres=gpu:4 --tf-cluster=chief:1,worker:*";
+    let step = "-l -w n011,n012 -N2 -n4 --gres=gpu:4 --tf-cluster=chief:1,worker:*";
     let on_node = labelled(&sh_ok(&format!("srun {step} {}", tool("report.sh"))));
     assert_eq!(on_node.len(), 4);
     // The node's own: one cluster, each task at its own node.

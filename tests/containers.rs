@@ -21,10 +21,10 @@ enum Via {
 /// (what, how the container is asked for, the step's srun arguments)
 #[rustfmt::skip]
 const CONTAINER_STEPS: &[(&str, Via, &str)] = &[
-    ("a chief and workers, two per node, with GPUs", Via::Option,      "-N2 -n4 --gres=gpu:4 --tf-cluster=chief:1,worker:*"),
+    ("a chief and workers, two per node, with GPUs", Via::Option,      "-w n011,n012 -N2 -n4 --gres=gpu:4 --tf-cluster=chief:1,worker:*"),
     ("one worker per node on four nodes",            Via::Option,      "-N4 -n4 --gres=gpu:2 --tf-cluster"),
-    ("a ps and workers, block layout",               Via::Option,      "-N2 -n6 --gres=gpu:4 --tf-cluster=chief:1,ps:1,worker:*"),
-    ("SRUN_CONTAINER",                               Via::Environment, "-N2 -n4 --gres=gpu:4 --tf-cluster=chief:1,worker:*"),
+    ("a ps and workers, block layout",               Via::Option,      "-w n011,n012 -N2 -n6 --gres=gpu:4 --tf-cluster=chief:1,ps:1,worker:*"),
+    ("SRUN_CONTAINER",                               Via::Environment, "-w n011,n012 -N2 -n4 --gres=gpu:4 --tf-cluster=chief:1,worker:*"),
 ];
 
 /// The srun command line of `args` in `bundle` the way `via` says, running `program`.
