@@ -6,9 +6,11 @@ as argv[1], the others into their own, as TensorFlow's multi-worker guide says).
 builds MultiWorkerMirroredStrategy on itself (a one-replica strategy: it must find its own role
 in its cluster) and runs tf.keras.utils.SidecarEvaluator on the chief's checkpoints, which waits
 for the checkpoint and may run on after the trainers have exited. Prints one line per task:
-    TRAINED|<type>|<index>|<eval loss the trainer computes with its final weights>|<cluster>
-    EVALUATED|evaluator|<index>|<replicas>|<eval loss from the checkpoint>|<cluster>
-The evaluator's loss equals the trainers' only if it evaluated the weights they trained.
+    TRAINED|<type>|<index>|<weights>|<eval loss, computed here with numpy>|<cluster>
+    EVALUATED|evaluator|<index>|<replicas>|<weights>|<eval loss from SidecarEvaluator>|<cluster>
+<weights> are the model's float32 weights, byte for byte (hex): the evaluator's equal the
+trainers' only if it evaluated the weights they trained. The two losses are the same number
+summed in another order (numpy, TensorFlow's metric), so they agree to about 1e-6, not exactly.
 """
 import json
 import os
@@ -35,6 +37,12 @@ options = tf.data.Options()
 options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
 eval_data = eval_data.with_options(options)
 
+
+def exact(model):
+    """The model's weights, byte for byte."""
+    return "".join(np.asarray(v, dtype=np.float32).tobytes().hex() for v in model.get_weights())
+
+
 with strategy.scope():
     model = tf_keras.Sequential([tf_keras.Input(shape=(4,)), tf_keras.layers.Dense(1)])
     model.compile(optimizer=tf_keras.optimizers.SGD(0.05), loss="mse", metrics=["mse"])
@@ -42,7 +50,7 @@ with strategy.scope():
 if task_type == "evaluator":
     tf_keras.utils.SidecarEvaluator(model, eval_data, checkpoint_dir=shared, max_evaluations=1).start()
     loss = model.get_metrics_result()["mse"]
-    print(f"EVALUATED|{task_type}|{task_id}|{strategy.num_replicas_in_sync}|{float(loss):.6f}|{json.dumps(cluster, sort_keys=True)}", flush=True)
+    print(f"EVALUATED|{task_type}|{task_id}|{strategy.num_replicas_in_sync}|{exact(model)}|{float(loss):.6f}|{json.dumps(cluster, sort_keys=True)}", flush=True)
     raise SystemExit(0)
 
 train = tf.data.Dataset.from_tensor_slices((x, y)).repeat().batch(32).with_options(options)
@@ -52,4 +60,4 @@ where = shared if task_type == "chief" else os.path.join(shared, f"{task_type}-{
 tf.train.CheckpointManager(checkpoint, where, max_to_keep=1).save()
 w, b = model.get_weights()
 loss = np.mean(np.square(x[:64] @ w + b - y[:64]))  # the same loss, computed here
-print(f"TRAINED|{task_type}|{task_id}|{float(loss):.6f}|{json.dumps(cluster, sort_keys=True)}", flush=True)
+print(f"TRAINED|{task_type}|{task_id}|{exact(model)}|{float(loss):.6f}|{json.dumps(cluster, sort_keys=True)}", flush=True)
