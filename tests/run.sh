@@ -91,6 +91,8 @@ total_passed=$(passed "$logs/host") total_failed=$(failed "$logs/host")
 for release in $releases; do
     if [ -f "$logs/$release.seconds" ]; then
         echo "Slurm $release: $(passed "$logs/$release") passed, $(failed "$logs/$release") failed ($(cat "$logs/$release.seconds") s)"
+        # Why a release stopped or retried, where its own lines say (they scroll far up).
+        grep -E '^== Slurm .*: (FAILED|RETRY)|^(cluster|root): error' "$logs/$release" | sed 's/^/    /' || true
         total_passed=$((total_passed + $(passed "$logs/$release")))
         total_failed=$((total_failed + $(failed "$logs/$release")))
     else

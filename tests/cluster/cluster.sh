@@ -168,7 +168,12 @@ start_munge() {
     chmod 0400 /etc/munge/munge.key
     chmod 0755 /run/munge
     runuser -u munge -- "$(sbin munged)" --force --pid-file=/run/munge/tfc-munged.pid
-    for _ in $(seq 50); do [ -s /run/munge/tfc-munged.pid ] && break; sleep 0.1; done
+    # 20 s: a machine busy building Slurm on every core can take seconds to start a daemon.
+    for _ in $(seq 200); do [ -s /run/munge/tfc-munged.pid ] && break; sleep 0.1; done
+    if [ ! -s /run/munge/tfc-munged.pid ]; then
+        tail -n 20 /var/log/munge/munged.log >&2 || true
+        die "munged wrote no PID file in 20 s (its log is above)"
+    fi
     cp /run/munge/tfc-munged.pid "$DIR/munged.pid"
     munge -n | unmunge >/dev/null || die "munge does not work"
 }
@@ -236,8 +241,10 @@ EOF
 wait_ready() {
     local names
     names=$(IFS=,; echo "${NODES[*]}")
-    # 30 s, plus about 1 s for every node past the first 8 (tries are 0.2 s apart).
-    local tries=$((150 + 5 * (${#NODES[@]} > 8 ? (${#NODES[@]} - 8) / 8 : 0) * 8))
+    # 60 s (a machine building Slurm on every core in the background is slow to start daemons;
+    # an idle one is ready in about 1 s), plus about 1 s for every node past the first 8 (tries
+    # are 0.2 s apart).
+    local tries=$((300 + 5 * (${#NODES[@]} > 8 ? (${#NODES[@]} - 8) / 8 : 0) * 8))
     for _ in $(seq "$tries"); do
         if scontrol ping >/dev/null 2>&1; then
             local states

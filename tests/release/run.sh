@@ -14,7 +14,7 @@
 #   6. tears the cluster and the root's namespace down, whatever happens.
 # Needs TFC_PYTHON (the TensorFlow virtualenv's python: tests/tensorflow/setup.sh) on the
 # releases marked `tensorflow`.
-set -euo pipefail
+set -Eeuo pipefail  # -E: the ERR trap below names a failure inside a function too
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
 release=${1:?usage: tests/release/run.sh RELEASE}
@@ -26,6 +26,19 @@ cluster() { "$rootsh" exec "$root" bash "$repo/tests/cluster/cluster.sh" "$@"; }
 # Every suite runs even when one fails (a failure stops nothing but itself); the exit status says.
 failed=()
 suite() { cargo test --test "$@" -- --include-ignored --test-threads=1 || failed+=("$1"); }
+
+# A step of this script that fails (not a suite: suites are counted) stops the release; this
+# line names it, and tests/run.sh repeats it in the summary.
+trap 'echo "== Slurm $release: FAILED: \`$BASH_COMMAND\` exited $? (tests/release/run.sh:$LINENO)" >&2' ERR
+# Brings the cluster up, and once more after a failure, saying so (the summary repeats it): a CI
+# run once stopped here on its first release, with both cores building Slurm in the background,
+# and left no line of why.
+cluster_up() {
+    cluster up "$@" && return 0
+    echo "== Slurm $release: RETRY: the cluster did not come up (the lines above say why); down, and up once more" >&2
+    cluster down || true
+    cluster up "$@"
+}
 
 "$rootsh" up "$root"
 trap 'cluster down || true; "$rootsh" down "$root"' EXIT
@@ -42,7 +55,7 @@ echo "== Slurm $release ($root): plugin_version $(packaging/plugin-version.sh "$
 cargo test --test abi
 # Tasks that print and exit would be cut short by end_with_chief (on by default for specs with
 # ps): the cluster runs with it off, and the tests of it turn the default back on.
-cluster up "$TFC_PLUGIN" end_with_chief=no
+cluster_up "$TFC_PLUGIN" end_with_chief=no
 suites=(cluster containers install)
 if has tensorflow; then
     : "${TFC_PYTHON:?the TensorFlow virtualenv python (tests/tensorflow/setup.sh)}"
@@ -55,7 +68,7 @@ for t in "${suites[@]}"; do suite "$t"; done
 # Slurm places block steps in switch order (tests/topology.rs).
 tree="topology/tree;SwitchName=s1 Nodes=n011,n9;SwitchName=s2 Nodes=n012,n10;SwitchName=top Switches=s[1-2]"
 cluster down
-TFC_TOPOLOGY=$tree cluster up "$TFC_PLUGIN" end_with_chief=no
+TFC_TOPOLOGY=$tree cluster_up "$TFC_PLUGIN" end_with_chief=no
 suite topology
 
 # From 23.02, SwitchAsNodeRank puts the node table itself (and so SLURM_STEP_NODELIST and the
@@ -63,7 +76,7 @@ suite topology
 if has noderank; then
     cluster down
     export TFC_TOPOLOGY_PARAM=SwitchAsNodeRank
-    TFC_TOPOLOGY=$tree cluster up "$TFC_PLUGIN" end_with_chief=no
+    TFC_TOPOLOGY=$tree cluster_up "$TFC_PLUGIN" end_with_chief=no
     suite topology every_task_is_listed
     unset TFC_TOPOLOGY_PARAM
 fi
@@ -71,7 +84,7 @@ fi
 # 64 nodes and 4096 tasks.
 if has scale; then
     cluster down
-    TFC_NODES="$(printf 'tfc-node-%04d ' $(seq 64))" TFC_CPUS=96 cluster up "$TFC_PLUGIN" end_with_chief=no
+    TFC_NODES="$(printf 'tfc-node-%04d ' $(seq 64))" TFC_CPUS=96 cluster_up "$TFC_PLUGIN" end_with_chief=no
     suite scale
 fi
 if [ ${#failed[@]} -gt 0 ]; then
