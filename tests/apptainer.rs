@@ -166,9 +166,12 @@ fn multi_worker_mirrored_strategy_trains_in_apptainer_with_containall() {
         .unwrap()
         .display()
         .to_string();
+    // Bound at a path of the image's own: under --containall the image's /tmp and /var/tmp are
+    // new and empty, so a virtualenv there (TFC_TF_VENV=/var/tmp/...) has no mount point.
     let out = sh(&format!(
         "srun -t 5 -w n011,n012 -N2 -n3 --tf-cluster=chief:1,worker:* apptainer exec --userns \
-         --containall --bind {tools} --bind {venv} {images}/defines {python} {program}",
+         --containall --bind {tools} --bind {venv}:/opt/tf-venv {images}/defines \
+         /opt/tf-venv/bin/python {program}",
         tools = dir().join("tools").display(),
         images = images(),
         program = tool("mwms_train.py"),

@@ -48,6 +48,18 @@ die() { log "error: $*"; exit 1; }
 PATH=/usr/local/sbin:/usr/local/bin:$PATH
 sbin() { command -v "$1" || die "no $1 on PATH: is Slurm installed?"; }
 
+# The PID a file of ours records, if that process still runs and is one of the daemons we start:
+# a PID file left by a run that a machine's reboot or a CI timeout cut short names a process of
+# no one's, or someone else's, which must be neither trusted nor killed.
+running() {
+    local pid
+    [ -s "$1" ] && pid=$(cat "$1") && [ -n "$pid" ] || return 1
+    case $(cat "/proc/$pid/comm" 2>/dev/null) in
+        slurmd|slurmctld|munged) echo "$pid" ;;
+        *) return 1 ;;
+    esac
+}
+
 # Debian's Slurm and munge, unless a Slurm is already installed (a release built from source).
 install_packages() {
     if command -v slurmctld >/dev/null && command -v slurmd >/dev/null && command -v srun >/dev/null \
@@ -158,7 +170,7 @@ write_config() {
 }
 
 start_munge() {
-    if [ -f "$DIR/munged.pid" ] && kill -0 "$(cat "$DIR/munged.pid")" 2>/dev/null; then return; fi
+    if running "$DIR/munged.pid" >/dev/null; then return; fi
     mkdir -p /etc/munge /run/munge /var/lib/munge /var/log/munge
     if [ ! -s /etc/munge/munge.key ]; then
         if command -v mungekey >/dev/null; then mungekey --create --keyfile=/etc/munge/munge.key
@@ -198,7 +210,7 @@ start_network() {
 }
 
 start_slurmctld() {
-    if [ -f "$DIR/slurmctld.run.pid" ] && kill -0 "$(cat "$DIR/slurmctld.run.pid")" 2>/dev/null; then return; fi
+    if running "$DIR/slurmctld.run.pid" >/dev/null; then return; fi
     setsid "$(sbin slurmctld)" -D -i -f "$DIR/etc/slurm.conf" >"$DIR/log/slurmctld.out" 2>&1 < /dev/null &
     echo $! > "$DIR/slurmctld.run.pid"
 }
@@ -206,7 +218,7 @@ start_slurmctld() {
 start_slurmd() {
     local i=$1 name=${NODES[$1]}
     local pidf=$DIR/slurmd-$name.run.pid
-    if [ -f "$pidf" ] && kill -0 "$(cat "$pidf")" 2>/dev/null; then return; fi
+    if running "$pidf" >/dev/null; then return; fi
     mkdir -p "$DIR/spool/$name" "$DIR/dev/$name/upper" "$DIR/dev/$name/work" "$DIR/dev/$name/orig"
     mkdir -p "$DIR/munge/$name"
     chown munge:munge "$DIR/munge/$name"
@@ -266,6 +278,15 @@ up() {
     local start=$SECONDS
     install_packages
     mkdir -p "$DIR"
+    # A cluster whose daemons are all gone (a run cut short by a timeout or a reboot, which
+    # keep /tmp on some machines) is removed, not refused: nothing of it runs.
+    if [ -s "$DIR/nodes" ] && ! any_running; then
+        log "removing what an earlier run left in $DIR (nodes $(cat "$DIR/nodes"), none of its daemons runs)"
+        local wanted=("${NODES[@]}")
+        NODES=($(cat "$DIR/nodes"))
+        down
+        NODES=("${wanted[@]}")
+    fi
     if [ -s "$DIR/nodes" ] && [ "$(cat "$DIR/nodes")" != "${NODES[*]}" ]; then
         die "a cluster with nodes '$(cat "$DIR/nodes")' is up; run '$0 down' first"
     fi
@@ -284,13 +305,21 @@ up() {
     log "up: ${NODES[*]} ($((SECONDS - start)) s); plugstack: $(cat "$DIR/etc/plugstack.conf")"
 }
 
-# Stops the processes whose PIDs these files hold (TERM, then KILL after 10 s) and removes the files.
+# True when any daemon this script started, by its PID files, still runs.
+any_running() {
+    local f
+    for f in "$DIR/slurmctld.run.pid" "$DIR/munged.pid" "$DIR"/slurmd-*.run.pid "$DIR"/munge/*/munged.pid; do
+        running "$f" >/dev/null && return 0
+    done
+    return 1
+}
+
+# Stops the processes whose PIDs these files hold, when they are still our daemons (`running`),
+# with TERM, then KILL after 10 s, and removes the files.
 kill_pidfiles() {
     local pids=() f pid
     for f in "$@"; do
-        [ -f "$f" ] || continue
-        pid=$(cat "$f")
-        if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then kill "$pid" 2>/dev/null && pids+=("$pid"); fi
+        if pid=$(running "$f"); then kill "$pid" 2>/dev/null && pids+=("$pid"); fi
         rm -f "$f"
     done
     for _ in $(seq 100); do
