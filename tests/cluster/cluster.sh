@@ -281,7 +281,7 @@ up() {
     # A cluster whose daemons are all gone (a run cut short by a timeout or a reboot, which
     # keep /tmp on some machines) is removed, not refused: nothing of it runs.
     if [ -s "$DIR/nodes" ] && ! any_running; then
-        log "removing what an earlier run left in $DIR (nodes $(cat "$DIR/nodes"), none of its daemons runs)"
+        log "removing the cluster an earlier run left in $DIR ($(wc -w < "$DIR/nodes") nodes, none of its daemons running)"
         local wanted=("${NODES[@]}")
         NODES=($(cat "$DIR/nodes"))
         down
