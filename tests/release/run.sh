@@ -31,8 +31,7 @@ suite() { cargo test --test "$@" -- --include-ignored --test-threads=1 || failed
 # line names it, and tests/run.sh repeats it in the summary.
 trap 'echo "== Slurm $release: FAILED: \`$BASH_COMMAND\` exited $? (tests/release/run.sh:$LINENO)" >&2' ERR
 # Brings the cluster up, and once more after a failure, saying so (the summary repeats it): a CI
-# run once stopped here on its first release, with both cores building Slurm in the background,
-# and left no line of why.
+# run once stopped here on its first release and left no line of why in the output it kept.
 cluster_up() {
     cluster up "$@" && return 0
     echo "== Slurm $release: RETRY: the cluster did not come up (the lines above say why); down, and up once more" >&2
