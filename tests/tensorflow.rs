@@ -533,26 +533,23 @@ fn preempted_training_resumes_after_requeue_with_the_same_weights() {
         // job is pending, in case slurmctld sets its own once the job has finished completing.
         wait_for(what, 60, || job_field(&job, "JobState") == "PENDING");
         std::thread::sleep(std::time::Duration::from_secs(2));
-        let started = std::time::Instant::now();
         let mut states: Vec<String> = Vec::new();
-        loop {
+        let completed = within(180, || {
             let state = job_field(&job, "JobState");
-            if states.last() != Some(&state) {
-                states.push(state.clone());
-            }
-            if state == "COMPLETED" {
-                break;
-            }
             if state == "PENDING" {
                 sh(&format!("scontrol update JobId={job} StartTime=now"));
             }
-            assert!(
-                started.elapsed().as_secs() < 180,
-                "{what}: not COMPLETED after 180 s (states {states:?}):\n{}",
-                output()
-            );
-            std::thread::sleep(std::time::Duration::from_millis(500));
-        }
+            let done = state == "COMPLETED";
+            if states.last() != Some(&state) {
+                states.push(state);
+            }
+            done
+        });
+        assert!(
+            completed,
+            "{what}: not COMPLETED after 180 s (states {states:?}):\n{}",
+            output()
+        );
         let text = output();
         let resumed: Vec<u32> = records(&text, "RESUMED")
             .iter()
@@ -593,15 +590,20 @@ fn preempted_training_resumes_after_requeue_with_the_same_weights() {
     }
 }
 
-fn wait_for(what: &str, seconds: u64, done: impl Fn() -> bool) {
+fn wait_for(what: &str, seconds: u64, done: impl FnMut() -> bool) {
+    assert!(within(seconds, done), "{what}: waited {seconds} s");
+}
+
+/// Whether `done` came true within `seconds`, asked every 0.5 s.
+fn within(seconds: u64, mut done: impl FnMut() -> bool) -> bool {
     let started = std::time::Instant::now();
     while !done() {
-        assert!(
-            started.elapsed().as_secs() < seconds,
-            "{what}: waited {seconds} s"
-        );
+        if started.elapsed().as_secs() >= seconds {
+            return false;
+        }
         std::thread::sleep(std::time::Duration::from_millis(500));
     }
+    true
 }
 
 /// One `Key=value` of `scontrol show job`.
