@@ -5,8 +5,10 @@
 //! - [`spank`]: the thin shell Slurm loads.
 //! - this file: the symbols Slurm looks up, each hook behind a panic guard.
 //!
-//! Only the hooks tfcluster uses are exported: exporting e.g. `slurm_spank_job_prolog` would
-//! make slurmd start an extra stepd for every job on every node.
+//! Only the hooks tfcluster uses are exported: each changes what Slurm does. `slurm_spank_job_epilog`
+//! makes slurmd run an extra "spank epilog" slurmstepd at the end of every job on every node
+//! (pyxis exports it too); `isolate=yes` needs it to remove what a killed slurmstepd left, and
+//! without that setting it returns at once (its cost is measured in README).
 
 #![allow(non_upper_case_globals)]
 
@@ -126,6 +128,20 @@ pub unsafe extern "C" fn slurm_spank_exit(
     _av: *mut *mut c_char,
 ) -> c_int {
     guard("slurm_spank_exit", spank::hooks::exit)
+}
+
+/// # Safety
+/// Called by slurmd's epilog process (as root) with a valid handle and plugstack.conf words.
+#[no_mangle]
+pub unsafe extern "C" fn slurm_spank_job_epilog(
+    sp: ffi::spank_t,
+    ac: c_int,
+    av: *mut *mut c_char,
+) -> c_int {
+    guard("slurm_spank_job_epilog", || {
+        let (sp, args) = unsafe { (Spank::from_raw(sp), handle::args(ac, av)) };
+        spank::hooks::job_epilog(&sp, &args)
+    })
 }
 
 /// The `--tf-cluster` callback Slurm calls with the option's argument.

@@ -153,9 +153,9 @@ fn every_error_message() {
         (step_err("worker:*", &[], &long_names, "1(x10000)", None),
          "TF_CONFIG for 10000 tasks would be 420073 bytes, over Linux's limit of 131072 bytes for one environment variable; use fewer tasks or shorter node addresses"),
         (Settings::from_plugstack(&["port_bsae=9000"]).map(|_| ()),
-         "plugstack.conf: unknown tfcluster setting 'port_bsae'; known: port_base, port_range, port_block, address, gpus, gpu_roles, rpc_layer, end_with_chief, fail_fast, preemption_exit, grpc_proxy_bypass, even_gpus, evaluator_cluster, dtensor, apptainer_env"),
+         "plugstack.conf: unknown tfcluster setting 'port_bsae'; known: port_base, port_range, port_block, address, gpus, gpu_roles, rpc_layer, end_with_chief, fail_fast, preemption_exit, grpc_proxy_bypass, even_gpus, evaluator_cluster, dtensor, apptainer_env, isolate"),
         (Settings::from_plugstack(&["verbose"]).map(|_| ()),
-         "plugstack.conf: unknown tfcluster setting 'verbose'; known: port_base, port_range, port_block, address, gpus, gpu_roles, rpc_layer, end_with_chief, fail_fast, preemption_exit, grpc_proxy_bypass, even_gpus, evaluator_cluster, dtensor, apptainer_env"),
+         "plugstack.conf: unknown tfcluster setting 'verbose'; known: port_base, port_range, port_block, address, gpus, gpu_roles, rpc_layer, end_with_chief, fail_fast, preemption_exit, grpc_proxy_bypass, even_gpus, evaluator_cluster, dtensor, apptainer_env, isolate"),
         (Settings::from_plugstack(&["port_base=http"]).map(|_| ()),
          "plugstack.conf: port_base='http' is invalid: expected a port number 1-65535"),
         (Settings::from_plugstack(&["port_range=3000-2000"]).map(|_| ()),
@@ -182,6 +182,16 @@ fn every_error_message() {
          "plugstack.conf: preemption_exit='256' is invalid: expected an exit code 1-255"),
         (container(Some("/scratch/tf-bundle"), None, None, false).check().map(|_| ()),
          "--tf-cluster cannot reach tasks in Slurm's --container (/scratch/tf-bundle) on Slurm 22.05: this release writes the container's environment before plugins run, so every task would start without TF_CONFIG, CUDA_VISIBLE_DEVICES and SLURM_PROCID and train alone; run the container inside the task instead (srun --tf-cluster apptainer exec IMAGE python train.py), or use Slurm 23.02 or later"),
+        (Settings::from_plugstack(&["isolate=on"]).map(|_| ()),
+         "plugstack.conf: isolate='on' is invalid: expected yes or no"),
+        (step_err("worker:*,isolate=no", &["isolate=yes"], "a", "1", None),
+         "--tf-cluster: 'isolate' is not a per-job setting; allowed: port_base, gpus, gpu_roles, rpc_layer, end_with_chief, fail_fast, preemption_exit, grpc_proxy_bypass, even_gpus, evaluator_cluster, dtensor, apptainer_env"),
+        (plan("worker:*", &["isolate=yes"], &step("n9,n10", "1,1", None))
+            .firewall(7, 0, 1000, 0, |a| if a == "n10" { Err("Name or service not known".into()) } else { Ok(vec![[10, 0, 0, 9].into()]) })
+            .map(|_| ()),
+         "node address 'n10' does not resolve (Name or service not known); ask the admin to make every node's address (the address= setting) resolve on every node"),
+        (plan("worker:*", &["isolate=yes"], &step("n9", "1", None)).firewall(7, 0, 1000, 0, |_| Ok(vec![])).map(|_| ()),
+         "node address 'n9' does not resolve (it resolves to no address); ask the admin to make every node's address (the address= setting) resolve on every node"),
         (step_err("worker:*,port_base=0", &[], "a", "1", None),
          "--tf-cluster: port_base='0' is invalid: expected a port number 1-65535"),
     ];
@@ -322,6 +332,7 @@ fn listed(e: &Error) {
         | UnevenGpus { .. }
         | EnvTooLarge { .. }
         | BadGpuList { .. }
+        | AddressUnresolved { .. }
         | RepeatedGpu { .. }
         | UnknownSetting { .. }
         | BadSetting { .. } => {}
@@ -437,6 +448,8 @@ fn every_shell_error_message() {
          "cannot read SLURM_HOSTFILE hosts: No such file or directory (os error 2)"),
         (PassOrder { reason: "Invalid argument (os error 22)".into() },
          "cannot pass the task order to the nodes: Invalid argument (os error 22)"),
+        (Isolation { node: "n9".into(), reason: "cannot load libnftables.so.1: libnftables.so.1: cannot open shared object file: No such file or directory".into() },
+         "isolate=yes: node n9 cannot install the step's firewall: cannot load libnftables.so.1: libnftables.so.1: cannot open shared object file: No such file or directory; the step is stopped, so that no TensorFlow server of it runs open to other users"),
         (Kill { reason: "Access/permission denied".into() },
          "could not stop the step's other tasks (Access/permission denied); they run until they exit or reach the time limit"),
     ];
@@ -458,6 +471,7 @@ fn shell_listed(e: &tfcluster::spank::error::ShellError) {
         | SetEnv { .. }
         | Hostfile { .. }
         | PassOrder { .. }
+        | Isolation { .. }
         | Kill { .. } => {}
     }
 }

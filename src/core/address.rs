@@ -144,6 +144,11 @@ impl Endpoints {
             + 7
     }
 
+    /// The port of local slot `slot` (the same on every node), as digits.
+    pub fn port(&self, slot: usize) -> &str {
+        &self.ports[slot]
+    }
+
     /// Appends `"address:port"` of local slot `slot` on node `node`.
     pub fn push_json(&self, out: &mut String, node: usize, slot: usize) {
         out.push_str(&self.json_prefixes[node]);

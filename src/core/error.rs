@@ -257,6 +257,13 @@ pub enum Error {
         limit: usize,
     },
 
+    // ---- isolate=yes ---------------------------------------------------------------------
+    #[error(
+        "node address '{address}' does not resolve ({reason}); ask the admin to make every \
+         node's address (the address= setting) resolve on every node"
+    )]
+    AddressUnresolved { address: String, reason: String },
+
     // ---- settings -----------------------------------------------------------------------
     #[error("plugstack.conf: unknown tfcluster setting '{key}'; known: {known}")]
     UnknownSetting { key: String, known: String },

@@ -10,6 +10,7 @@ pub mod ending;
 pub mod error;
 pub mod gpus;
 pub mod hostlist;
+pub mod isolation;
 pub mod layout;
 pub mod plan;
 pub mod ports;

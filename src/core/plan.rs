@@ -12,6 +12,7 @@ use super::ending::{Cause, Decider, End, Failure, StepEnd};
 use super::error::{Error, Result};
 use super::gpus::{self, GpuAction, GpuInputs, GpuSpread};
 use super::hostlist;
+use super::isolation::StepFirewall;
 use super::layout::{Distribution, Layout, TaskCounts, TASK_HOSTS_VAR};
 use super::ports::StepPorts;
 use super::proxy::{self, ProxyEnv};
@@ -285,6 +286,31 @@ impl StepPlan {
             message: failure.message(),
             failure: true,
         })
+    }
+
+    /// With `isolate=yes`, the nftables script that installs node `node`'s firewall for this
+    /// step ([`super::isolation`]); `None` without it.
+    pub fn firewall(
+        &self,
+        job_id: u32,
+        step_id: u32,
+        uid: u32,
+        node: usize,
+        resolve: impl FnMut(&str) -> std::result::Result<Vec<std::net::IpAddr>, String>,
+    ) -> Result<Option<String>> {
+        if !self.settings.isolate {
+            return Ok(None);
+        }
+        StepFirewall {
+            job_id,
+            step_id,
+            uid,
+            node,
+            layout: &self.layout,
+            endpoints: &self.endpoints,
+        }
+        .script(resolve)
+        .map(Some)
     }
 
     /// Checks this plan against the global ids Slurm really put on `node` (from

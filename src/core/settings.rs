@@ -26,6 +26,7 @@ pub const KEYS: &[(&str, bool)] = &[
     ("evaluator_cluster", true),
     ("dtensor", true),
     ("apptainer_env", true),
+    ("isolate", false),
 ];
 
 /// The settings plugstack.conf takes, for messages: `port_base, port_range, ...`.
@@ -152,6 +153,10 @@ pub struct Settings {
     /// `--containall` and win over the image's own definitions. `auto`: when the task's program
     /// is `apptainer` or `singularity` ([`super::container::runs_apptainer`]).
     pub apptainer_env: Switch,
+    /// Each node of a step lets only the job's own processes on the step's own nodes connect
+    /// to the step's TensorFlow servers ([`super::isolation`]). The admin's alone: a job cannot
+    /// turn it off.
+    pub isolate: bool,
 }
 
 impl Default for Settings {
@@ -172,6 +177,7 @@ impl Default for Settings {
             evaluator_cluster: EvaluatorCluster::Own,
             dtensor: false,
             apptainer_env: Switch::Auto,
+            isolate: false,
         }
     }
 }
@@ -290,6 +296,9 @@ impl Settings {
             "apptainer_env" => {
                 self.apptainer_env =
                     switch(value).ok_or_else(|| bad("expected auto, yes or no"))?;
+            }
+            "isolate" => {
+                self.isolate = yes_no(value).ok_or_else(|| bad("expected yes or no"))?;
             }
             "dtensor" => {
                 self.dtensor = yes_no(value).ok_or_else(|| bad("expected yes or no"))?;

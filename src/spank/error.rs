@@ -24,6 +24,11 @@ pub enum ShellError {
     #[error("cannot pass the task order to the nodes: {reason}")]
     PassOrder { reason: String },
     #[error(
+        "isolate=yes: node {node} cannot install the step's firewall: {reason}; the step is \
+         stopped, so that no TensorFlow server of it runs open to other users"
+    )]
+    Isolation { node: String, reason: String },
+    #[error(
         "could not stop the step's other tasks ({reason}); they run until they exit or reach \
          the time limit"
     )]
@@ -34,6 +39,13 @@ impl ShellError {
     /// See [`Error::plan_is_wrong`].
     pub fn plan_is_wrong(&self) -> bool {
         matches!(self, ShellError::Core(e) if e.plan_is_wrong())
+    }
+
+    /// No task of the node may run, whether plugstack.conf says `required` or `optional`
+    /// (`optional` would run a task whose hook failed): a node that cannot isolate the step.
+    /// Said once per node, by its first task.
+    pub fn keeps_every_task_from_running(&self) -> bool {
+        matches!(self, ShellError::Isolation { .. })
     }
 
     /// See [`Error::starves_peers`].

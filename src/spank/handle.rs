@@ -61,6 +61,8 @@ pub enum U32Item {
     TotalTasks,
     /// The task's global id (task hooks only).
     TaskGlobalId,
+    /// The job's owner (`S_JOB_UID`; a `uid_t`, 32 bits on Linux).
+    JobUid,
 }
 
 impl U32Item {
@@ -74,6 +76,7 @@ impl U32Item {
             U32Item::LocalTasks => it::TFC_S_JOB_LOCAL_TASK_COUNT,
             U32Item::TotalTasks => it::TFC_S_JOB_TOTAL_TASK_COUNT,
             U32Item::TaskGlobalId => it::TFC_S_TASK_GLOBAL_ID,
+            U32Item::JobUid => it::TFC_S_JOB_UID,
         }
     }
 }
@@ -329,6 +332,15 @@ impl Spank {
 /// rather than a panic.
 fn cstring(s: &str) -> CString {
     CString::new(s).unwrap_or_else(|_| CString::new(s.replace('\0', " ")).expect("no NUL left"))
+}
+
+/// In a task's own process (`task_init`), before `execve`: ends it with `code`, so that its
+/// program never starts, whether plugstack.conf says `required` (where Slurm would not start it
+/// either) or `optional` (where it would).
+pub fn end_task(code: c_int) -> ! {
+    // SAFETY: the task's process is a child slurmstepd forked to exec the program; ending it
+    // here is what slurmstepd itself does when a required plugin's task_init fails.
+    unsafe { libc::_exit(code) }
 }
 
 /// Ends every task of a step on every node, through slurmctld (`slurm_kill_job_step`, which

@@ -6,6 +6,7 @@ pub mod ffi;
 pub mod handle;
 pub mod hooks;
 pub mod log;
+pub mod nftables;
 pub mod oom;
 pub mod start_env;
 pub mod topology;

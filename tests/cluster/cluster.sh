@@ -270,6 +270,15 @@ wait_ready() {
     die "the cluster did not become ready in $((tries / 5)) s"
 }
 
+# Two unprivileged users for the tests that need more than one (tests/isolation.rs): the owner
+# of a step, and another user of the same cluster. Home /tmp, which every node shares.
+make_users() {
+    local u
+    for u in tfc-owner tfc-other; do
+        id -u "$u" >/dev/null 2>&1 || useradd --no-create-home --home-dir /tmp --shell /bin/sh "$u"
+    done
+}
+
 set_plugstack() {
     printf '%s\n' "$1" > "$DIR/etc/plugstack.conf"
 }
@@ -292,6 +301,7 @@ up() {
     fi
     echo "${NODES[*]}" > "$DIR/nodes"
     write_config
+    make_users
     # Before any daemon starts: slurmd loads plugstack.conf at start, and a line left by an
     # earlier run may name a plugin that no longer exists (with `required`, slurmd then dies).
     set_plugstack "${1:+required $*}"

@@ -45,7 +45,9 @@ REPO=$(cd "$(dirname "$0")/../.." && pwd)
 TF_VENV=${TFC_TF_VENV:-/var/cache/tfcluster/tf-venv}
 # Everything the test cluster, the install tests and the packaging run inside the root.
 # runc: the OCI runtime of the --container tests (oci.conf in tests/cluster/cluster.sh).
-CLUSTER_TOOLS=iproute2,util-linux,mount,hostname,procps,make,binutils,dpkg-dev,python3,rpm,runc
+# nftables: libnftables1, which the plugin loads for isolate=yes, and `nft`, with which the
+# isolation tests read each node's ruleset.
+CLUSTER_TOOLS=iproute2,util-linux,mount,hostname,procps,make,binutils,dpkg-dev,python3,rpm,runc,nftables
 CLUSTER_PACKAGES=slurmctld,slurmd,slurm-client,munge,libslurm-dev,$CLUSTER_TOOLS
 # What SchedMD's configure needs for the plugins the tests use (auth/munge, cgroup, the OCI
 # container support: json-c and http-parser), besides a compiler. Debian 12's own packages.

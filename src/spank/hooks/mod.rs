@@ -5,10 +5,11 @@
 //! | srun, sbatch, salloc, slurmstepd | `init`          | read plugstack.conf settings, register `--tf-cluster` |
 //! | same                | option callback              | parse the spec: a syntax error fails srun/sbatch before submission |
 //! | srun                | `local_user_init`            | fit the spec to the step: a mismatch fails srun before launch ([`srun`]) |
-//! | slurmstepd (1/node) | `init_post_opt`              | plan the whole step once, check it against Slurm's own ids for this node, record the node's GPUs ([`stepd`]) |
+//! | slurmstepd (1/node) | `init_post_opt`              | plan the whole step once, check it against Slurm's own ids for this node, record the node's GPUs ([`stepd`]); with `isolate=yes`, install the step's firewall, or stop the step ([`isolation`]) |
 //! | task (1/task)       | `task_init`                  | `spank_setenv` every variable the plan gives this task (TF_CONFIG, its GPUs, ...) |
 //! | slurmstepd          | `task_exit`                  | when the chief (or worker 0) ends (`end_with_chief`), or another trainer fails (`fail_fast`), say which and end the step (from a thread, once the task's own status is on its way to srun) |
-//! | slurmstepd          | `exit`                       | wait for that thread: the stop must go out even when the node's last task has ended |
+//! | slurmstepd          | `exit`                       | wait for that thread: the stop must go out even when the node's last task has ended; remove the step's firewall |
+//! | slurmd's epilog (1/node/job) | `job_epilog`        | with `isolate=yes`: remove every firewall table the job's steps left on the node (a slurmstepd killed with SIGKILL runs no `exit`) |
 //!
 //! Without `--tf-cluster` every hook returns at once and nothing changes. Errors found in
 //! slurmstepd are kept until `task_init` and reported there: a failing remote `init_post_opt`
@@ -16,9 +17,11 @@
 //! names the task and keeps it from running with a wrong or missing TF_CONFIG. When a node finds
 //! that the plan itself is wrong (Slurm placed the tasks otherwise), it stops the whole step.
 
+mod isolation;
 mod srun;
 mod stepd;
 
+pub use isolation::job_epilog;
 pub use srun::local_user_init;
 pub use stepd::{exit, init_post_opt, task_exit, task_init};
 

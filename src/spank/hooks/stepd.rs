@@ -1,7 +1,7 @@
 //! slurmstepd (remote context): plan the step once per node, hand each task its part, and end
 //! the step when the chief is done, when a trainer fails, or when the plan turns out wrong.
 
-use super::{settings, state};
+use super::{isolation, settings, state};
 use crate::core::layout::TASK_HOSTS_VAR;
 use crate::core::plan::UNSET_ON_ERROR;
 use crate::core::tf_config::Renderers;
@@ -32,6 +32,8 @@ pub struct Node {
     oom_kills: Option<u64>,
     /// This node has ended the step already: the tasks it killed are not reported again.
     stopping: bool,
+    /// With `isolate=yes`: the step's firewall on this node, removed by [`exit`].
+    firewall: Option<isolation::Installed>,
 }
 
 /// slurmstepd, once per node before the tasks fork: plan the step. A plan that Slurm's own
@@ -132,6 +134,8 @@ fn plan_node(
         })
         .collect::<Result<Vec<u32>, ShellError>>()?;
     plan.check_node(node, &gtids)?;
+    let uid = item(U32Item::JobUid, "the job's user id")?;
+    let firewall = isolation::install(&plan, job_id, step_id, uid, node)?;
     let step_gpus = env(gpus::VAR)?;
     let verbose = env("SRUN_DEBUG")?
         .and_then(|v| v.parse::<u32>().ok())
@@ -140,6 +144,7 @@ fn plan_node(
         renderers: plan.renderers(),
         oom_kills: oom::kills(),
         stopping: false,
+        firewall,
         plan,
         job_id,
         step_id,
@@ -165,6 +170,12 @@ pub fn task_init(sp: &Spank) -> c_int {
         Err(e) => {
             for name in UNSET_ON_ERROR {
                 let _ = sp.unsetenv(name);
+            }
+            if e.keeps_every_task_from_running() {
+                if sp.task_id().is_ok_and(|t| t == 0) {
+                    log::error(&e.to_string());
+                }
+                handle::end_task(1);
             }
             // From 23.02 (SchedMD's builds) and 25.05 (all) Slurm no longer puts the node's name
             // before lines forwarded from slurmstepd, so the message names it.
@@ -289,11 +300,17 @@ fn stop_step_after_return(job_id: u32, step_id: u32) {
 }
 
 /// slurmstepd, before it exits (the node's last task may end before the stop is sent): wait
-/// for the stop [`task_exit`] started. Elsewhere nothing to do.
+/// for the stop [`task_exit`] started, then remove the step's firewall. Elsewhere nothing to do.
 pub fn exit() -> c_int {
     let stopper = STOPPER.lock().unwrap_or_else(|p| p.into_inner()).take();
     if let Some(stopper) = stopper {
         let _ = stopper.join();
+    }
+    if let Some(Ok(node)) = &mut state().plan {
+        if let Some(firewall) = &mut node.firewall {
+            isolation::remove(firewall);
+        }
+        node.firewall = None;
     }
     0
 }

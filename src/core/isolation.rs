@@ -1,0 +1,183 @@
+//! Per-step network isolation (`isolate=yes`): the firewall that keeps everyone but the job's own
+//! processes on the step's own nodes away from the step's TensorFlow servers.
+//!
+//! TensorFlow's gRPC servers listen on every interface, with no authentication, and run any graph
+//! they are sent (TensorFlow's SECURITY.md), so on a shared cluster anyone who reaches a port can
+//! run code as the job's owner. Each node of the step gets an nftables table of its own, named
+//! after the job and step ([`table_name`]), before any task starts:
+//! - **input**: a connection to one of this node's step ports is refused unless it comes from an
+//!   address of one of the step's nodes (or from this node itself, over loopback);
+//! - **output**: a connection from this node to any endpoint of the step (and, over loopback, to
+//!   this node's step ports) is refused unless its socket belongs to the job's uid.
+//!
+//! Together: a connection reaches a step's server only from the job's uid on a node of the step.
+//! Only connection attempts (TCP SYN without ACK) are matched, so no connection tracking is needed
+//! and nothing else on the node is touched. The admin's own tables are never edited: a packet
+//! refused by any table is refused, so ours only adds refusals.
+//!
+//! The shell runs the scripts this module writes through libnftables; this module only writes
+//! them, from plain values, with name resolution passed in as a closure (table-tested in
+//! tests/isolation.rs).
+
+use super::address::Endpoints;
+use super::error::{Error, Result};
+use super::layout::Layout;
+use std::collections::{BTreeSet, HashMap};
+use std::fmt::Write;
+use std::net::IpAddr;
+
+/// Every table tfcluster makes starts with this; the rest is `JOB_STEP`.
+pub const TABLE_PREFIX: &str = "tfcluster_";
+
+/// The table of one step's rules on a node (family `inet`: IPv4 and IPv6 in one table).
+pub fn table_name(job_id: u32, step_id: u32) -> String {
+    format!("{TABLE_PREFIX}{job_id}_{step_id}")
+}
+
+/// A script that removes `table` whether or not it exists (nftables 1.0.6, Debian 12's, has no
+/// `destroy`; adding the table first makes the delete always succeed, in one transaction).
+pub fn removal(table: &str) -> String {
+    format!("add table inet {table}\ndelete table inet {table}\n")
+}
+
+/// The tables of job `job_id` in the text of `list tables` (`table inet tfcluster_12_0` per
+/// line): what the job epilog removes, whichever of the job's steps left them.
+pub fn job_tables(listing: &str, job_id: u32) -> Vec<&str> {
+    let prefix = format!("{TABLE_PREFIX}{job_id}_");
+    listing
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("table inet "))
+        .map(str::trim)
+        .filter(|name| {
+            name.strip_prefix(&prefix)
+                .is_some_and(|step| !step.is_empty() && step.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .collect()
+}
+
+/// Everything one node's firewall for one step is made of.
+pub struct StepFirewall<'a> {
+    pub job_id: u32,
+    pub step_id: u32,
+    /// The job's owner: the only uid whose sockets may connect to the step's servers.
+    pub uid: u32,
+    /// This node's index in the step.
+    pub node: usize,
+    pub layout: &'a Layout,
+    pub endpoints: &'a Endpoints,
+}
+
+impl StepFirewall<'_> {
+    /// The nftables script that installs this node's rules for the step, replacing a table of
+    /// the same name if one was left. `resolve` gives the addresses a node's address (as
+    /// TF_CONFIG names it) resolves to; an address that resolves to nothing is an error, never a
+    /// peer silently left out (its tasks could not connect) or let in.
+    pub fn script(
+        &self,
+        mut resolve: impl FnMut(&str) -> std::result::Result<Vec<IpAddr>, String>,
+    ) -> Result<String> {
+        // Each distinct address once (a template may make several nodes one address).
+        let mut resolved: HashMap<&str, Vec<IpAddr>> = HashMap::new();
+        for address in self.endpoints.addresses() {
+            if resolved.contains_key(address.as_str()) {
+                continue;
+            }
+            let found = resolve(address)
+                .map(|mut found| {
+                    found.sort();
+                    found.dedup();
+                    found
+                })
+                .and_then(|found| match found.is_empty() {
+                    true => Err("it resolves to no address".to_string()),
+                    false => Ok(found),
+                })
+                .map_err(|reason| Error::AddressUnresolved {
+                    address: address.clone(),
+                    reason,
+                })?;
+            resolved.insert(address, found);
+        }
+        let peers = |node: usize| &resolved[self.endpoints.address(node)];
+        let mut v4 = BTreeSet::new();
+        let mut v6 = BTreeSet::new();
+        let (mut endpoints4, mut endpoints6) = (Vec::new(), Vec::new());
+        for (node, ranks) in self.layout.nodes().enumerate() {
+            for ip in peers(node) {
+                match ip {
+                    IpAddr::V4(ip) => v4.insert(ip.to_string()),
+                    IpAddr::V6(ip) => v6.insert(ip.to_string()),
+                };
+                for slot in 0..ranks.len() {
+                    let endpoint = format!("{ip} . {}", self.endpoints.port(slot));
+                    match ip {
+                        IpAddr::V4(_) => endpoints4.push(endpoint),
+                        IpAddr::V6(_) => endpoints6.push(endpoint),
+                    }
+                }
+            }
+        }
+        let local = self.layout.node(self.node).map_or(0, <[u32]>::len);
+        let ports: Vec<&str> = (0..local).map(|slot| self.endpoints.port(slot)).collect();
+        let table = table_name(self.job_id, self.step_id);
+        let uid = self.uid;
+        let mut out = removal(&table);
+        let _ = writeln!(out, "table inet {table} {{");
+        set(&mut out, "peers4", "ipv4_addr", v4.iter());
+        set(&mut out, "peers6", "ipv6_addr", v6.iter());
+        set(&mut out, "ports", "inet_service", ports.iter());
+        set(
+            &mut out,
+            "endpoints4",
+            "ipv4_addr . inet_service",
+            endpoints4.iter(),
+        );
+        set(
+            &mut out,
+            "endpoints6",
+            "ipv6_addr . inet_service",
+            endpoints6.iter(),
+        );
+        // Refused with a TCP reset, so a refused client fails at once instead of waiting for
+        // its connect timeout.
+        let refuse = "reject with tcp reset";
+        let _ = write!(
+            out,
+            "chain input {{\n\
+             type filter hook input priority 0; policy accept;\n\
+             iif \"lo\" accept\n\
+             tcp dport @ports ip saddr != @peers4 {refuse}\n\
+             tcp dport @ports ip6 saddr != @peers6 {refuse}\n\
+             }}\n\
+             chain output {{\n\
+             type filter hook output priority 0; policy accept;\n\
+             tcp flags & (syn | ack) == syn meta skuid != {uid} ip daddr . tcp dport @endpoints4 {refuse}\n\
+             tcp flags & (syn | ack) == syn meta skuid != {uid} ip6 daddr . tcp dport @endpoints6 {refuse}\n\
+             tcp flags & (syn | ack) == syn meta skuid != {uid} oif \"lo\" tcp dport @ports {refuse}\n\
+             }}\n\
+             }}\n"
+        );
+        Ok(out)
+    }
+}
+
+/// `set NAME { type TYPE; elements = { ... } }`, without `elements` when there are none (an
+/// empty set matches nothing, so `!= @set` then refuses every source of that family).
+fn set<T: std::fmt::Display>(
+    out: &mut String,
+    name: &str,
+    kind: &str,
+    elements: impl Iterator<Item = T>,
+) {
+    let _ = write!(out, "set {name} {{\ntype {kind}\n");
+    let mut first = true;
+    for element in elements {
+        out.push_str(if first { "elements = { " } else { ", " });
+        let _ = write!(out, "{element}");
+        first = false;
+    }
+    if !first {
+        out.push_str(" }\n");
+    }
+    out.push_str("}\n");
+}

@@ -1,0 +1,138 @@
+//! The kernel's firewall through libnftables, loaded with `dlopen` only where `isolate=yes`
+//! needs it: the plugin itself keeps needing nothing but libc (tests/abi.rs), and a node without
+//! libnftables is a clear error for isolated steps alone. The library runs the same scripts as
+//! the `nft` program, from a buffer, in one transaction, with its errors returned in a buffer;
+//! no program is started.
+//!
+//! The prototypes are libnftables' public API (libnftables(3)): `nft_ctx_new(uint32_t flags)`,
+//! `nft_ctx_free`, `nft_ctx_buffer_output`/`nft_ctx_buffer_error` (0 on success),
+//! `nft_ctx_get_output_buffer`/`nft_ctx_get_error_buffer`, `nft_run_cmd_from_buffer` (0 on
+//! success).
+
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
+
+/// The library's soname: Debian's libnftables1, RHEL's nftables package.
+pub const LIBRARY: &str = "libnftables.so.1";
+
+type NewFn = unsafe extern "C" fn(u32) -> *mut c_void;
+type FreeFn = unsafe extern "C" fn(*mut c_void);
+type BufferFn = unsafe extern "C" fn(*mut c_void) -> c_int;
+type GetBufferFn = unsafe extern "C" fn(*mut c_void) -> *const c_char;
+type RunFn = unsafe extern "C" fn(*mut c_void, *const c_char) -> c_int;
+
+/// One libnftables context, with output and errors captured.
+pub struct Nft {
+    ctx: *mut c_void,
+    free: FreeFn,
+    run: RunFn,
+    output: GetBufferFn,
+    error: GetBufferFn,
+}
+
+impl Nft {
+    /// Loads the library (once per process; it stays loaded) and makes a context.
+    pub fn open() -> Result<Nft, String> {
+        let name = CString::new(LIBRARY).expect("no NUL");
+        // SAFETY: a valid C string; RTLD_LOCAL keeps its symbols out of slurmstepd's namespace.
+        let lib = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
+        if lib.is_null() {
+            return Err(format!("cannot load {LIBRARY}: {}", dl_error()));
+        }
+        let symbol = |name: &CStr| -> Result<*mut c_void, String> {
+            // SAFETY: `lib` is a live handle and `name` a valid C string.
+            let found = unsafe { libc::dlsym(lib, name.as_ptr()) };
+            if found.is_null() {
+                Err(format!("{LIBRARY} has no {}", name.to_string_lossy()))
+            } else {
+                Ok(found)
+            }
+        };
+        // SAFETY (each transmute): the symbol is the libnftables function of that name, whose C
+        // prototype the function type spells (see the module's doc).
+        let (new, free, buffer_output, buffer_error, output, error, run) = unsafe {
+            (
+                std::mem::transmute::<*mut c_void, NewFn>(symbol(c"nft_ctx_new")?),
+                std::mem::transmute::<*mut c_void, FreeFn>(symbol(c"nft_ctx_free")?),
+                std::mem::transmute::<*mut c_void, BufferFn>(symbol(c"nft_ctx_buffer_output")?),
+                std::mem::transmute::<*mut c_void, BufferFn>(symbol(c"nft_ctx_buffer_error")?),
+                std::mem::transmute::<*mut c_void, GetBufferFn>(symbol(
+                    c"nft_ctx_get_output_buffer",
+                )?),
+                std::mem::transmute::<*mut c_void, GetBufferFn>(symbol(
+                    c"nft_ctx_get_error_buffer",
+                )?),
+                std::mem::transmute::<*mut c_void, RunFn>(symbol(c"nft_run_cmd_from_buffer")?),
+            )
+        };
+        // SAFETY: NFT_CTX_DEFAULT (0).
+        let ctx = unsafe { new(0) };
+        if ctx.is_null() {
+            return Err(format!("{LIBRARY} could not make a context"));
+        }
+        let nft = Nft {
+            ctx,
+            free,
+            run,
+            output,
+            error,
+        };
+        // SAFETY: a live context.
+        if unsafe { buffer_output(ctx) } != 0 || unsafe { buffer_error(ctx) } != 0 {
+            return Err(format!("{LIBRARY} could not buffer its output"));
+        }
+        Ok(nft)
+    }
+
+    /// Runs `script` (nft's syntax) as one transaction; its output, or its error text.
+    pub fn run(&mut self, script: &str) -> Result<String, String> {
+        let script = CString::new(script).map_err(|_| "the script has a NUL byte".to_string())?;
+        // SAFETY: a live context and a valid C string that outlives the call.
+        let rc = unsafe { (self.run)(self.ctx, script.as_ptr()) };
+        if rc == 0 {
+            Ok(self.buffer(self.output))
+        } else {
+            let error = self.buffer(self.error);
+            Err(match error.trim() {
+                "" => format!("nftables refused the rules (error {rc})"),
+                text => text.lines().next().unwrap_or(text).to_string(),
+            })
+        }
+    }
+
+    fn buffer(&self, get: GetBufferFn) -> String {
+        // SAFETY: a live context; the buffer is NUL-terminated and owned by it.
+        let text = unsafe { get(self.ctx) };
+        if text.is_null() {
+            String::new()
+        } else {
+            // SAFETY: non-NULL and NUL-terminated.
+            unsafe { CStr::from_ptr(text) }
+                .to_string_lossy()
+                .into_owned()
+        }
+    }
+}
+
+// SAFETY: a libnftables context may move between threads; tfcluster uses each from one thread at
+// a time (slurmstepd's state lock).
+unsafe impl Send for Nft {}
+
+impl Drop for Nft {
+    fn drop(&mut self) {
+        // SAFETY: the context was made by nft_ctx_new and is freed once.
+        unsafe { (self.free)(self.ctx) }
+    }
+}
+
+fn dl_error() -> String {
+    // SAFETY: dlerror returns NULL or a NUL-terminated string valid until the next dl call.
+    let text = unsafe { libc::dlerror() };
+    if text.is_null() {
+        "unknown error".into()
+    } else {
+        // SAFETY: as above.
+        unsafe { CStr::from_ptr(text) }
+            .to_string_lossy()
+            .into_owned()
+    }
+}

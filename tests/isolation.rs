@@ -1,0 +1,406 @@
+//! `isolate=yes`: no one but the job's own processes on the step's own nodes reaches the step's
+//! TensorFlow servers. First the rules as the core writes them, from plain values; then, on the
+//! real test cluster, who can connect to what with and without the setting, what a node that
+//! cannot isolate does, and that no rule outlives its job.
+
+mod common;
+use common::cluster::{dir, plugin, records, sh, sh_ok, tool, PlugStack};
+use common::*;
+use std::net::IpAddr;
+use tfcluster::core::isolation::{job_tables, removal, table_name};
+use tfcluster::spank::nftables::LIBRARY;
+
+/// The test cluster's addresses (tests/cluster/cluster.sh), one IPv6 address, and a duplicate
+/// (a name listed twice in /etc/hosts).
+fn resolve(address: &str) -> Result<Vec<IpAddr>, String> {
+    let found: &[&str] = match address {
+        "n9" => &["10.77.0.11"],
+        "n10" => &["10.77.0.12", "fd00::12", "10.77.0.12"],
+        _ => &[],
+    };
+    Ok(found.iter().map(|a| a.parse().unwrap()).collect())
+}
+
+/// The whole script node n9 runs for job 12's step 3 of 3 tasks (2 on n9, 1 on n10), owned by
+/// uid 61001: n9's own ports admit only the step's nodes, and only uid 61001 may open
+/// connections to any endpoint of the step, or to n9's ports over loopback.
+#[test]
+fn the_firewall_of_one_node_of_a_step() {
+    let plan = plan("worker:*", &["isolate=yes"], &step("n9,n10", "2,1", None));
+    let expected = format!(
+        "add table inet tfcluster_12_3
+delete table inet tfcluster_12_3
+table inet tfcluster_12_3 {{
+set peers4 {{
+type ipv4_addr
+elements = {{ 10.77.0.11, 10.77.0.12 }}
+}}
+set peers6 {{
+type ipv6_addr
+elements = {{ fd00::12 }}
+}}
+set ports {{
+type inet_service
+elements = {{ {a}, {b} }}
+}}
+set endpoints4 {{
+type ipv4_addr . inet_service
+elements = {{ 10.77.0.11 . {a}, 10.77.0.11 . {b}, 10.77.0.12 . {a} }}
+}}
+set endpoints6 {{
+type ipv6_addr . inet_service
+elements = {{ fd00::12 . {a} }}
+}}
+chain input {{
+type filter hook input priority 0; policy accept;
+iif \"lo\" accept
+tcp dport @ports ip saddr != @peers4 reject with tcp reset
+tcp dport @ports ip6 saddr != @peers6 reject with tcp reset
+}}
+chain output {{
+type filter hook output priority 0; policy accept;
+tcp flags & (syn | ack) == syn meta skuid != 61001 ip daddr . tcp dport @endpoints4 reject with tcp reset
+tcp flags & (syn | ack) == syn meta skuid != 61001 ip6 daddr . tcp dport @endpoints6 reject with tcp reset
+tcp flags & (syn | ack) == syn meta skuid != 61001 oif \"lo\" tcp dport @ports reject with tcp reset
+}}
+}}
+",
+        a = plan.endpoints.port(0),
+        b = plan.endpoints.port(1)
+    );
+    assert_eq!(
+        plan.firewall(12, 3, 61001, 0, resolve).unwrap().as_deref(),
+        Some(expected.as_str())
+    );
+}
+
+/// Each node admits connections to its own ports only (the peers and endpoints are the same on
+/// every node). (node, its `ports` set)
+#[rustfmt::skip]
+#[test]
+fn each_node_admits_to_its_own_ports() {
+    let plan = plan("worker:*", &["isolate=yes"], &step("n9,n10", "2,1", None));
+    let (a, b) = (plan.endpoints.port(0), plan.endpoints.port(1));
+    let cases: &[(usize, String)] = &[
+        (0, format!("elements = {{ {a}, {b} }}")),
+        (1, format!("elements = {{ {a} }}")),
+    ];
+    for (node, ports) in cases {
+        let script = plan.firewall(12, 3, 61001, *node, resolve).unwrap().unwrap();
+        let set = script.split("set ports {\n").nth(1).unwrap();
+        assert_eq!(set.lines().nth(1), Some(ports.as_str()), "node {node}: {set}");
+    }
+}
+
+#[test]
+fn without_isolate_there_is_no_firewall() {
+    let plan = plan("worker:*", &[], &step("n9,n10", "2,1", None));
+    assert_eq!(plan.firewall(12, 3, 61001, 0, resolve), Ok(None));
+}
+
+/// Nodes whose address template makes them one address (e.g. a gateway) are resolved once.
+#[test]
+fn an_address_is_resolved_once() {
+    let plan = plan(
+        "worker:*",
+        &["isolate=yes", "address=%hgw"],
+        &step("n9,n10", "1,1", None),
+    );
+    let mut asked = Vec::new();
+    plan.firewall(1, 0, 0, 0, |a| {
+        asked.push(a.to_string());
+        Ok(vec!["10.0.0.1".parse().unwrap()])
+    })
+    .unwrap();
+    assert_eq!(asked, ["n9gw", "n10gw"]);
+}
+
+/// The tables the job epilog removes: every table of that job's steps, and no other job's.
+/// (a line of `nft list tables`, whether job 12's epilog removes it)
+#[rustfmt::skip]
+#[test]
+fn the_job_epilog_removes_every_table_of_its_job_and_no_other() {
+    let cases: &[(&str, bool)] = &[
+        ("table inet tfcluster_12_0",          true),
+        ("table inet tfcluster_12_4294967290", true),
+        ("table inet tfcluster_123_0",         false),
+        ("table inet tfcluster_1_2",           false),
+        ("table inet tfcluster_12_",           false),
+        ("table inet tfcluster_12_0x",         false),
+        ("table ip tfcluster_12_0",            false),
+        ("table inet filter",                  false),
+        ("table inet firewalld",               false),
+    ];
+    for (line, removed) in cases {
+        assert_eq!(!job_tables(line, 12).is_empty(), *removed, "{line}");
+    }
+    let listing: String = cases.iter().map(|(l, _)| format!("{l}\n")).collect();
+    assert_eq!(job_tables(&listing, 12), ["tfcluster_12_0", "tfcluster_12_4294967290"]);
+    assert_eq!(table_name(12, 4294967290), "tfcluster_12_4294967290");
+    assert_eq!(removal("tfcluster_12_0"), "add table inet tfcluster_12_0\ndelete table inet tfcluster_12_0\n");
+}
+
+// ---- on the test cluster ---------------------------------------------------------------------
+
+const OWNER: &str = "tfc-owner";
+const OTHER: &str = "tfc-other";
+const NODES: [&str; 4] = ["n9", "n10", "n011", "n012"];
+
+/// The plugstack.conf line with isolate=yes (and the test cluster's other words).
+fn isolated(words: &str) -> PlugStack {
+    PlugStack::set(&format!(
+        "required {} end_with_chief=no isolate=yes {words}",
+        plugin()
+    ))
+}
+
+/// A shell loop that prints `TABLES|node|count` of tfcluster's tables on each node, read inside
+/// the node's network namespace.
+fn tables_script() -> String {
+    format!(
+        "for n in {}; do echo \"TABLES|$n|$(nsenter --net=/run/netns/tfc-$n nft list tables | grep -c tfcluster_)\"; done",
+        NODES.join(" ")
+    )
+}
+
+/// Who tries to connect to every endpoint of the owner's step (4 tasks on n9 and n10, in
+/// partition `shared`, so that others' jobs can run beside it), from where, and what each
+/// attempt gets with isolate=yes and without.
+struct Reach {
+    /// The label the probe prints.
+    who: &'static str,
+    user: &'static str,
+    /// The node the attempts come from.
+    node: &'static str,
+    isolated: &'static str,
+    open: &'static str,
+}
+
+#[rustfmt::skip]
+const WHO_REACHES: &[Reach] = &[
+    Reach { who: "another user on a node of the step",          user: OTHER, node: "n9",   isolated: "refused", open: "open" },
+    Reach { who: "another user on a node outside the step",     user: OTHER, node: "n011", isolated: "refused", open: "open" },
+    Reach { who: "the owner's other job on a node of the step", user: OWNER, node: "n10",  isolated: "open",    open: "open" },
+    Reach { who: "the owner's other job outside the step",      user: OWNER, node: "n012", isolated: "refused", open: "open" },
+];
+
+#[test]
+#[ignore = "needs the test cluster: run tests/run.sh"]
+fn only_the_jobs_own_processes_on_its_nodes_reach_its_servers() {
+    let probe = format!("/usr/bin/python3 {}", tool("isolation_probe.py"));
+    for isolate in [true, false] {
+        let _plugstack = isolate.then(|| isolated(""));
+        let d = dir().join(format!("isolation-{isolate}"));
+        let d = d.display();
+        let attempts: String = WHO_REACHES
+            .iter()
+            .map(|r| {
+                format!(
+                    "runuser -u {} -- srun -p shared -w {} -N1 -n1 -t 1 {probe} probe {d} \"{}\"\n",
+                    r.user, r.node, r.who
+                )
+            })
+            .collect();
+        let out = sh(&format!(
+            "rm -rf {d}; mkdir -m 1777 {d}
+runuser -u {OWNER} -- srun -p shared -w n9,n10 -N2 -n4 -t 2 --tf-cluster {probe} serve {d} >{d}/step.out 2>{d}/step.err &
+step=$!
+for i in $(seq 600); do [ -e {d}/endpoints ] && break; kill -0 $step 2>/dev/null || break; sleep 0.1; done
+{tables}
+{attempts}touch {d}/stop; wait $step; echo \"SRUN|$?\"
+cat {d}/step.out; cat {d}/step.err >&2
+for i in $(seq 100); do left=$({tables} | grep -vc '|0$'); [ \"$left\" = 0 ] && break; sleep 0.1; done
+echo \"LEFT|$left\"",
+            tables = tables_script()
+        ));
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        let what = format!("isolate={isolate}:\n{stdout}\n{stderr}");
+        assert_eq!(records(&stdout, "SRUN"), [["0"]], "{what}");
+        // The step's own tasks reach each other: 4 tasks x 4 endpoints.
+        let step = records(&stdout, "STEP");
+        assert_eq!(step.len(), 16, "{what}");
+        assert!(step.iter().all(|r| r[2] == "open"), "{what}");
+        for r in WHO_REACHES {
+            let expected = if isolate { r.isolated } else { r.open };
+            let got: Vec<&str> = records(&stdout, r.who).iter().map(|f| f[1]).collect();
+            assert_eq!(got, [expected; 4], "{}: {what}", r.who);
+        }
+        // While the step runs its nodes hold one table each, the others none.
+        let tables: Vec<String> = records(&stdout, "TABLES")
+            .iter()
+            .map(|r| r.join("|"))
+            .collect();
+        let expected: Vec<String> = NODES
+            .iter()
+            .map(|n| format!("{n}|{}", u8::from(isolate && ["n9", "n10"].contains(n))))
+            .collect();
+        assert_eq!(tables, expected, "{what}");
+        assert_eq!(records(&stdout, "LEFT"), [["0"]], "{what}: rules left");
+    }
+}
+
+/// Hides the nodes' libnftables for a test (the root's file is renamed back when dropped).
+struct NoLibnftables(String);
+
+impl NoLibnftables {
+    fn hide() -> NoLibnftables {
+        let path = sh_ok(&format!(
+            "ldconfig -p | awk '$1 == \"{LIBRARY}\" {{print $NF; exit}}'"
+        ));
+        let path = path.trim().to_string();
+        assert!(!path.is_empty(), "{LIBRARY} is not installed in this root");
+        sh_ok(&format!("mv {path} {path}.hidden"));
+        NoLibnftables(path)
+    }
+}
+
+impl Drop for NoLibnftables {
+    fn drop(&mut self) {
+        sh_ok(&format!("mv {p}.hidden {p}", p = self.0));
+    }
+}
+
+/// A node that cannot install the step's firewall fails the step before any task starts, with
+/// one line naming the node and why. (what, plugstack words, hide libnftables, the line each
+/// node prints, up to where the resolver's or the loader's own words begin)
+#[rustfmt::skip]
+const CANNOT_ISOLATE: &[(&str, &str, bool, &str)] = &[
+    ("an address that does not resolve", "address=%h-ib", false,
+     "isolate=yes: node {node} cannot install the step's firewall: node address 'n9-ib' does not resolve ("),
+    ("no libnftables on the nodes", "", true,
+     "isolate=yes: node {node} cannot install the step's firewall: cannot load libnftables.so.1: "),
+];
+
+#[test]
+#[ignore = "needs the test cluster: run tests/run.sh"]
+fn a_node_that_cannot_isolate_fails_the_step_before_any_task_starts() {
+    for (what, words, hide, line) in CANNOT_ISOLATE {
+        let _plugstack = isolated(words);
+        let _hidden = hide.then(NoLibnftables::hide);
+        let out = sh(&format!(
+            "runuser -u {OWNER} -- srun -w n9,n10 -N2 -n4 -t 1 --tf-cluster sh -c 'echo RAN'"
+        ));
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert_ne!(out.status.code(), Some(0), "{what}: {stderr}");
+        assert!(
+            !stdout.contains("RAN"),
+            "{what}: a task ran:\n{stdout}\n{stderr}"
+        );
+        for node in ["n9", "n10"] {
+            let line = format!("tfcluster: {}", line.replace("{node}", node));
+            assert_eq!(
+                stderr.matches(&line).count(),
+                1,
+                "{what}: expected once: {line}\n{stderr}"
+            );
+        }
+        let why =
+            "; the step is stopped, so that no TensorFlow server of it runs open to other users";
+        assert_eq!(stderr.matches(why).count(), 2, "{what}: {stderr}");
+    }
+}
+
+/// 50 steps of one job: 48 that end, one whose slurmstepd is killed with SIGKILL (it removes
+/// nothing: its rules stay until the job's epilog), and one cancelled with scancel (its
+/// slurmstepd removes its rules). Once the job is cancelled, nothing of it is left on any node.
+#[test]
+#[ignore = "needs the test cluster: run tests/run.sh"]
+fn no_rule_outlives_its_job() {
+    let _plugstack = isolated("");
+    let d = dir().join("isolation-steps");
+    let d = d.display();
+    std::fs::write(
+        format!("{d}.sh"),
+        "#!/bin/bash\n\
+         for i in $(seq 48); do srun --tf-cluster true || echo \"STEP_FAILED|$i\"; done\n\
+         echo STEPS_DONE\n\
+         srun --overlap --tf-cluster sleep 300 &\n\
+         srun --overlap --tf-cluster sleep 300 &\n\
+         wait\n",
+    )
+    .unwrap();
+    sh_ok(&format!("rm -rf {d}; mkdir -m 1777 {d}; chmod a+rx {d}.sh"));
+    let job = sh_ok(&format!(
+        "runuser -u {OWNER} -- sbatch --parsable -p shared -w n9,n10 -N2 -n2 -t 5 -o {d}/job.out {d}.sh"
+    ));
+    let job = job.trim();
+    // `node|count` of tables named `table` on n9 and n10.
+    let count = |table: &str| -> Vec<String> {
+        sh_ok(&format!(
+            "for n in n9 n10; do echo \"$n|$(nsenter --net=/run/netns/tfc-$n nft list tables | grep -c ' {table}$')\"; done"
+        ))
+        .lines()
+        .map(str::to_string)
+        .collect()
+    };
+    let both = |n: u8| vec![format!("n9|{n}"), format!("n10|{n}")];
+    let (killed, cancelled) = (format!("{job}.48"), format!("{job}.49"));
+    let table_of = |step: &str| format!("tfcluster_{}", step.replace('.', "_"));
+    let running = |step: &str| {
+        sh_ok(&format!("squeue -h -s -j {job} -o %i"))
+            .lines()
+            .any(|l| l == step)
+            && count(&table_of(step)) == both(1)
+    };
+    assert!(
+        within(120, || running(&killed) && running(&cancelled)),
+        "steps 48 and 49 never ran:\n{}",
+        sh_ok(&format!("cat {d}/job.out; squeue -s"))
+    );
+    // SIGKILL to step 48's slurmstepds, and to their tasks (which no slurmstepd ends now).
+    let pids = sh_ok(&format!(
+        "for n in n9 n10; do for p in $(ip netns pids tfc-$n); do
+            if tr '\\0' ' ' < /proc/$p/cmdline 2>/dev/null | grep -q '^slurmstepd: \\[{killed}\\]'; then echo $p; pgrep -P $p; fi
+         done; done"
+    ));
+    let pids: Vec<&str> = pids.split_whitespace().collect();
+    assert!(pids.len() >= 2, "no slurmstepd of {killed}: {pids:?}");
+    sh_ok(&format!("kill -9 {}", pids.join(" ")));
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    assert_eq!(
+        count(&table_of(&killed)),
+        both(1),
+        "a killed slurmstepd removes nothing"
+    );
+    sh_ok(&format!("scancel {cancelled}"));
+    assert!(
+        within(30, || count(&table_of(&cancelled)) == both(0)),
+        "the cancelled step's rules stayed"
+    );
+    assert_eq!(count(&table_of(&killed)), both(1));
+    sh_ok(&format!("scancel {job}"));
+    let left = || {
+        sh_ok(&tables_script())
+            .lines()
+            .filter(|l| !l.ends_with("|0"))
+            .count()
+    };
+    assert!(
+        within(60, || left() == 0),
+        "rules left after job {job}:\n{}",
+        sh_ok(&tables_script())
+    );
+    let out = sh_ok(&format!("cat {d}/job.out"));
+    assert!(
+        out.contains("STEPS_DONE") && !out.contains("STEP_FAILED"),
+        "{out}"
+    );
+}
+
+/// Polls `done` every 0.2 s for up to `seconds`; whether it came true.
+fn within(seconds: u64, mut done: impl FnMut() -> bool) -> bool {
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(seconds);
+    while std::time::Instant::now() < end {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    done()
+}
