@@ -3,7 +3,7 @@
 //! Needs the cluster and a TensorFlow virtualenv (TFC_PYTHON); tests/run.sh provides both.
 
 mod common;
-use common::cluster::{bundle, records, sh, sh_ok, tool, PlugStack};
+use common::cluster::{bundle, plugin, records, sh, sh_ok, tool, PlugStack};
 use serde_json::{json, Value};
 use std::collections::HashSet;
 
@@ -14,8 +14,13 @@ fn python() -> String {
 /// Runs a TensorFlow program as every task of a step; bounded in time, and a failing task
 /// takes the step down rather than leaving its peers waiting.
 fn tf_step(srun_args: &str, program: &str) -> (String, String) {
+    tf_step_as("", srun_args, program)
+}
+
+/// [`tf_step`], with srun started by `runner` (e.g. `runuser -u USER --`).
+fn tf_step_as(runner: &str, srun_args: &str, program: &str) -> (String, String) {
     let out = sh(&format!(
-        "srun -t 5 {srun_args} {} {}",
+        "{runner} srun -t 5 {srun_args} {} {}",
         python(),
         tool(program)
     ));
@@ -73,29 +78,36 @@ const MWMS: &[(&str, &str, &[&str])] = &[
 fn multi_worker_mirrored_strategy_trains_across_nodes() {
     for (what, args, roles) in MWMS {
         let (stdout, _) = tf_step(args, "mwms_train.py");
-        let results = records(&stdout, "RESULT");
-        assert_eq!(
-            results.len(),
-            roles.len(),
-            "{what}: every task reports\n{stdout}"
-        );
-        // Every task ends with the same loss and weights ...
-        let finals: HashSet<(&str, &str)> = results.iter().map(|r| (r[2], r[3])).collect();
-        assert_eq!(finals.len(), 1, "{what}: tasks disagree: {finals:?}");
-        // ... although each trained on its own data: alone, each would have learnt different weights.
-        let alone: HashSet<&str> = results.iter().map(|r| r[4]).collect();
-        assert_eq!(
-            alone.len(),
-            roles.len(),
-            "{what}: the workers' data must differ"
-        );
-        // Each saw the whole cluster and its own role.
-        let mut seen: Vec<&str> = results.iter().map(|r| r[0]).collect();
-        seen.sort();
-        assert_eq!(seen, *roles, "{what}");
-        let clusters: HashSet<&str> = results.iter().map(|r| r[5]).collect();
-        assert_eq!(clusters.len(), 1, "{what}");
+        trained_together(what, &stdout, roles);
     }
+}
+
+/// What every MultiWorkerMirroredStrategy step must show: each task reports, all end with the
+/// same weights although each trained on its own data (only the all-reduce does that), each
+/// with its own role in one cluster.
+fn trained_together(what: &str, stdout: &str, roles: &[&str]) {
+    let results = records(stdout, "RESULT");
+    assert_eq!(
+        results.len(),
+        roles.len(),
+        "{what}: every task reports\n{stdout}"
+    );
+    // Every task ends with the same loss and weights ...
+    let finals: HashSet<(&str, &str)> = results.iter().map(|r| (r[2], r[3])).collect();
+    assert_eq!(finals.len(), 1, "{what}: tasks disagree: {finals:?}");
+    // ... although each trained on its own data: alone, each would have learnt different weights.
+    let alone: HashSet<&str> = results.iter().map(|r| r[4]).collect();
+    assert_eq!(
+        alone.len(),
+        roles.len(),
+        "{what}: the workers' data must differ"
+    );
+    // Each saw the whole cluster and its own role.
+    let mut seen: Vec<&str> = results.iter().map(|r| r[0]).collect();
+    seen.sort();
+    assert_eq!(seen, roles, "{what}");
+    let clusters: HashSet<&str> = results.iter().map(|r| r[5]).collect();
+    assert_eq!(clusters.len(), 1, "{what}");
 }
 
 /// MultiWorkerMirroredStrategy inside Slurm's own container (`srun --container`, Debian's runc):
@@ -211,6 +223,37 @@ fn parameter_server_strategy_trains_and_the_step_ends_with_the_chief() {
         let left = sh("pgrep -f '[p]s_join.py' || true");
         assert!(left.stdout.is_empty(), "{what}: tasks left behind");
     }
+}
+
+/// `isolate=yes` (tests/isolation.rs) as a site turns it on, for a user who is not root:
+/// MultiWorkerMirroredStrategy and ParameterServerStrategy train with every other user kept off
+/// their servers, and the step still ends with the chief.
+#[test]
+#[ignore = "needs the test cluster and TensorFlow: run tests/run.sh"]
+fn training_runs_with_isolate_yes() {
+    let _isolated = PlugStack::set(&format!("required {} isolate=yes", plugin()));
+    let owner = "runuser -u tfc-owner -- env HOME=/tmp";
+    let (what, args, roles) = MWMS[2];
+    let (stdout, _) = tf_step_as(owner, args, "mwms_train.py");
+    trained_together(&format!("isolate=yes, {what}"), &stdout, roles);
+    let (what, args, _, _) = PS[0];
+    let out = sh(&format!(
+        "{owner} srun -t 5 {args} {} {}",
+        python(),
+        tool("ps_join.py")
+    ));
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    let what = format!("isolate=yes, {what}:\n{stdout}\n{stderr}");
+    assert_eq!(
+        records(&stdout, "RESULT").len(),
+        1,
+        "the chief finished training: {what}"
+    );
+    let status = common::release::current().stopped_step_status(0);
+    assert_eq!(out.status.code(), Some(status), "{what}");
 }
 
 /// (srun arguments, rank and CUDA_VISIBLE_DEVICES each task's program sees, a line srun prints)
