@@ -4,10 +4,11 @@
 #   1. per task, in process (benches/per_task.rs) against copying the output;
 #   2. TensorFlow's SlurmClusterResolver on the same layouts, and TensorFlow's import time;
 #   3. end to end on the 4-node test cluster: launch time with/without the option/plugin, and
-#      slurmstepd's memory (benches/e2e.sh);
+#      slurmstepd's memory (benches/e2e.sh); what the job epilog hook costs every job
+#      (benches/epilog.sh);
 #   4. cost at scale on a 64-node test cluster, on every release in its Debian root:
 #      `srun -N64 -n4096 true` with and without the plugin and against the floors any TF_CONFIG
-#      delivery pays (benches/scale-release.sh, benches/scale.sh);
+#      delivery pays, and with isolate=yes (benches/scale-release.sh, benches/scale.sh);
 #   5. the size of the plugin.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -70,6 +71,17 @@ print(f"| VmRSS | {mem['option']} KiB | {mem['loaded']} KiB | {mem['none']} KiB 
 PY
 echo
 
+# What the exported job epilog hook costs every job (it restarts the cluster per mode).
+bash benches/epilog.sh "$plugin" "${BENCH_EPILOG_JOBS:-20}" "${BENCH_EPILOG_ROUNDS:-3}" > "$tmp/epilog.jsonl"
+"$python" - "$tmp/epilog.jsonl" <<'PY'
+import json, sys
+r = json.loads(open(sys.argv[1]).read())
+print("| back-to-back `srun -N4 true` jobs, ms per job (median of rounds; every round) | epilog hook, isolate off | isolate=yes | no spank epilog |")
+print("|---|---:|---:|---:|")
+print(f"| {r['hook_ms']} / {r['isolate_ms']} / {r['none_ms']} | {r['all']['hook']} | {r['all']['isolate']} | {r['all']['none']} |")
+PY
+echo
+
 # (Before the scale runs, which rebuild target/release for each release.)
 echo "plugin: $(stat -c %s "$plugin") bytes ($(basename "$plugin"), release build)"
 echo
@@ -99,12 +111,17 @@ row(f"(d) no plugin, a {size}-byte variable exported to every task", [f"{w[r]['f
 row(f"(e) `setenv_floor.so`: only `spank_setenv` of {size} bytes per task", [f"{w[r]['spank_ms']} ms" for r in rel])
 row("(f) as (a), with `apptainer_env=yes` (each variable under Apptainer's two names too)",
     [f"{w[r]['apptainer_ms']} ms" if "apptainer_ms" in w[r] else "-" for r in rel])
+row("(g) as (a), with `isolate=yes` (each node installs and removes the step's firewall)",
+    [f"{w[r]['isolate_ms']} ms" if "isolate_ms" in w[r] else "-" for r in rel])
 row("a/c", [f"{w[r]['a_over_c']:.3f}" for r in rel])
 row("**a/d** (goal: within 1.02)", [f"**{w[r]['a_over_d']:.3f}**" for r in rel])
 row("a/e", [f"{w[r]['a_over_e']:.3f}" for r in rel])
 row("f/a", [f"{w[r]['f_over_a']:.3f}" if "f_over_a" in w[r] else "-" for r in rel])
 row("machine CPU per launch, a/d", [f"{c[r]['a_over_d']:.3f} ({c[r]['a']} / {c[r]['d']} ms)" for r in rel])
 row("machine CPU per launch, f/a", [f"{c[r]['f_over_a']:.3f}" if "f_over_a" in c[r] else "-" for r in rel])
+row("g/a", [f"{w[r]['g_over_a']:.3f}" if "g_over_a" in w[r] else "-" for r in rel])
+row("machine CPU per launch, g/a (isolate=yes's own CPU per node)",
+    [f"{c[r]['g_over_a']:.3f} ({c[r]['g_minus_a_per_node']} ms)" if "g_over_a" in c[r] else "-" for r in rel])
 row("CPU samples in tfcluster's own code (perf)", [f"{p[r]['tfcluster_pct']}%" if r in p else "-" for r in rel])
 row("slurmstepd resident memory per node, with / without", [f"{m[r]['option_kb']} / {m[r]['none_kb']} KiB" for r in rel])
 PY

@@ -9,6 +9,8 @@
 #           to every task (what any TF_CONFIG delivery pays: copying it into 4096 processes)
 #   apptainer: as `option`, with apptainer_env=yes: every task also gets each variable under
 #           Apptainer's and SingularityCE's names (three TF_CONFIG-sized variables per task)
+#   isolate: as `option`, with isolate=yes in plugstack.conf: every node installs the step's
+#           firewall (4096 endpoints) before its tasks start and removes it as its slurmstepd exits
 #   spank:  instead of tfcluster, benches/setenv_floor.c, which only hands every task a
 #           variable of that size with spank_setenv (what any per-task delivery through SPANK
 #           pays: Slurm's own setenv, per task); a/e is then tfcluster's own work
@@ -48,12 +50,14 @@ run() { # mode -> prints "wall_ms cpu_ms"
     local s b
     case $1 in
         option|loaded|apptainer) echo "required $plugin" > "$stack" ;;
+        # port_range covers the ports the test cluster reserves (MpiParams), as a site's must.
+        isolate) echo "required $plugin isolate=yes port_range=12000-32767" > "$stack" ;;
         none|floor) : > "$stack" ;;
         spank) echo "required $spank_so $size" > "$stack" ;;
     esac
     s=$(date +%s%N) b=$(busy_ms)
     case $1 in
-        option) srun "${step[@]}" "$spec" true ;;
+        option|isolate) srun "${step[@]}" "$spec" true ;;
         apptainer) srun "${step[@]}" "$spec,apptainer_env=yes" true ;;
         loaded|none|spank) srun "${step[@]}" true ;;
         floor) TFC_FLOOR=$floor srun "${step[@]}" true ;;
@@ -62,21 +66,25 @@ run() { # mode -> prints "wall_ms cpu_ms"
 }
 declare -A t c
 for _ in $(seq "$runs"); do
-    for mode in option loaded none floor spank apptainer; do
+    for mode in option loaded none floor spank apptainer isolate; do
         read -r wall cpu < <(run $mode)
         t[$mode]+="$wall " c[$mode]+="$cpu "
     done
 done
 o=$(median <<<"${t[option]}") l=$(median <<<"${t[loaded]}") n=$(median <<<"${t[none]}")
 f=$(median <<<"${t[floor]}") e=$(median <<<"${t[spank]}") ap=$(median <<<"${t[apptainer]}")
+g=$(median <<<"${t[isolate]}")
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", a / b}'; }
-printf '{"launch":"srun -N64 -n4096 true","runs":%s,"tf_config_bytes":%s,"option_ms":%s,"loaded_ms":%s,"none_ms":%s,"floor_ms":%s,"spank_ms":%s,"apptainer_ms":%s,"a_over_c":%s,"a_over_d":%s,"a_over_e":%s,"e_over_d":%s,"f_over_a":%s,"all":{"a":"%s","b":"%s","c":"%s","d":"%s","e":"%s","f":"%s"}}\n' \
-    "$runs" "$size" "$o" "$l" "$n" "$f" "$e" "$ap" "$(ratio "$o" "$n")" "$(ratio "$o" "$f")" "$(ratio "$o" "$e")" "$(ratio "$e" "$f")" "$(ratio "$ap" "$o")" \
-    "${t[option]% }" "${t[loaded]% }" "${t[none]% }" "${t[floor]% }" "${t[spank]% }" "${t[apptainer]% }"
+printf '{"launch":"srun -N64 -n4096 true","runs":%s,"tf_config_bytes":%s,"option_ms":%s,"loaded_ms":%s,"none_ms":%s,"floor_ms":%s,"spank_ms":%s,"apptainer_ms":%s,"isolate_ms":%s,"a_over_c":%s,"a_over_d":%s,"a_over_e":%s,"e_over_d":%s,"f_over_a":%s,"g_over_a":%s,"all":{"a":"%s","b":"%s","c":"%s","d":"%s","e":"%s","f":"%s","g":"%s"}}\n' \
+    "$runs" "$size" "$o" "$l" "$n" "$f" "$e" "$ap" "$g" "$(ratio "$o" "$n")" "$(ratio "$o" "$f")" "$(ratio "$o" "$e")" "$(ratio "$e" "$f")" "$(ratio "$ap" "$o")" "$(ratio "$g" "$o")" \
+    "${t[option]% }" "${t[loaded]% }" "${t[none]% }" "${t[floor]% }" "${t[spank]% }" "${t[apptainer]% }" "${t[isolate]% }"
 ca=$(median <<<"${c[option]}") cb=$(median <<<"${c[loaded]}") cc=$(median <<<"${c[none]}")
 cd=$(median <<<"${c[floor]}") ce=$(median <<<"${c[spank]}") cf=$(median <<<"${c[apptainer]}")
-printf '{"cpu":"machine CPU ms per launch (median)","a":%s,"b":%s,"c":%s,"d":%s,"e":%s,"f":%s,"a_over_d":%s,"a_over_e":%s,"f_over_a":%s,"all":{"a":"%s","d":"%s","e":"%s","f":"%s"}}\n' \
-    "$ca" "$cb" "$cc" "$cd" "$ce" "$cf" "$(ratio "$ca" "$cd")" "$(ratio "$ca" "$ce")" "$(ratio "$cf" "$ca")" "${c[option]% }" "${c[floor]% }" "${c[spank]% }" "${c[apptainer]% }"
+cg=$(median <<<"${c[isolate]}")
+# isolate=yes's own work per node: the machine's extra CPU over (a), shared by the 64 nodes.
+per_node() { awk -v g="$1" -v a="$2" 'BEGIN {printf "%.0f", (g - a) / 64}'; }
+printf '{"cpu":"machine CPU ms per launch (median)","a":%s,"b":%s,"c":%s,"d":%s,"e":%s,"f":%s,"g":%s,"a_over_d":%s,"a_over_e":%s,"f_over_a":%s,"g_over_a":%s,"g_minus_a_per_node":%s,"all":{"a":"%s","d":"%s","e":"%s","f":"%s","g":"%s"}}\n' \
+    "$ca" "$cb" "$cc" "$cd" "$ce" "$cf" "$cg" "$(ratio "$ca" "$cd")" "$(ratio "$ca" "$ce")" "$(ratio "$cf" "$ca")" "$(ratio "$cg" "$ca")" "$(per_node "$cg" "$ca")" "${c[option]% }" "${c[floor]% }" "${c[spank]% }" "${c[apptainer]% }" "${c[isolate]% }"
 
 rss() { # mode -> mean VmRSS (KiB) of the step's slurmstepd processes, mid-step
     case $1 in option) echo "required $plugin" > "$stack" ;; none) : > "$stack" ;; esac

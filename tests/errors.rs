@@ -192,6 +192,11 @@ fn every_error_message() {
          "node address 'n10' does not resolve (Name or service not known); ask the admin to make every node's address (the address= setting) resolve on every node"),
         (plan("worker:*", &["isolate=yes"], &step("n9", "1", None)).firewall(7, 0, 1000, 0, |_| Ok(vec![])).map(|_| ()),
          "node address 'n9' does not resolve (it resolves to no address); ask the admin to make every node's address (the address= setting) resolve on every node"),
+        (plan("worker:*,port_base=22", &["isolate=yes"], &step("n9", "2", None)).firewall(7, 0, 1000, 0, |_| Ok(vec![[10, 0, 0, 9].into()])).map(|_| ()),
+         "isolate=yes: port 22 is outside the site's port_range 20000-32767, the only ports tfcluster's firewall covers (so that no step can close another service's port); drop port_base, or ask the admin to make port_range cover the ports Slurm reserves (MpiParams=ports)"),
+        (plan("worker:*", &["isolate=yes"], &StepInputs { resv_ports: Some("12000-12001"), ..step("n9", "2", None) })
+            .firewall(7, 0, 1000, 0, |_| Ok(vec![[10, 0, 0, 9].into()])).map(|_| ()),
+         "isolate=yes: port 12000 is outside the site's port_range 20000-32767, the only ports tfcluster's firewall covers (so that no step can close another service's port); drop port_base, or ask the admin to make port_range cover the ports Slurm reserves (MpiParams=ports)"),
         (step_err("worker:*,port_base=0", &[], "a", "1", None),
          "--tf-cluster: port_base='0' is invalid: expected a port number 1-65535"),
     ];
@@ -333,6 +338,7 @@ fn listed(e: &Error) {
         | EnvTooLarge { .. }
         | BadGpuList { .. }
         | AddressUnresolved { .. }
+        | PortOutsideIsolatedRange { .. }
         | RepeatedGpu { .. }
         | UnknownSetting { .. }
         | BadSetting { .. } => {}

@@ -146,10 +146,12 @@ const OWNER: &str = "tfc-owner";
 const OTHER: &str = "tfc-other";
 const NODES: [&str; 4] = ["n9", "n10", "n011", "n012"];
 
-/// The plugstack.conf line with isolate=yes (and the test cluster's other words).
-fn isolated(words: &str) -> PlugStack {
+/// The plugstack.conf line with isolate=yes (and the test cluster's other words). Its
+/// port_range covers the ports the test cluster's Slurm reserves for every step
+/// (MpiParams=ports=12000-12999, tests/cluster/cluster.sh), as a site's must.
+pub fn isolated(words: &str) -> PlugStack {
     PlugStack::set(&format!(
-        "required {} end_with_chief=no isolate=yes {words}",
+        "required {} end_with_chief=no isolate=yes port_range=12000-32767 {words}",
         plugin()
     ))
 }
@@ -304,6 +306,32 @@ fn a_node_that_cannot_isolate_fails_the_step_before_any_task_starts() {
             "; the step is stopped, so that no TensorFlow server of it runs open to other users";
         assert_eq!(stderr.matches(why).count(), 2, "{what}: {stderr}");
     }
+}
+
+/// With isolate=yes a job cannot put its ports outside the site's port_range (the firewall would
+/// close whatever else listens there for other users): srun refuses before launch.
+#[test]
+#[ignore = "needs the test cluster: run tests/run.sh"]
+fn a_port_outside_the_sites_range_is_refused_before_launch() {
+    let _plugstack = isolated("");
+    let out = sh(&format!(
+        "runuser -u {OWNER} -- srun -w n9,n10 -N2 -n4 -t 1 --tf-cluster=worker:*,port_base=22 sh -c 'echo RAN'"
+    ));
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert_ne!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stdout.contains("RAN"), "a task ran:\n{stdout}\n{stderr}");
+    let line = format!(
+        "srun: error: tfcluster: {}",
+        tfcluster::core::Error::PortOutsideIsolatedRange {
+            port: 22,
+            lo: 12000,
+            hi: 32767
+        }
+    );
+    assert!(stderr.contains(&line), "expected {line}\n{stderr}");
 }
 
 /// 50 steps of one job: 48 that end, one whose slurmstepd is killed with SIGKILL (it removes

@@ -231,7 +231,11 @@ fn parameter_server_strategy_trains_and_the_step_ends_with_the_chief() {
 #[test]
 #[ignore = "needs the test cluster and TensorFlow: run tests/run.sh"]
 fn training_runs_with_isolate_yes() {
-    let _isolated = PlugStack::set(&format!("required {} isolate=yes", plugin()));
+    // As tests/isolation.rs `isolated`, with end_with_chief at its default.
+    let _isolated = PlugStack::set(&format!(
+        "required {} isolate=yes port_range=12000-32767",
+        plugin()
+    ));
     let owner = "runuser -u tfc-owner -- env HOME=/tmp";
     let (what, args, roles) = MWMS[2];
     let (stdout, _) = tf_step_as(owner, args, "mwms_train.py");

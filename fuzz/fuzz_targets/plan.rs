@@ -75,8 +75,32 @@ fuzz_target!(|data: &[u8]| {
     };
     if u64::from(total) <= CHECKED_TASKS {
         check(&plan, gpus.as_deref());
+        check_firewall(&plan);
     }
 });
+
+/// With isolate=yes (forced here), every node's nftables script holds no byte of the inputs:
+/// node names only go to the resolver, and the script is made of the resolved addresses, ports,
+/// ids and fixed words, one statement per line. It lists each endpoint of the step once per
+/// address.
+fn check_firewall(plan: &StepPlan) {
+    let mut plan = plan.clone();
+    plan.settings.isolate = true;
+    plan.settings.port_range = (1, 65535);
+    for node in 0..plan.hosts.len() {
+        let script = plan
+            .firewall(42, 1, 1000, node, |_| Ok(vec!["10.0.0.1".parse().unwrap(), "fd00::1".parse().unwrap()]))
+            .unwrap()
+            .unwrap();
+        assert!(
+            script
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b" _.:{}@!=&|(),;\"\n".contains(&b)),
+            "{script}"
+        );
+        assert!(script.starts_with("add table inet tfcluster_42_1\n"));
+    }
+}
 
 fn check(plan: &StepPlan, gpus: Option<&str>) {
     let tasks = plan.tasks();

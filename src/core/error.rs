@@ -263,6 +263,13 @@ pub enum Error {
          node's address (the address= setting) resolve on every node"
     )]
     AddressUnresolved { address: String, reason: String },
+    #[error(
+        "isolate=yes: port {port} is outside the site's port_range {lo}-{hi}, the only ports \
+         tfcluster's firewall covers (so that no step can close another service's port); drop \
+         port_base, or ask the admin to make port_range cover the ports Slurm reserves \
+         (MpiParams=ports)"
+    )]
+    PortOutsideIsolatedRange { port: u32, lo: u16, hi: u16 },
 
     // ---- settings -----------------------------------------------------------------------
     #[error("plugstack.conf: unknown tfcluster setting '{key}'; known: {known}")]

@@ -22,6 +22,7 @@
 use super::address::Endpoints;
 use super::error::{Error, Result};
 use super::layout::Layout;
+use super::text::decimal;
 use std::collections::{BTreeSet, HashMap};
 use std::fmt::Write;
 use std::net::IpAddr;
@@ -55,6 +56,22 @@ pub fn job_tables(listing: &str, job_id: u32) -> Vec<&str> {
         .collect()
 }
 
+/// With `isolate=yes` a step's ports must lie in the site's `port_range`: the firewall refuses
+/// other users' connections to every port of the step, so a job's `port_base` (or a port
+/// reservation) outside it could close another service's port for them, ssh's 22 or slurmd's
+/// 6818, for as long as the step runs. srun checks `port_base` before launch; each node checks
+/// the ports it really got.
+pub fn check_ports(range: (u16, u16), ports: impl IntoIterator<Item = u32>) -> Result<()> {
+    let (lo, hi) = range;
+    match ports
+        .into_iter()
+        .find(|&p| p < u32::from(lo) || p > u32::from(hi))
+    {
+        Some(port) => Err(Error::PortOutsideIsolatedRange { port, lo, hi }),
+        None => Ok(()),
+    }
+}
+
 /// Everything one node's firewall for one step is made of.
 pub struct StepFirewall<'a> {
     pub job_id: u32,
@@ -65,6 +82,8 @@ pub struct StepFirewall<'a> {
     pub node: usize,
     pub layout: &'a Layout,
     pub endpoints: &'a Endpoints,
+    /// The site's `port_range`: every port of the step must be in it ([`check_ports`]).
+    pub port_range: (u16, u16),
 }
 
 impl StepFirewall<'_> {
@@ -76,6 +95,11 @@ impl StepFirewall<'_> {
         &self,
         mut resolve: impl FnMut(&str) -> std::result::Result<Vec<IpAddr>, String>,
     ) -> Result<String> {
+        let slots = self.layout.busiest().1;
+        check_ports(
+            self.port_range,
+            (0..slots).map(|slot| decimal::<u32>(self.endpoints.port(slot)).unwrap_or(0)),
+        )?;
         // Each distinct address once (a template may make several nodes one address).
         let mut resolved: HashMap<&str, Vec<IpAddr>> = HashMap::new();
         for address in self.endpoints.addresses() {

@@ -308,6 +308,7 @@ impl StepPlan {
             node,
             layout: &self.layout,
             endpoints: &self.endpoints,
+            port_range: self.settings.port_range,
         }
         .script(resolve)
         .map(Some)

@@ -2,6 +2,7 @@
 
 use super::{settings, state};
 use crate::core::container::{self, ContainerStep};
+use crate::core::isolation;
 use crate::core::layout::TASK_HOSTS_VAR;
 use crate::core::ports::{self, PortPolicy};
 use crate::core::{hostlist, Error, Settings, Spec};
@@ -75,7 +76,11 @@ fn check_before_launch(
     let settings = settings.and_then(|s| s.with_overrides(&spec.overrides))?;
     if let PortPolicy::Base(base) = settings.ports() {
         // The busiest node runs at least this many tasks; each node checks its real count.
-        ports::check_base(base, tasks.div_ceil(nodes) as usize)?;
+        let busiest = tasks.div_ceil(nodes);
+        ports::check_base(base, busiest as usize)?;
+        if settings.isolate {
+            isolation::check_ports(settings.port_range, base..base + busiest)?;
+        }
     }
     pass_hostfile_order(tasks)?;
     let text: Vec<String> = roles
