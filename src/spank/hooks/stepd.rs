@@ -134,12 +134,13 @@ fn plan_node(
         })
         .collect::<Result<Vec<u32>, ShellError>>()?;
     plan.check_node(node, &gtids)?;
-    let uid = item(U32Item::JobUid, "the job's user id")?;
-    let firewall = isolation::install(&plan, job_id, step_id, uid, node)?;
     let step_gpus = env(gpus::VAR)?;
     let verbose = env("SRUN_DEBUG")?
         .and_then(|v| v.parse::<u32>().ok())
         .is_some_and(|v| v > 3);
+    // Last, so that nothing after it can fail and leave the rules to the epilog.
+    let uid = item(U32Item::JobUid, "the job's user id")?;
+    let firewall = isolation::install(&plan, job_id, step_id, uid, node)?;
     Ok(Node {
         renderers: plan.renderers(),
         oom_kills: oom::kills(),
