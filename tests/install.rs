@@ -152,11 +152,12 @@ fn the_sites_own_install_runs_and_removes() {
                 )),
                 "{deb}"
             );
-            let info = run(&format!("dpkg-deb -f {deb} Version Depends"));
+            let info = run(&format!("dpkg-deb -f {deb} Version Depends Suggests"));
+            // libnftables: what isolate=yes loads (README, Security).
             assert_eq!(
                 info,
                 format!(
-                    "Version: 0.1.0+slurm{v}\nDepends: slurm-wlm-basic-plugins (>= {v}), slurm-wlm-basic-plugins (<< {n})\n",
+                    "Version: 0.1.0+slurm{v}\nDepends: slurm-wlm-basic-plugins (>= {v}), slurm-wlm-basic-plugins (<< {n})\nSuggests: libnftables1\n",
                     v = release.version,
                     n = release.next()
                 )
@@ -294,6 +295,8 @@ fn an_rpm_pins_the_slurm_release() {
             format!("slurm < {}", release.next())
         ]
     );
+    // RHEL's nftables package carries libnftables.so.1, which isolate=yes loads.
+    assert_eq!(query("--suggests"), "nftables\n");
     assert_eq!(
         query("--list"),
         "/usr/lib64/slurm/spank_tfcluster.so\n\

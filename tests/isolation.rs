@@ -23,7 +23,8 @@ fn resolve(address: &str) -> Result<Vec<IpAddr>, String> {
 
 /// The whole script node n9 runs for job 12's step 3 of 3 tasks (2 on n9, 1 on n10), owned by
 /// uid 61001: n9's own ports admit only the step's nodes, and only uid 61001 may open
-/// connections to any endpoint of the step, or to n9's ports over loopback.
+/// connections to any endpoint of the step (the nodes with one task at the first slot's port,
+/// those with two at both), or to n9's ports over loopback.
 #[test]
 fn the_firewall_of_one_node_of_a_step() {
     let plan = plan("worker:*", &["isolate=yes"], &step("n9,n10", "2,1", None));
@@ -43,13 +44,28 @@ set ports {{
 type inet_service
 elements = {{ {a}, {b} }}
 }}
-set endpoints4 {{
-type ipv4_addr . inet_service
-elements = {{ 10.77.0.11 . {a}, 10.77.0.11 . {b}, 10.77.0.12 . {a} }}
+set hosts4_0 {{
+type ipv4_addr
+elements = {{ 10.77.0.12 }}
 }}
-set endpoints6 {{
-type ipv6_addr . inet_service
-elements = {{ fd00::12 . {a} }}
+set hosts6_0 {{
+type ipv6_addr
+elements = {{ fd00::12 }}
+}}
+set ports_0 {{
+type inet_service
+elements = {{ {a} }}
+}}
+set hosts4_1 {{
+type ipv4_addr
+elements = {{ 10.77.0.11 }}
+}}
+set hosts6_1 {{
+type ipv6_addr
+}}
+set ports_1 {{
+type inet_service
+elements = {{ {a}, {b} }}
 }}
 chain input {{
 type filter hook input priority 0; policy accept;
@@ -59,8 +75,10 @@ tcp dport @ports ip6 saddr != @peers6 reject with tcp reset
 }}
 chain output {{
 type filter hook output priority 0; policy accept;
-tcp flags & (syn | ack) == syn meta skuid != 61001 ip daddr . tcp dport @endpoints4 reject with tcp reset
-tcp flags & (syn | ack) == syn meta skuid != 61001 ip6 daddr . tcp dport @endpoints6 reject with tcp reset
+tcp flags & (syn | ack) == syn meta skuid != 61001 ip daddr @hosts4_0 tcp dport @ports_0 reject with tcp reset
+tcp flags & (syn | ack) == syn meta skuid != 61001 ip6 daddr @hosts6_0 tcp dport @ports_0 reject with tcp reset
+tcp flags & (syn | ack) == syn meta skuid != 61001 ip daddr @hosts4_1 tcp dport @ports_1 reject with tcp reset
+tcp flags & (syn | ack) == syn meta skuid != 61001 ip6 daddr @hosts6_1 tcp dport @ports_1 reject with tcp reset
 tcp flags & (syn | ack) == syn meta skuid != 61001 oif \"lo\" tcp dport @ports reject with tcp reset
 }}
 }}

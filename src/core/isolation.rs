@@ -23,7 +23,7 @@ use super::address::Endpoints;
 use super::error::{Error, Result};
 use super::layout::Layout;
 use super::text::decimal;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write;
 use std::net::IpAddr;
 
@@ -123,48 +123,61 @@ impl StepFirewall<'_> {
             resolved.insert(address, found);
         }
         let peers = |node: usize| &resolved[self.endpoints.address(node)];
-        let mut v4 = BTreeSet::new();
-        let mut v6 = BTreeSet::new();
-        let (mut endpoints4, mut endpoints6) = (Vec::new(), Vec::new());
+        // A node's endpoints are its addresses times the ports of its first `count` slots (a
+        // slot's port is the same on every node). Nodes with as many tasks form one group: one
+        // rule over two plain sets, exact, with a few hundred elements for thousands of
+        // endpoints (parsed in well under the 30-40 ms that 4096 address-port pairs took), and
+        // no concatenated sets, which older kernels lack.
+        let mut groups: BTreeMap<usize, (BTreeSet<IpAddr>, Vec<&str>)> = BTreeMap::new();
+        let (mut v4, mut v6) = (BTreeSet::new(), BTreeSet::new());
         for (node, ranks) in self.layout.nodes().enumerate() {
-            for ip in peers(node) {
+            let count = ranks.len();
+            let group = groups.entry(count).or_insert_with(|| {
+                let ports = (0..count).map(|slot| self.endpoints.port(slot)).collect();
+                (BTreeSet::new(), ports)
+            });
+            for &ip in peers(node) {
+                group.0.insert(ip);
                 match ip {
-                    IpAddr::V4(ip) => v4.insert(ip.to_string()),
-                    IpAddr::V6(ip) => v6.insert(ip.to_string()),
+                    IpAddr::V4(_) => v4.insert(ip),
+                    IpAddr::V6(_) => v6.insert(ip),
                 };
-                for slot in 0..ranks.len() {
-                    let endpoint = format!("{ip} . {}", self.endpoints.port(slot));
-                    match ip {
-                        IpAddr::V4(_) => endpoints4.push(endpoint),
-                        IpAddr::V6(_) => endpoints6.push(endpoint),
-                    }
-                }
             }
         }
         let local = self.layout.node(self.node).map_or(0, <[u32]>::len);
-        let ports: Vec<&str> = (0..local).map(|slot| self.endpoints.port(slot)).collect();
+        let ports = (0..local).map(|slot| self.endpoints.port(slot));
         let table = table_name(self.job_id, self.step_id);
         let uid = self.uid;
         let mut out = removal(&table);
         let _ = writeln!(out, "table inet {table} {{");
         set(&mut out, "peers4", "ipv4_addr", v4.iter());
         set(&mut out, "peers6", "ipv6_addr", v6.iter());
-        set(&mut out, "ports", "inet_service", ports.iter());
-        set(
-            &mut out,
-            "endpoints4",
-            "ipv4_addr . inet_service",
-            endpoints4.iter(),
-        );
-        set(
-            &mut out,
-            "endpoints6",
-            "ipv6_addr . inet_service",
-            endpoints6.iter(),
-        );
+        set(&mut out, "ports", "inet_service", ports);
+        for (i, (hosts, ports)) in groups.values().filter(|g| !g.1.is_empty()).enumerate() {
+            let (h4, h6): (Vec<&IpAddr>, Vec<&IpAddr>) = hosts.iter().partition(|ip| ip.is_ipv4());
+            set(
+                &mut out,
+                &format!("hosts4_{i}"),
+                "ipv4_addr",
+                h4.into_iter(),
+            );
+            set(
+                &mut out,
+                &format!("hosts6_{i}"),
+                "ipv6_addr",
+                h6.into_iter(),
+            );
+            set(
+                &mut out,
+                &format!("ports_{i}"),
+                "inet_service",
+                ports.iter(),
+            );
+        }
         // Refused with a TCP reset, so a refused client fails at once instead of waiting for
-        // its connect timeout.
+        // its connect timeout. Only connection attempts are matched (SYN without ACK).
         let refuse = "reject with tcp reset";
+        let attempt = format!("tcp flags & (syn | ack) == syn meta skuid != {uid}");
         let _ = write!(
             out,
             "chain input {{\n\
@@ -174,12 +187,21 @@ impl StepFirewall<'_> {
              tcp dport @ports ip6 saddr != @peers6 {refuse}\n\
              }}\n\
              chain output {{\n\
-             type filter hook output priority 0; policy accept;\n\
-             tcp flags & (syn | ack) == syn meta skuid != {uid} ip daddr . tcp dport @endpoints4 {refuse}\n\
-             tcp flags & (syn | ack) == syn meta skuid != {uid} ip6 daddr . tcp dport @endpoints6 {refuse}\n\
-             tcp flags & (syn | ack) == syn meta skuid != {uid} oif \"lo\" tcp dport @ports {refuse}\n\
-             }}\n\
-             }}\n"
+             type filter hook output priority 0; policy accept;\n"
+        );
+        for i in 0..groups.values().filter(|g| !g.1.is_empty()).count() {
+            let _ = writeln!(
+                out,
+                "{attempt} ip daddr @hosts4_{i} tcp dport @ports_{i} {refuse}"
+            );
+            let _ = writeln!(
+                out,
+                "{attempt} ip6 daddr @hosts6_{i} tcp dport @ports_{i} {refuse}"
+            );
+        }
+        let _ = write!(
+            out,
+            "{attempt} oif \"lo\" tcp dport @ports {refuse}\n}}\n}}\n"
         );
         Ok(out)
     }
