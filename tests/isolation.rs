@@ -300,18 +300,7 @@ fn a_node_that_cannot_isolate_fails_the_step_before_any_task_starts() {
     for (what, words, hide, line) in CANNOT_ISOLATE {
         let _plugstack = isolated(words);
         let _hidden = hide.then(NoLibnftables::hide);
-        let out = sh(&format!(
-            "runuser -u {OWNER} -- srun -w n9,n10 -N2 -n4 -t 1 --tf-cluster sh -c 'echo RAN'"
-        ));
-        let (stdout, stderr) = (
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr),
-        );
-        assert_ne!(out.status.code(), Some(0), "{what}: {stderr}");
-        assert!(
-            !stdout.contains("RAN"),
-            "{what}: a task ran:\n{stdout}\n{stderr}"
-        );
+        let stderr = no_task_runs(what, "");
         for node in ["n9", "n10"] {
             let line = format!("tfcluster: {}", line.replace("{node}", node));
             assert_eq!(
@@ -332,15 +321,7 @@ fn a_node_that_cannot_isolate_fails_the_step_before_any_task_starts() {
 #[ignore = "needs the test cluster: run tests/run.sh"]
 fn a_port_outside_the_sites_range_is_refused_before_launch() {
     let _plugstack = isolated("");
-    let out = sh(&format!(
-        "runuser -u {OWNER} -- srun -w n9,n10 -N2 -n4 -t 1 --tf-cluster=worker:*,port_base=22 sh -c 'echo RAN'"
-    ));
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
-    assert_ne!(out.status.code(), Some(0), "{stderr}");
-    assert!(!stdout.contains("RAN"), "a task ran:\n{stdout}\n{stderr}");
+    let stderr = no_task_runs("port_base=22", "=worker:*,port_base=22");
     let line = format!(
         "srun: error: tfcluster: {}",
         tfcluster::core::Error::PortOutsideIsolatedRange {
@@ -350,6 +331,24 @@ fn a_port_outside_the_sites_range_is_refused_before_launch() {
         }
     );
     assert!(stderr.contains(&line), "expected {line}\n{stderr}");
+}
+
+/// The owner's 4-task step on n9 and n10 with `--tf-cluster{spec}`, which must fail with no task
+/// started; srun's stderr.
+fn no_task_runs(what: &str, spec: &str) -> String {
+    let out = sh(&format!(
+        "runuser -u {OWNER} -- srun -w n9,n10 -N2 -n4 -t 1 --tf-cluster{spec} sh -c 'echo RAN'"
+    ));
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    assert_ne!(out.status.code(), Some(0), "{what}: {stderr}");
+    assert!(
+        !stdout.contains("RAN"),
+        "{what}: a task ran:\n{stdout}\n{stderr}"
+    );
+    stderr
 }
 
 /// 50 steps of one job: 48 that end, one whose slurmstepd is killed with SIGKILL (it removes
