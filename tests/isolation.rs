@@ -168,8 +168,13 @@ const NODES: [&str; 4] = ["n9", "n10", "n011", "n012"];
 /// port_range covers the ports the test cluster's Slurm reserves for every step
 /// (MpiParams=ports=12000-12999, tests/cluster/cluster.sh), as a site's must.
 pub fn isolated(words: &str) -> PlugStack {
+    isolated_as("required", words)
+}
+
+/// [`isolated`], with the plugin `required` or `optional`.
+fn isolated_as(kind: &str, words: &str) -> PlugStack {
     PlugStack::set(&format!(
-        "required {} end_with_chief=no isolate=yes port_range=12000-32767 {words}",
+        "{kind} {} end_with_chief=no isolate=yes port_range=12000-32767 {words}",
         plugin()
     ))
 }
@@ -284,21 +289,24 @@ impl Drop for NoLibnftables {
 }
 
 /// A node that cannot install the step's firewall fails the step before any task starts, with
-/// one line naming the node and why. (what, plugstack words, hide libnftables, the line each
-/// node prints, up to where the resolver's or the loader's own words begin)
+/// one line naming the node and why, even where the plugin is `optional` (Slurm would run a task
+/// whose hook failed). (what, required or optional, plugstack words, hide libnftables, the line
+/// each node prints, up to where the resolver's or the loader's own words begin)
 #[rustfmt::skip]
-const CANNOT_ISOLATE: &[(&str, &str, bool, &str)] = &[
-    ("an address that does not resolve", "address=%h-ib", false,
+const CANNOT_ISOLATE: &[(&str, &str, &str, bool, &str)] = &[
+    ("an address that does not resolve", "required", "address=%h-ib", false,
      "isolate=yes: node {node} cannot install the step's firewall: node address 'n9-ib' does not resolve ("),
-    ("no libnftables on the nodes", "", true,
+    ("no libnftables on the nodes", "required", "", true,
+     "isolate=yes: node {node} cannot install the step's firewall: cannot load libnftables.so.1: "),
+    ("no libnftables, the plugin optional", "optional", "", true,
      "isolate=yes: node {node} cannot install the step's firewall: cannot load libnftables.so.1: "),
 ];
 
 #[test]
 #[ignore = "needs the test cluster: run tests/run.sh"]
 fn a_node_that_cannot_isolate_fails_the_step_before_any_task_starts() {
-    for (what, words, hide, line) in CANNOT_ISOLATE {
-        let _plugstack = isolated(words);
+    for (what, kind, words, hide, line) in CANNOT_ISOLATE {
+        let _plugstack = isolated_as(kind, words);
         let _hidden = hide.then(NoLibnftables::hide);
         let stderr = no_task_runs(what, "");
         for node in ["n9", "n10"] {
