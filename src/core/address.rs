@@ -9,8 +9,7 @@
 //! DTensor's job list.
 
 use super::ports::StepPorts;
-use super::text::push_decimal;
-use super::tf_config::push_json_str;
+use super::text::{push_decimal, push_json_str};
 
 /// A parsed `address=` template.
 #[derive(Debug, Clone, PartialEq, Eq)]

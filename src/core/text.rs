@@ -1,5 +1,7 @@
-//! Decimal numbers in Slurm's and TensorFlow's texts: read strictly (digits only: no sign,
-//! no space, no `0x`), written without `fmt` (this runs once per host name and per endpoint).
+//! The texts tfcluster reads and writes at the bottom of the core (every other module may use
+//! them; they use none): decimal numbers in Slurm's and TensorFlow's texts, read strictly (digits
+//! only: no sign, no space, no `0x`) and written without `fmt` (this runs once per host name and
+//! per endpoint), and JSON strings.
 
 /// Whether `text` is one or more ASCII digits.
 pub fn is_decimal(text: &str) -> bool {
@@ -31,4 +33,30 @@ pub fn push_decimal(out: &mut String, mut n: u64, width: usize) {
         out.push('0');
     }
     out.push_str(std::str::from_utf8(&digits[i..]).expect("ASCII digits"));
+}
+
+fn is_plain(s: &str) -> bool {
+    s.bytes()
+        .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\')
+}
+
+/// Appends `s` as a JSON string.
+pub fn push_json_str(out: &mut String, s: &str) {
+    // Plain names (the common case) need no escaping; serde_json handles the rest.
+    if is_plain(s) {
+        out.push('"');
+        out.push_str(s);
+        out.push('"');
+    } else {
+        out.push_str(&serde_json::Value::from(s).to_string());
+    }
+}
+
+/// The length of `s` written as a JSON string.
+pub fn json_str_len(s: &str) -> usize {
+    if is_plain(s) {
+        s.len() + 2
+    } else {
+        serde_json::Value::from(s).to_string().len()
+    }
 }

@@ -13,7 +13,7 @@ use super::error::{Error, Result};
 use super::layout::Layout;
 use super::settings::EvaluatorCluster;
 use super::spec::{Role, RoleTable};
-use super::text::push_decimal;
+use super::text::{json_str_len, push_decimal, push_json_str};
 
 /// Linux's `MAX_ARG_STRLEN`: the most bytes one environment string `NAME=value\0` may have.
 pub const ENV_STRING_LIMIT: usize = 131072;
@@ -251,31 +251,6 @@ impl TaskRenderer {
         push_decimal(&mut self.buf, index.into(), 0);
         self.buf.push_str("}}\0");
         &self.buf
-    }
-}
-
-fn is_plain(s: &str) -> bool {
-    s.bytes()
-        .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\')
-}
-
-/// Appends `s` as a JSON string.
-pub fn push_json_str(out: &mut String, s: &str) {
-    // Plain names (the common case) need no escaping; serde_json handles the rest.
-    if is_plain(s) {
-        out.push('"');
-        out.push_str(s);
-        out.push('"');
-    } else {
-        out.push_str(&serde_json::Value::from(s).to_string());
-    }
-}
-
-fn json_str_len(s: &str) -> usize {
-    if is_plain(s) {
-        s.len() + 2
-    } else {
-        serde_json::Value::from(s).to_string().len()
     }
 }
 
