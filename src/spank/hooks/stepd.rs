@@ -173,8 +173,15 @@ pub fn task_init(sp: &Spank) -> c_int {
                 let _ = sp.unsetenv(name);
             }
             if e.keeps_every_task_from_running() {
+                // The node's first task says why and stops the step: the other nodes' tasks,
+                // which may have started, would otherwise wait for these.
                 if sp.task_id().is_ok_and(|t| t == 0) {
                     log::error(&e.to_string());
+                    if let (Ok(job), Ok(step)) =
+                        (sp.item_u32(U32Item::JobId), sp.item_u32(U32Item::StepId))
+                    {
+                        stop_step(job, step);
+                    }
                 }
                 handle::end_task(1);
             }
