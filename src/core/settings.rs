@@ -1,6 +1,7 @@
 //! Admin settings (the words after the plugin path in plugstack.conf) and the per-job
-//! overrides a user may put in `--tf-cluster` (the keys [`KEYS`] marks). Both are parsed strictly: an unknown key or a malformed value is an error that
-//! names the key, never a silently ignored word.
+//! overrides a user may put in `--tf-cluster` (the keys [`KEYS`] marks). Both are parsed
+//! strictly: an unknown key or a malformed value is an error that names the key, never a
+//! silently ignored word.
 
 use super::address::AddressFormat;
 use super::error::{Error, Result};
@@ -8,37 +9,119 @@ use super::ports::PortPolicy;
 use super::spec::Role;
 use super::text::decimal;
 
-/// Every setting, in the order messages list them, and whether a job may give it in
-/// `--tf-cluster` too (the others are the admin's alone). The one list of setting names.
-pub const KEYS: &[(&str, bool)] = &[
-    ("port_base", true),
-    ("port_range", false),
-    ("port_block", false),
-    ("address", false),
-    ("gpus", true),
-    ("gpu_roles", true),
-    ("rpc_layer", true),
-    ("end_with_chief", true),
-    ("fail_fast", true),
-    ("preemption_exit", true),
-    ("grpc_proxy_bypass", true),
-    ("even_gpus", true),
-    ("evaluator_cluster", true),
-    ("dtensor", true),
-    ("apptainer_env", true),
-    ("isolate", false),
+/// One setting: its name, whether a job may give it in `--tf-cluster` too (the others are the
+/// admin's alone), and how a value is read into [`Settings`] (`Err`: what a value must look like,
+/// for the message).
+pub struct Key {
+    pub name: &'static str,
+    pub per_job: bool,
+    pub set: fn(&mut Settings, &str) -> std::result::Result<(), &'static str>,
+}
+
+const PORT: &str = "expected a port number 1-65535";
+const SWITCH: &str = "expected auto, yes or no";
+const YES_NO: &str = "expected yes or no";
+
+/// Every setting, in the order messages list them: the one table of setting names, and
+/// [`Settings::set`] is a lookup in it.
+#[rustfmt::skip]
+pub const KEYS: &[Key] = &[
+    Key { name: "port_base", per_job: true, set: |s, v| {
+        s.port_base = Some(port(v).ok_or(PORT)?);
+        Ok(())
+    } },
+    Key { name: "port_range", per_job: false, set: |s, v| {
+        s.port_range = v
+            .split_once('-')
+            .and_then(|(lo, hi)| Some((port(lo)?, port(hi)?)))
+            .filter(|(lo, hi)| lo <= hi)
+            .ok_or("expected LO-HI with 1 <= LO <= HI <= 65535")?;
+        Ok(())
+    } },
+    Key { name: "port_block", per_job: false, set: |s, v| {
+        s.port_block = port(v).ok_or("expected a number of ports 1-65535")?;
+        Ok(())
+    } },
+    Key { name: "address", per_job: false, set: |s, v| {
+        s.address = AddressFormat::parse(v)
+            .ok_or("expected a template with %h for the node name, e.g. %h-ib")?;
+        Ok(())
+    } },
+    Key { name: "gpus", per_job: true, set: |s, v| {
+        s.gpus = match v {
+            "split" => GpuPolicy::Split,
+            "keep" => GpuPolicy::Keep,
+            _ => return Err("expected split or keep"),
+        };
+        Ok(())
+    } },
+    Key { name: "gpu_roles", per_job: true, set: |s, v| {
+        s.gpu_roles = RoleSet::parse(v)
+            .ok_or("expected all, none, or roles joined by + (e.g. chief+worker)")?;
+        Ok(())
+    } },
+    Key { name: "rpc_layer", per_job: true, set: |s, v| {
+        let ok = !v.is_empty() && v.bytes().all(|b| b.is_ascii_alphanumeric() || b"+_-".contains(&b));
+        if !ok {
+            return Err("expected a protocol name such as grpc or grpc+verbs");
+        }
+        s.rpc_layer = Some(v.to_string());
+        Ok(())
+    } },
+    Key { name: "end_with_chief", per_job: true, set: |s, v| {
+        s.end_with_chief = switch(v).ok_or(SWITCH)?;
+        Ok(())
+    } },
+    Key { name: "fail_fast", per_job: true, set: |s, v| {
+        s.fail_fast = yes_no(v).ok_or(YES_NO)?;
+        Ok(())
+    } },
+    Key { name: "preemption_exit", per_job: true, set: |s, v| {
+        s.preemption_exit = decimal::<u8>(v.trim())
+            .filter(|&code| code >= 1)
+            .ok_or("expected an exit code 1-255")?;
+        Ok(())
+    } },
+    Key { name: "grpc_proxy_bypass", per_job: true, set: |s, v| {
+        s.grpc_proxy_bypass = yes_no(v).ok_or(YES_NO)?;
+        Ok(())
+    } },
+    Key { name: "even_gpus", per_job: true, set: |s, v| {
+        s.even_gpus = switch(v).ok_or(SWITCH)?;
+        Ok(())
+    } },
+    Key { name: "evaluator_cluster", per_job: true, set: |s, v| {
+        s.evaluator_cluster = match v {
+            "self" => EvaluatorCluster::Own,
+            "training" => EvaluatorCluster::Training,
+            _ => return Err("expected self or training"),
+        };
+        Ok(())
+    } },
+    Key { name: "dtensor", per_job: true, set: |s, v| {
+        s.dtensor = yes_no(v).ok_or(YES_NO)?;
+        Ok(())
+    } },
+    Key { name: "apptainer_env", per_job: true, set: |s, v| {
+        s.apptainer_env = switch(v).ok_or(SWITCH)?;
+        Ok(())
+    } },
+    Key { name: "isolate", per_job: false, set: |s, v| {
+        s.isolate = yes_no(v).ok_or(YES_NO)?;
+        Ok(())
+    } },
 ];
 
 /// The settings plugstack.conf takes, for messages: `port_base, port_range, ...`.
 pub fn admin_keys() -> String {
-    KEYS.iter().map(|(k, _)| *k).collect::<Vec<_>>().join(", ")
+    KEYS.iter().map(|k| k.name).collect::<Vec<_>>().join(", ")
 }
 
 /// The settings a job may give in `--tf-cluster`, for messages.
 pub fn job_keys() -> String {
     KEYS.iter()
-        .filter(|(_, job)| *job)
-        .map(|(k, _)| *k)
+        .filter(|k| k.per_job)
+        .map(|k| k.name)
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -213,7 +296,7 @@ impl Settings {
     pub fn with_overrides(&self, overrides: &[(String, String)]) -> Result<Settings> {
         let mut settings = self.clone();
         for (key, value) in overrides {
-            if !KEYS.contains(&(key.as_str(), true)) {
+            if !KEYS.iter().any(|k| k.per_job && k.name == key) {
                 return Err(Error::UnknownOverride {
                     key: key.clone(),
                     allowed: job_keys(),
@@ -224,100 +307,20 @@ impl Settings {
         Ok(settings)
     }
 
+    /// Sets `key` from `value`, as [`KEYS`] says.
     fn set(&mut self, origin: &'static str, key: &str, value: &str) -> Result<()> {
-        let bad = |expected: &'static str| Error::BadSetting {
+        let Some(setting) = KEYS.iter().find(|k| k.name == key) else {
+            return Err(Error::UnknownSetting {
+                key: key.to_string(),
+                known: admin_keys(),
+            });
+        };
+        (setting.set)(self, value).map_err(|expected| Error::BadSetting {
             origin,
             key: key.to_string(),
             value: value.to_string(),
             expected,
-        };
-        match key {
-            "port_base" => {
-                self.port_base =
-                    Some(port(value).ok_or_else(|| bad("expected a port number 1-65535"))?);
-            }
-            "port_range" => {
-                let (lo, hi) = value
-                    .split_once('-')
-                    .and_then(|(lo, hi)| Some((port(lo)?, port(hi)?)))
-                    .filter(|(lo, hi)| lo <= hi)
-                    .ok_or_else(|| bad("expected LO-HI with 1 <= LO <= HI <= 65535"))?;
-                self.port_range = (lo, hi);
-            }
-            "port_block" => {
-                self.port_block =
-                    port(value).ok_or_else(|| bad("expected a number of ports 1-65535"))?;
-            }
-            "address" => {
-                self.address = AddressFormat::parse(value).ok_or_else(|| {
-                    bad("expected a template with %h for the node name, e.g. %h-ib")
-                })?;
-            }
-            "gpus" => {
-                self.gpus = match value {
-                    "split" => GpuPolicy::Split,
-                    "keep" => GpuPolicy::Keep,
-                    _ => return Err(bad("expected split or keep")),
-                };
-            }
-            "gpu_roles" => {
-                self.gpu_roles = RoleSet::parse(value).ok_or_else(|| {
-                    bad("expected all, none, or roles joined by + (e.g. chief+worker)")
-                })?;
-            }
-            "rpc_layer" => {
-                let ok = !value.is_empty()
-                    && value
-                        .bytes()
-                        .all(|b| b.is_ascii_alphanumeric() || b"+_-".contains(&b));
-                if !ok {
-                    return Err(bad("expected a protocol name such as grpc or grpc+verbs"));
-                }
-                self.rpc_layer = Some(value.to_string());
-            }
-            "end_with_chief" => {
-                self.end_with_chief =
-                    switch(value).ok_or_else(|| bad("expected auto, yes or no"))?;
-            }
-            "fail_fast" => {
-                self.fail_fast = yes_no(value).ok_or_else(|| bad("expected yes or no"))?;
-            }
-            "preemption_exit" => {
-                self.preemption_exit = decimal::<u8>(value.trim())
-                    .filter(|&code| code >= 1)
-                    .ok_or_else(|| bad("expected an exit code 1-255"))?;
-            }
-            "even_gpus" => {
-                self.even_gpus = switch(value).ok_or_else(|| bad("expected auto, yes or no"))?;
-            }
-            "grpc_proxy_bypass" => {
-                self.grpc_proxy_bypass = yes_no(value).ok_or_else(|| bad("expected yes or no"))?;
-            }
-            "apptainer_env" => {
-                self.apptainer_env =
-                    switch(value).ok_or_else(|| bad("expected auto, yes or no"))?;
-            }
-            "isolate" => {
-                self.isolate = yes_no(value).ok_or_else(|| bad("expected yes or no"))?;
-            }
-            "dtensor" => {
-                self.dtensor = yes_no(value).ok_or_else(|| bad("expected yes or no"))?;
-            }
-            "evaluator_cluster" => {
-                self.evaluator_cluster = match value {
-                    "self" => EvaluatorCluster::Own,
-                    "training" => EvaluatorCluster::Training,
-                    _ => return Err(bad("expected self or training")),
-                };
-            }
-            _ => {
-                return Err(Error::UnknownSetting {
-                    key: key.to_string(),
-                    known: admin_keys(),
-                });
-            }
-        }
-        Ok(())
+        })
     }
 }
 
