@@ -113,7 +113,41 @@ pub struct TaskEnv<'r> {
     pub unset: &'static [&'static str],
 }
 
+/// Whether srun ran with `-v`: srun exports its log level in `SRUN_DEBUG`, above info (3) with
+/// `-v`. Each task then reports what it got ([`TaskEnv::report`]).
+pub fn reports_tasks(srun_debug: Option<&str>) -> bool {
+    srun_debug
+        .and_then(text::decimal::<u32>)
+        .is_some_and(|level| level > 3)
+}
+
+/// A task's error line: the message, then the node and the local task, and that the task has no
+/// TF_CONFIG. From 23.02 (SchedMD's builds) and 25.05 (all) Slurm no longer puts the node's name
+/// before lines forwarded from slurmstepd, so the line names it.
+pub fn task_error_line(message: &str, node: Option<&str>, local_task: Option<u32>) -> String {
+    let node = node.map(|n| format!("node {n}, ")).unwrap_or_default();
+    let task = local_task
+        .map(|t| format!("local task {t}"))
+        .unwrap_or_default();
+    format!("{message} [{node}{task}; TF_CONFIG not set]")
+}
+
 impl TaskEnv<'_> {
+    /// What `srun -v` prints for this task: its rank, role, endpoint and GPUs, where
+    /// `task_gpus` is the `CUDA_VISIBLE_DEVICES` Slurm gave it (what it keeps when tfcluster
+    /// leaves the variable alone).
+    pub fn report(&self, task_gpus: Option<&str>) -> String {
+        let gpus = match &self.gpus {
+            GpuAction::Leave => task_gpus.unwrap_or("unset"),
+            GpuAction::Set(value) if value.is_empty() => "none",
+            GpuAction::Set(value) => value,
+        };
+        format!(
+            "rank {} is {}:{} at {}, GPUs {gpus}",
+            self.rank, self.role, self.index, self.endpoint
+        )
+    }
+
     /// The value `set` gives `name` (without its NUL).
     pub fn get(&self, name: &str) -> Option<&str> {
         self.set

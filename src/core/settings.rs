@@ -5,7 +5,8 @@
 
 use super::address::AddressFormat;
 use super::error::{Error, Result};
-use super::ports::PortPolicy;
+use super::isolation;
+use super::ports::{check_base, PortPolicy};
 use super::spec::Role;
 use super::text::decimal;
 
@@ -276,6 +277,20 @@ impl Settings {
                 block: self.port_block,
             },
         }
+    }
+
+    /// srun, before launch, with `tasks` over `nodes`: `port_base` must leave every task a port
+    /// (and, with `isolate=yes`, lie in `port_range`). The busiest node runs at least
+    /// tasks/nodes (rounded up); each node checks its real count again.
+    pub fn check_ports_before_launch(&self, tasks: u32, nodes: u32) -> Result<()> {
+        if let PortPolicy::Base(base) = self.ports() {
+            let busiest = tasks.div_ceil(nodes.max(1));
+            check_base(base, busiest as usize)?;
+            if self.isolate {
+                isolation::check_ports(self.port_range, base..base + busiest)?;
+            }
+        }
+        Ok(())
     }
 
     /// Parses plugstack.conf arguments (`key=value` words).

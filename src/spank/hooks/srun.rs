@@ -2,9 +2,7 @@
 
 use super::{settings, state};
 use crate::core::container::{self, ContainerStep};
-use crate::core::isolation;
-use crate::core::layout::TASK_HOSTS_VAR;
-use crate::core::ports::{self, PortPolicy};
+use crate::core::layout::{Distribution, TASK_HOSTS_VAR};
 use crate::core::{hostlist, Error, Settings, Spec};
 use crate::spank::error::ShellError;
 use crate::spank::ffi;
@@ -64,7 +62,7 @@ fn check_before_launch(
         sp.item_u32(U32Item::TotalTasks),
         sp.item_u32(U32Item::Nodes),
     ) {
-        (Ok(tasks), Ok(nodes)) => (tasks, nodes.max(1)),
+        (Ok(tasks), Ok(nodes)) => (tasks, nodes),
         (Err(e), _) | (_, Err(e)) => {
             log::debug(&format!(
                 "task or node count not available in srun ({e}); checked on the nodes"
@@ -74,14 +72,7 @@ fn check_before_launch(
     };
     let roles = spec.resolve(tasks)?;
     let settings = settings.and_then(|s| s.with_overrides(&spec.overrides))?;
-    if let PortPolicy::Base(base) = settings.ports() {
-        // The busiest node runs at least this many tasks; each node checks its real count.
-        let busiest = tasks.div_ceil(nodes);
-        ports::check_base(base, busiest as usize)?;
-        if settings.isolate {
-            isolation::check_ports(settings.port_range, base..base + busiest)?;
-        }
-    }
+    settings.check_ports_before_launch(tasks, nodes)?;
     pass_hostfile_order(tasks)?;
     let text: Vec<String> = roles
         .slices
@@ -96,7 +87,11 @@ fn check_before_launch(
 /// SLURM_HOSTFILE holds; read it here and pass it on in the step's environment. Without a
 /// host file (`-m arbitrary -w LIST`) the order is visible nowhere: refused before launch.
 fn pass_hostfile_order(tasks: u32) -> Result<(), ShellError> {
-    let arbitrary = std::env::var("SLURM_DISTRIBUTION").is_ok_and(|d| d.starts_with("arbitrary"));
+    let distribution = std::env::var("SLURM_DISTRIBUTION").ok();
+    let arbitrary = matches!(
+        Distribution::parse(distribution.as_deref(), None),
+        Ok(Distribution::Arbitrary)
+    );
     if !arbitrary {
         return Ok(());
     }

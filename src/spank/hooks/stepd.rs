@@ -3,11 +3,9 @@
 
 use super::{isolation, settings, state};
 use crate::core::layout::TASK_HOSTS_VAR;
-use crate::core::plan::UNSET_ON_ERROR;
+use crate::core::plan::{self, UNSET_ON_ERROR};
 use crate::core::tf_config::Renderers;
-use crate::core::{
-    gpus, Component, Error, GpuAction, ProxyEnv, Settings, Spec, StepInputs, StepPlan,
-};
+use crate::core::{gpus, Component, Error, ProxyEnv, Settings, Spec, StepInputs, StepPlan};
 use crate::spank::error::ShellError;
 use crate::spank::ffi;
 use crate::spank::handle::{self, Context, Spank, U32Item};
@@ -135,9 +133,7 @@ fn plan_node(
         .collect::<Result<Vec<u32>, ShellError>>()?;
     plan.check_node(node, &gtids)?;
     let step_gpus = env(gpus::VAR)?;
-    let verbose = env("SRUN_DEBUG")?
-        .and_then(|v| v.parse::<u32>().ok())
-        .is_some_and(|v| v > 3);
+    let verbose = plan::reports_tasks(env("SRUN_DEBUG")?.as_deref());
     // Last, so that nothing after it can fail and leave the rules to the epilog.
     let uid = item(U32Item::JobUid, "the job's user id")?;
     let firewall = isolation::install(&plan, job_id, step_id, uid, node)?;
@@ -185,19 +181,12 @@ pub fn task_init(sp: &Spank) -> c_int {
                 }
                 handle::end_task(1);
             }
-            // From 23.02 (SchedMD's builds) and 25.05 (all) Slurm no longer puts the node's name
-            // before lines forwarded from slurmstepd, so the message names it.
-            let node = sp
-                .getenv("SLURMD_NODENAME")
-                .ok()
-                .flatten()
-                .map(|n| format!("node {n}, "))
-                .unwrap_or_default();
-            let task = sp
-                .task_id()
-                .map(|t| format!("local task {t}"))
-                .unwrap_or_default();
-            log::error(&format!("{e} [{node}{task}; TF_CONFIG not set]"));
+            let node = sp.getenv("SLURMD_NODENAME").ok().flatten();
+            log::error(&plan::task_error_line(
+                &e.to_string(),
+                node.as_deref(),
+                sp.task_id().ok(),
+            ));
             if e.starves_peers() {
                 if let Some(Ok(node)) = &state.plan {
                     stop_step(node.job_id, node.step_id);
@@ -241,15 +230,7 @@ fn apply(sp: &Spank, node: &mut Node) -> Result<(), ShellError> {
         }
     }
     if node.verbose {
-        let gpus = match &env.gpus {
-            GpuAction::Leave => task_gpus.unwrap_or_else(|| "unset".into()),
-            GpuAction::Set(value) if value.is_empty() => "none".into(),
-            GpuAction::Set(value) => value.clone(),
-        };
-        log::user(&format!(
-            "rank {} is {}:{} at {}, GPUs {}",
-            env.rank, env.role, env.index, env.endpoint, gpus
-        ));
+        log::user(&env.report(task_gpus.as_deref()));
     }
     Ok(())
 }
