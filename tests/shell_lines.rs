@@ -7,26 +7,40 @@ use common::{plan, step, where_is};
 use tfcluster::core::plan::{reports_tasks, task_error_line};
 use tfcluster::core::{Error, Settings};
 
-/// (what, plugstack words, the node's CUDA_VISIBLE_DEVICES, rank, the line `srun -v` prints)
+/// One task of a 4-task step on n9 and n10 under `srun -v`.
+struct Report {
+    what: &'static str,
+    admin: &'static [&'static str],
+    /// The node's CUDA_VISIBLE_DEVICES.
+    gpus: Option<&'static str>,
+    rank: u32,
+    line: &'static str,
+}
+
 #[rustfmt::skip]
-const REPORTS: &[(&str, &[&str], Option<&str>, u32, &str)] = &[
-    ("its share of the node's GPUs", &["port_base=1000"], Some("0,1,2,3"), 1, "rank 1 is worker:1 at n9:1001, GPUs 2,3"),
-    ("gpus=keep: what Slurm gave",   &["port_base=1000", "gpus=keep"], Some("0,1,2,3"), 1, "rank 1 is worker:1 at n9:1001, GPUs 0,1,2,3"),
-    ("gpus=keep, none given",        &["port_base=1000", "gpus=keep"], None, 0, "rank 0 is worker:0 at n9:1000, GPUs unset"),
-    ("kept off GPUs",                &["port_base=1000", "gpu_roles=none"], Some("0,1"), 0, "rank 0 is worker:0 at n9:1000, GPUs none"),
-    ("on the second node",           &["port_base=1000"], Some("0,1,2,3"), 2, "rank 2 is worker:2 at n10:1000, GPUs 0,1"),
+const REPORTS: &[Report] = &[
+    Report { what: "its share of the node's GPUs", admin: &["port_base=1000"], gpus: Some("0,1,2,3"), rank: 1,
+             line: "rank 1 is worker:1 at n9:1001, GPUs 2,3" },
+    Report { what: "gpus=keep: what Slurm gave", admin: &["port_base=1000", "gpus=keep"], gpus: Some("0,1,2,3"), rank: 1,
+             line: "rank 1 is worker:1 at n9:1001, GPUs 0,1,2,3" },
+    Report { what: "gpus=keep, none given", admin: &["port_base=1000", "gpus=keep"], gpus: None, rank: 0,
+             line: "rank 0 is worker:0 at n9:1000, GPUs unset" },
+    Report { what: "kept off GPUs", admin: &["port_base=1000", "gpu_roles=none"], gpus: Some("0,1"), rank: 0,
+             line: "rank 0 is worker:0 at n9:1000, GPUs none" },
+    Report { what: "on the second node", admin: &["port_base=1000"], gpus: Some("0,1,2,3"), rank: 2,
+             line: "rank 2 is worker:2 at n10:1000, GPUs 0,1" },
 ];
 
 #[test]
 fn each_task_reports_what_it_got_under_srun_v() {
-    for (what, admin, gpus, rank, line) in REPORTS {
-        let plan = plan("worker:*", admin, &step("n9,n10", "2,2", None));
-        let (node, slot) = where_is(&plan, *rank);
+    for r in REPORTS {
+        let plan = plan("worker:*", r.admin, &step("n9,n10", "2,2", None));
+        let (node, slot) = where_is(&plan, r.rank);
         let mut renderers = plan.renderers();
         let env = plan
-            .task(node, slot, *gpus, *gpus, None, &mut renderers)
+            .task(node, slot, r.gpus, r.gpus, None, &mut renderers)
             .unwrap();
-        assert_eq!(env.report(*gpus), *line, "{what}");
+        assert_eq!(env.report(r.gpus), r.line, "{}", r.what);
     }
 }
 
@@ -69,36 +83,52 @@ fn a_tasks_error_line_names_the_node_and_the_task() {
     }
 }
 
-/// (plugstack words, per-job words, tasks, nodes, srun's verdict before launch)
+/// srun's verdict on a step's ports before launch.
+struct PortCheck {
+    admin: &'static [&'static str],
+    /// A per-job `key=value` in `--tf-cluster`, or "".
+    job: &'static str,
+    tasks: u32,
+    nodes: u32,
+    verdict: Result<(), Error>,
+}
+
 #[rustfmt::skip]
-fn port_checks() -> Vec<(&'static [&'static str], &'static str, u32, u32, Result<(), Error>)> {
+fn port_checks() -> Vec<PortCheck> {
     vec![
-        (&[], "", 4096, 64, Ok(())),
-        (&[], "port_base=65534", 5, 2, Err(Error::PortOverflow { base: 65534, tasks: 3 })),
-        (&[], "port_base=65533", 5, 2, Ok(())),
-        (&[], "port_base=65535", 1, 0, Ok(())),
-        (&["isolate=yes"], "port_base=22", 4, 2, Err(Error::PortOutsideIsolatedRange { port: 22, lo: 20000, hi: 32767 })),
-        (&["isolate=yes"], "port_base=32766", 4, 2, Ok(())),
-        (&["isolate=yes"], "port_base=32766", 6, 2, Err(Error::PortOutsideIsolatedRange { port: 32768, lo: 20000, hi: 32767 })),
-        (&["isolate=yes"], "", 4096, 64, Ok(())),
+        PortCheck { admin: &[], job: "", tasks: 4096, nodes: 64, verdict: Ok(()) },
+        PortCheck { admin: &[], job: "port_base=65534", tasks: 5, nodes: 2, verdict: Err(Error::PortOverflow { base: 65534, tasks: 3 }) },
+        PortCheck { admin: &[], job: "port_base=65533", tasks: 5, nodes: 2, verdict: Ok(()) },
+        PortCheck { admin: &[], job: "port_base=65535", tasks: 1, nodes: 0, verdict: Ok(()) },
+        PortCheck { admin: &["isolate=yes"], job: "port_base=22", tasks: 4, nodes: 2,
+                    verdict: Err(Error::PortOutsideIsolatedRange { port: 22, lo: 20000, hi: 32767 }) },
+        PortCheck { admin: &["isolate=yes"], job: "port_base=32766", tasks: 4, nodes: 2, verdict: Ok(()) },
+        PortCheck { admin: &["isolate=yes"], job: "port_base=32766", tasks: 6, nodes: 2,
+                    verdict: Err(Error::PortOutsideIsolatedRange { port: 32768, lo: 20000, hi: 32767 }) },
+        PortCheck { admin: &["isolate=yes"], job: "", tasks: 4096, nodes: 64, verdict: Ok(()) },
     ]
 }
 
 #[test]
 fn srun_checks_port_base_before_launch() {
-    for (admin, job, tasks, nodes, verdict) in port_checks() {
-        let overrides: Vec<(String, String)> = job
+    for c in port_checks() {
+        let overrides: Vec<(String, String)> = c
+            .job
             .split_once('=')
             .map(|(k, v)| vec![(k.to_string(), v.to_string())])
             .unwrap_or_default();
-        let settings = Settings::from_plugstack(admin)
+        let settings = Settings::from_plugstack(c.admin)
             .unwrap()
             .with_overrides(&overrides)
             .unwrap();
         assert_eq!(
-            settings.check_ports_before_launch(tasks, nodes),
-            verdict,
-            "{admin:?} {job} {tasks} tasks on {nodes} nodes"
+            settings.check_ports_before_launch(c.tasks, c.nodes),
+            c.verdict,
+            "{:?} {} {} tasks on {} nodes",
+            c.admin,
+            c.job,
+            c.tasks,
+            c.nodes
         );
     }
 }
