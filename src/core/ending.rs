@@ -1,4 +1,5 @@
-//! What one task's end means for the rest of the step, so that no step waits for its time limit.
+//! What one task's end means for the rest of the step, so that no step waits for its time limit:
+//! the policy ([`EndPolicy`], built with the step's plan) and what counts as a failure.
 //!
 //! Two rules, both applied on the node where the task ran, through Slurm:
 //! - **The decider** (`end_with_chief`): the task whose exit decides the job's result (the chief,
@@ -16,7 +17,91 @@
 //! preemption exit (`PreemptionCheckpointHandler` exits 42 after its checkpoint, and the chief
 //! may still be writing its own when another task exits).
 
-use super::spec::Role;
+use super::settings::Settings;
+use super::spec::{Role, RoleTable};
+
+/// The step's end-of-step policy, built with its plan: which task decides (`end_with_chief`),
+/// whether another trainer's failure ends the step (`fail_fast`), and which exit means
+/// "preempted". Asked each time a task ends ([`Self::ending`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EndPolicy {
+    pub decider: Option<Decider>,
+    fail_fast: bool,
+    preemption_exit: u8,
+    tasks: u32,
+}
+
+impl EndPolicy {
+    /// The decider is the chief, or the master, else worker 0, as Kubeflow's TFJob decides
+    /// success, when `end_with_chief` is on (`auto`: when the spec has `ps`) and the step has
+    /// more than one task.
+    pub fn new(roles: &RoleTable, settings: &Settings, tasks: u32) -> EndPolicy {
+        let on = (settings.end_with_chief).on(roles.has(Role::Ps));
+        let decider = (on && tasks >= 2)
+            .then(|| {
+                [Role::Chief, Role::Master, Role::Worker]
+                    .into_iter()
+                    .find_map(|role| roles.slices.iter().find(|s| s.role == role))
+            })
+            .flatten()
+            .map(|slice| Decider {
+                rank: slice.start,
+                role: slice.role,
+                others: tasks - 1,
+            });
+        EndPolicy {
+            decider,
+            fail_fast: settings.fail_fast,
+            preemption_exit: settings.preemption_exit,
+            tasks,
+        }
+    }
+
+    /// What srun's user must read when global rank `rank` ends with wait status `status`, if
+    /// its end ends the step: the decider's end, whatever it is, or another trainer's failure
+    /// with `fail_fast` on. `task` gives a rank's role, index and host; `oom_killed` is asked
+    /// only for a SIGKILL.
+    pub fn ending<'a>(
+        &self,
+        rank: u32,
+        status: Option<i32>,
+        task: impl FnOnce(u32) -> Option<(Role, u32, &'a str)>,
+        oom_killed: impl FnOnce() -> bool,
+    ) -> Option<StepEnd> {
+        if let Some(decider) = self.decider.filter(|d| d.rank == rank) {
+            return Some(StepEnd {
+                message: decider.exit_message(status),
+                failure: false,
+            });
+        }
+        let (role, index, host) = task(rank)?;
+        if !self.fail_fast || role == Role::Evaluator || self.tasks < 2 {
+            return None;
+        }
+        let end = End::from_wait_status(status?);
+        let mut oom = false;
+        let cause = end.cause(self.preemption_exit, || {
+            oom = oom_killed();
+            oom
+        });
+        if cause != Cause::Failed {
+            return None;
+        }
+        let failure = Failure {
+            rank,
+            role,
+            index,
+            host,
+            end,
+            oom_killed: oom,
+            others: self.tasks - 1,
+        };
+        Some(StepEnd {
+            message: failure.message(),
+            failure: true,
+        })
+    }
+}
 
 /// How a task ended: its wait status, decoded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

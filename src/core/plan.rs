@@ -8,7 +8,7 @@
 
 use super::address::Endpoints;
 use super::container;
-use super::ending::{Cause, Decider, End, Failure, StepEnd};
+use super::ending::{Decider, EndPolicy, StepEnd};
 use super::error::{Error, Result};
 use super::gpus::{self, GpuAction, GpuInputs, GpuSpread};
 use super::hostlist;
@@ -174,6 +174,8 @@ pub struct StepPlan {
     pub endpoints: Endpoints,
     pub settings: Settings,
     pub tf_configs: TfConfigs,
+    /// What a task's end means for the step ([`super::ending`]).
+    pub end_policy: EndPolicy,
     /// With `even_gpus` on: how the step's GPU tasks spread over its nodes.
     pub gpu_spread: Option<GpuSpread>,
     /// With `dtensor=yes`: `DTENSOR_JOBS`, every task's `address:port` in rank order; and
@@ -223,7 +225,9 @@ impl StepPlan {
             true => proxy::no_grpc_proxy(&step.proxies, endpoints.addresses()).map(|v| v + "\0"),
             false => None,
         };
+        let end_policy = EndPolicy::new(&roles, &settings, layout.tasks());
         Ok(StepPlan {
+            end_policy,
             hosts,
             layout,
             roles,
@@ -260,66 +264,25 @@ impl StepPlan {
         self.no_grpc_proxy.as_deref().map(without_nul)
     }
 
-    /// The task whose exit decides the job's result and ends the step (the `end_with_chief`
-    /// setting; `auto` when the spec has `ps`): the chief, or the master, else worker 0, as
-    /// Kubeflow's TFJob decides success. `None` when the step is not ended that way.
+    /// The task whose exit ends the step (`end_with_chief`; [`EndPolicy`]).
     pub fn decider(&self) -> Option<Decider> {
-        let on = (self.settings.end_with_chief).on(self.roles.has(Role::Ps));
-        if !on || self.tasks() < 2 {
-            return None;
-        }
-        [Role::Chief, Role::Master, Role::Worker]
-            .into_iter()
-            .find_map(|role| self.roles.slices.iter().find(|s| s.role == role))
-            .map(|slice| Decider {
-                rank: slice.start,
-                role: slice.role,
-                others: self.tasks() - 1,
-            })
+        self.end_policy.decider
     }
 
-    /// What srun's user must read when global rank `rank` ends with wait status `status`, if
-    /// its end ends the step ([`super::ending`]): the decider's end, whatever it is, or another
-    /// trainer's failure with `fail_fast` on. `oom_killed` is asked only for a SIGKILL.
+    /// What global rank `rank`'s end with wait status `status` means for the step
+    /// ([`EndPolicy::ending`]).
     pub fn ending(
         &self,
         rank: u32,
         status: Option<i32>,
         oom_killed: impl FnOnce() -> bool,
     ) -> Option<StepEnd> {
-        if let Some(decider) = self.decider().filter(|d| d.rank == rank) {
-            return Some(StepEnd {
-                message: decider.exit_message(status),
-                failure: false,
-            });
-        }
-        let (role, index) = self.roles.of_rank(rank)?;
-        if !self.settings.fail_fast || role == Role::Evaluator || self.tasks() < 2 {
-            return None;
-        }
-        let end = End::from_wait_status(status?);
-        let mut oom = false;
-        let cause = end.cause(self.settings.preemption_exit, || {
-            oom = oom_killed();
-            oom
-        });
-        if cause != Cause::Failed {
-            return None;
-        }
-        let node = self.layout.ranks.get(rank as usize)?.node as usize;
-        let failure = Failure {
-            rank,
-            role,
-            index,
-            host: self.hosts.get(node)?,
-            end,
-            oom_killed: oom,
-            others: self.tasks() - 1,
+        let task = |rank: u32| {
+            let (role, index) = self.roles.of_rank(rank)?;
+            let node = self.layout.ranks.get(rank as usize)?.node as usize;
+            Some((role, index, self.hosts.get(node)?.as_str()))
         };
-        Some(StepEnd {
-            message: failure.message(),
-            failure: true,
-        })
+        self.end_policy.ending(rank, status, task, oom_killed)
     }
 
     /// With `isolate=yes`, the nftables script that installs node `node`'s firewall for this
