@@ -7,6 +7,7 @@ use common::*;
 use serde_json::json;
 use tfcluster::core::ending::{Cause, End};
 use tfcluster::core::ports::{PortPolicy, StepPorts};
+use tfcluster::core::settings::KEYS;
 use tfcluster::core::{GpuAction, Settings};
 
 #[rustfmt::skip]
@@ -394,4 +395,75 @@ fn grpc_bypasses_the_proxy_for_the_cluster() {
             "{vars:?}"
         );
     }
+}
+
+// ---- the settings' documentation is the table in the code ------------------------------------
+
+fn repo_file(name: &str) -> String {
+    std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(name)).unwrap()
+}
+
+/// README's configuration reference, as `KEYS` renders it.
+fn settings_table() -> String {
+    let mut table = String::from(
+        "| key | default | allowed values | example | meaning |\n|---|---|---|---|---|\n",
+    );
+    for k in KEYS {
+        table += &format!(
+            "| `{}` | {} | {} | {} | {} |\n",
+            k.name, k.default, k.values, k.example, k.meaning
+        );
+    }
+    table
+}
+
+/// Each setting is documented once, beside the code that reads it (`KEYS`); README's table is
+/// that, row by row, in the same order.
+#[test]
+fn readme_documents_every_setting_as_the_code_does() {
+    let table = settings_table();
+    assert!(
+        repo_file("README.md").contains(&table),
+        "README's configuration reference must be exactly:\n{table}"
+    );
+    let per_job: Vec<String> = KEYS
+        .iter()
+        .filter(|k| k.per_job)
+        .map(|k| format!("`{}`", k.name))
+        .collect();
+    let line = format!(
+        "| per-job settings | `--tf-cluster=chief:1,ps:2,worker:*,port_base=9000,gpu_roles=chief+worker` | {} |",
+        per_job.join(", ")
+    );
+    assert!(
+        repo_file("README.md").lines().any(|l| l == line),
+        "README must list the per-job settings as:\n{line}"
+    );
+}
+
+/// A documented default is the default: the word it makes changes nothing.
+#[test]
+fn each_documented_default_is_the_default() {
+    for k in KEYS.iter().filter(|k| k.default != "unset") {
+        let word = format!("{}={}", k.name, k.default.trim_matches('`'));
+        assert_eq!(
+            Settings::from_plugstack(&[word.as_str()]).as_ref(),
+            Ok(&Settings::default()),
+            "{word}"
+        );
+    }
+}
+
+/// plugstack.conf.example describes every setting, in the table's order, and no other.
+#[test]
+fn the_example_describes_every_setting() {
+    let example = repo_file("plugstack.conf.example");
+    let described: Vec<&str> = example
+        .lines()
+        .filter_map(|l| l.strip_prefix("#   "))
+        .filter_map(|l| l.split_once('=').map(|(key, _)| key))
+        .filter(|key| key.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'))
+        .collect();
+    let keys: Vec<&str> = KEYS.iter().map(|k| k.name).collect();
+    assert_eq!(described, keys);
 }

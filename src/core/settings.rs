@@ -11,11 +11,17 @@ use super::spec::Role;
 use super::text::decimal;
 
 /// One setting: its name, whether a job may give it in `--tf-cluster` too (the others are the
-/// admin's alone), and how a value is read into [`Settings`] (`Err`: what a value must look like,
-/// for the message).
+/// admin's alone), what the documentation says of it, and how a value is read into [`Settings`]
+/// (`Err`: what a value must look like, for the message).
 pub struct Key {
     pub name: &'static str,
     pub per_job: bool,
+    /// For the documentation (README's configuration reference, checked against this table by
+    /// tests/settings.rs): the default, the values it takes, an example, and what it does.
+    pub default: &'static str,
+    pub values: &'static str,
+    pub example: &'static str,
+    pub meaning: &'static str,
     pub set: fn(&mut Settings, &str) -> std::result::Result<(), &'static str>,
 }
 
@@ -27,11 +33,17 @@ const YES_NO: &str = "expected yes or no";
 /// [`Settings::set`] is a lookup in it.
 #[rustfmt::skip]
 pub const KEYS: &[Key] = &[
-    Key { name: "port_base", per_job: true, set: |s, v| {
+    Key { name: "port_base", per_job: true,
+          default: "unset", values: "1-65535", example: "`port_base=8888`",
+          meaning: "TensorFlow's scheme: local slot k listens on N+k",
+          set: |s, v| {
         s.port_base = Some(port(v).ok_or(PORT)?);
         Ok(())
     } },
-    Key { name: "port_range", per_job: false, set: |s, v| {
+    Key { name: "port_range", per_job: false,
+          default: "`20000-32767`", values: "`LO-HI`", example: "`port_range=40000-44999`",
+          meaning: "automatic ports when the step has no Slurm reservation",
+          set: |s, v| {
         s.port_range = v
             .split_once('-')
             .and_then(|(lo, hi)| Some((port(lo)?, port(hi)?)))
@@ -39,16 +51,25 @@ pub const KEYS: &[Key] = &[
             .ok_or("expected LO-HI with 1 <= LO <= HI <= 65535")?;
         Ok(())
     } },
-    Key { name: "port_block", per_job: false, set: |s, v| {
+    Key { name: "port_block", per_job: false,
+          default: "`64`", values: "1-65535", example: "`port_block=16`",
+          meaning: "ports per step in the range (steps of a job take consecutive blocks)",
+          set: |s, v| {
         s.port_block = port(v).ok_or("expected a number of ports 1-65535")?;
         Ok(())
     } },
-    Key { name: "address", per_job: false, set: |s, v| {
+    Key { name: "address", per_job: false,
+          default: "`%h`", values: "a template with `%h`", example: "`address=%h-ib`",
+          meaning: "the address TensorFlow dials for node `%h`",
+          set: |s, v| {
         s.address = AddressFormat::parse(v)
             .ok_or("expected a template with %h for the node name, e.g. %h-ib")?;
         Ok(())
     } },
-    Key { name: "gpus", per_job: true, set: |s, v| {
+    Key { name: "gpus", per_job: true,
+          default: "`split`", values: "`split`, `keep`", example: "`gpus=keep`",
+          meaning: "split the node's GPUs among its tasks, or leave `CUDA_VISIBLE_DEVICES` alone",
+          set: |s, v| {
         s.gpus = match v {
             "split" => GpuPolicy::Split,
             "keep" => GpuPolicy::Keep,
@@ -56,12 +77,18 @@ pub const KEYS: &[Key] = &[
         };
         Ok(())
     } },
-    Key { name: "gpu_roles", per_job: true, set: |s, v| {
+    Key { name: "gpu_roles", per_job: true,
+          default: "`all`", values: "`all`, `none`, roles joined by `+`", example: "`gpu_roles=chief+worker`",
+          meaning: "roles that get GPUs; the others get `CUDA_VISIBLE_DEVICES=` (empty)",
+          set: |s, v| {
         s.gpu_roles = RoleSet::parse(v)
             .ok_or("expected all, none, or roles joined by + (e.g. chief+worker)")?;
         Ok(())
     } },
-    Key { name: "rpc_layer", per_job: true, set: |s, v| {
+    Key { name: "rpc_layer", per_job: true,
+          default: "unset", values: "a protocol name", example: "`rpc_layer=grpc`",
+          meaning: "adds `\"rpc_layer\"` to TF_CONFIG",
+          set: |s, v| {
         let ok = !v.is_empty() && v.bytes().all(|b| b.is_ascii_alphanumeric() || b"+_-".contains(&b));
         if !ok {
             return Err("expected a protocol name such as grpc or grpc+verbs");
@@ -69,29 +96,47 @@ pub const KEYS: &[Key] = &[
         s.rpc_layer = Some(v.to_string());
         Ok(())
     } },
-    Key { name: "end_with_chief", per_job: true, set: |s, v| {
+    Key { name: "end_with_chief", per_job: true,
+          default: "`auto`", values: "`auto`, `yes`, `no`", example: "`end_with_chief=yes`",
+          meaning: "when the chief (or master, else worker 0) exits, end the rest of the step; `auto`: when the spec has `ps`",
+          set: |s, v| {
         s.end_with_chief = switch(v).ok_or(SWITCH)?;
         Ok(())
     } },
-    Key { name: "fail_fast", per_job: true, set: |s, v| {
+    Key { name: "fail_fast", per_job: true,
+          default: "`yes`", values: "`yes`, `no`", example: "`fail_fast=no`",
+          meaning: "when a task other than the evaluator fails (non-zero exit, crash signal, OOM kill), end the rest of the step",
+          set: |s, v| {
         s.fail_fast = yes_no(v).ok_or(YES_NO)?;
         Ok(())
     } },
-    Key { name: "preemption_exit", per_job: true, set: |s, v| {
+    Key { name: "preemption_exit", per_job: true,
+          default: "`42`", values: "1-255", example: "`preemption_exit=143`",
+          meaning: "the exit code that means \"checkpointed, preempted\" (TensorFlow's `PreemptionCheckpointHandler` default); never a failure",
+          set: |s, v| {
         s.preemption_exit = decimal::<u8>(v.trim())
             .filter(|&code| code >= 1)
             .ok_or("expected an exit code 1-255")?;
         Ok(())
     } },
-    Key { name: "grpc_proxy_bypass", per_job: true, set: |s, v| {
+    Key { name: "grpc_proxy_bypass", per_job: true,
+          default: "`yes`", values: "`yes`, `no`", example: "`grpc_proxy_bypass=no`",
+          meaning: "when the job's environment sets a proxy (`http_proxy`, `https_proxy`, `grpc_proxy`), set `no_grpc_proxy` to the user's `no_grpc_proxy` or `no_proxy` entries plus every cluster address, so gRPC reaches the other tasks directly",
+          set: |s, v| {
         s.grpc_proxy_bypass = yes_no(v).ok_or(YES_NO)?;
         Ok(())
     } },
-    Key { name: "even_gpus", per_job: true, set: |s, v| {
+    Key { name: "even_gpus", per_job: true,
+          default: "`auto`", values: "`auto`, `yes`, `no`", example: "`even_gpus=no`",
+          meaning: "give every GPU task of the step the busiest node's share of GPUs, so all-reduce workers have equal counts; `auto`: when the spec has no `ps`, or with `dtensor=yes`",
+          set: |s, v| {
         s.even_gpus = switch(v).ok_or(SWITCH)?;
         Ok(())
     } },
-    Key { name: "evaluator_cluster", per_job: true, set: |s, v| {
+    Key { name: "evaluator_cluster", per_job: true,
+          default: "`self`", values: "`self`, `training`", example: "`evaluator_cluster=training`",
+          meaning: "the evaluator's own `cluster`: itself alone (TensorFlow's documented shape), or the trainers plus itself (Estimator's `RunConfig` demands a chief there)",
+          set: |s, v| {
         s.evaluator_cluster = match v {
             "self" => EvaluatorCluster::Own,
             "training" => EvaluatorCluster::Training,
@@ -99,15 +144,24 @@ pub const KEYS: &[Key] = &[
         };
         Ok(())
     } },
-    Key { name: "dtensor", per_job: true, set: |s, v| {
+    Key { name: "dtensor", per_job: true,
+          default: "`no`", values: "`yes`, `no`", example: "`dtensor=yes`",
+          meaning: "also set `DTENSOR_JOBS` and `DTENSOR_CLIENT_ID` for DTensor's multi-client mesh",
+          set: |s, v| {
         s.dtensor = yes_no(v).ok_or(YES_NO)?;
         Ok(())
     } },
-    Key { name: "apptainer_env", per_job: true, set: |s, v| {
+    Key { name: "apptainer_env", per_job: true,
+          default: "`auto`", values: "`auto`, `yes`, `no`", example: "`apptainer_env=yes`",
+          meaning: "also set every variable as `APPTAINERENV_X` and `SINGULARITYENV_X`, which reach the program through `--cleanenv`/`--containall` and win over the image's own; `auto`: when the task's program is `apptainer` or `singularity`",
+          set: |s, v| {
         s.apptainer_env = switch(v).ok_or(SWITCH)?;
         Ok(())
     } },
-    Key { name: "isolate", per_job: false, set: |s, v| {
+    Key { name: "isolate", per_job: false,
+          default: "`no`", values: "`yes`, `no`", example: "`isolate=yes`",
+          meaning: "plugstack.conf only: each node of a step admits connections to the step's TensorFlow ports only from the job's uid on the step's nodes, through an nftables table of its own; needs libnftables on the nodes, and `port_range` covering every port a step may get ([Security](#security))",
+          set: |s, v| {
         s.isolate = yes_no(v).ok_or(YES_NO)?;
         Ok(())
     } },
