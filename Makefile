@@ -1,8 +1,9 @@
 # tfcluster: build, test, install, package. The scripts these targets call are the real commands.
 #
 #   make                      build the plugin (target/release/libtfcluster.so)
-#   make install              install it into Slurm's plugin directory and a plugstack.conf.d
-#                             snippet under $(PREFIX)/share/tfcluster (activates nothing)
+#   make install              install it into Slurm's plugin directory, a plugstack.conf.d
+#                             snippet under $(PREFIX)/share/tfcluster (activates nothing) and
+#                             the man page spank-tfcluster(8)
 #   make install-config       also put the snippet in $(SYSCONFDIR)/slurm/plugstack.conf.d/
 #                             unless the admin already has one there (never overwritten)
 #   make deb                  a Debian package for the Slurm release the plugin was built for
@@ -21,6 +22,7 @@ PLUGIN ?= target/release/libtfcluster.so
 
 PLUGIN_PATH = $(SLURM_PLUGIN_DIR)/spank_tfcluster.so
 SHARE := $(PREFIX)/share/tfcluster
+MAN8 := $(PREFIX)/share/man/man8
 SNIPPET := $(SYSCONFDIR)/slurm/plugstack.conf.d/tfcluster.conf
 
 .PHONY: all build install install-config uninstall deb rpm test demo bench fuzz clean FORCE
@@ -44,6 +46,7 @@ install: $(PLUGIN)
 	printf '# tfcluster: link or copy into %s/slurm/plugstack.conf.d/ to enable\nrequired %s\n' \
 		'$(SYSCONFDIR)' '$(PLUGIN_PATH)' > $(DESTDIR)$(SHARE)/tfcluster.conf
 	install -m 0644 plugstack.conf.example $(DESTDIR)$(SHARE)/plugstack.conf.example
+	install -D -m 0644 packaging/spank-tfcluster.8 $(DESTDIR)$(MAN8)/spank-tfcluster.8
 
 install-config: install
 	@if [ -e $(DESTDIR)$(SNIPPET) ]; then \
@@ -54,7 +57,8 @@ install-config: install
 
 uninstall:
 	@test -n "$(SLURM_PLUGIN_DIR)" || { echo "set SLURM_PLUGIN_DIR" >&2; exit 1; }
-	rm -f $(DESTDIR)$(PLUGIN_PATH) $(DESTDIR)$(SHARE)/tfcluster.conf $(DESTDIR)$(SHARE)/plugstack.conf.example
+	rm -f $(DESTDIR)$(PLUGIN_PATH) $(DESTDIR)$(SHARE)/tfcluster.conf $(DESTDIR)$(SHARE)/plugstack.conf.example \
+		$(DESTDIR)$(MAN8)/spank-tfcluster.8
 	-rmdir $(DESTDIR)$(SHARE)
 
 deb: $(PLUGIN)

@@ -79,6 +79,7 @@ fn make_install_into_a_destdir() {
     assert!(dest
         .join("usr/share/tfcluster/plugstack.conf.example")
         .is_file());
+    assert!(dest.join("usr/share/man/man8/spank-tfcluster.8").is_file());
     assert!(!dest.join("etc").exists(), "make install activates nothing");
 
     // install-config puts the snippet in plugstack.conf.d once, and never overwrites it.
@@ -176,11 +177,16 @@ fn the_sites_own_install_runs_and_removes() {
     };
     run(&install);
     let ok = exists(installed);
+    // Both install under /usr (make install's default PREFIX).
+    let man = "/usr/share/man/man8/spank-tfcluster.8";
+    let man_installed = exists(man);
     let stack = PlugStack::set("include /usr/share/tfcluster/tfcluster.conf");
     let configs = step_tf_configs();
     drop(stack);
     run(&remove);
     assert!(ok, "{install}: the plugin is in Slurm's plugin directory");
+    assert!(man_installed, "{install}: {man}");
+    assert!(!exists(man), "{remove} removes {man}");
     assert_eq!(configs.len(), 2, "{configs:?}");
     assert!(!exists(installed), "{remove} removes it");
     assert!(!exists("/usr/share/tfcluster/tfcluster.conf"), "{remove}");
@@ -297,12 +303,22 @@ fn an_rpm_pins_the_slurm_release() {
     );
     // RHEL's nftables package carries libnftables.so.1, which isolate=yes loads.
     assert_eq!(query("--suggests"), "nftables\n");
+    // rpmbuild may compress the man page (brp-compress): .8 or .8.gz.
+    let list = query("--list");
+    let files: Vec<&str> = list
+        .lines()
+        .map(|l| l.strip_suffix(".gz").unwrap_or(l))
+        .collect();
     assert_eq!(
-        query("--list"),
-        "/usr/lib64/slurm/spank_tfcluster.so\n\
-         /usr/share/doc/slurm-spank-tfcluster/README.md\n\
-         /usr/share/tfcluster/plugstack.conf.example\n\
-         /usr/share/tfcluster/tfcluster.conf\n"
+        files,
+        [
+            "/usr/lib64/slurm/spank_tfcluster.so",
+            "/usr/share/doc/slurm-spank-tfcluster/README.md",
+            "/usr/share/man/man8/spank-tfcluster.8",
+            "/usr/share/tfcluster/plugstack.conf.example",
+            "/usr/share/tfcluster/tfcluster.conf",
+        ],
+        "{list}"
     );
 }
 

@@ -467,3 +467,34 @@ fn the_example_describes_every_setting() {
     let keys: Vec<&str> = KEYS.iter().map(|k| k.name).collect();
     assert_eq!(described, keys);
 }
+
+/// The man page's SETTINGS entries, as `KEYS` renders them in roff.
+fn man_settings() -> String {
+    let roff = |text: &str| text.replace('`', "").replace('\\', "\\e");
+    KEYS.iter()
+        .map(|k| {
+            format!(
+                ".TP\n.B {}\n{}.\nDefault: {}. Values: {}. Set in {}.\n",
+                k.name,
+                roff(k.meaning),
+                roff(k.default),
+                roff(k.values),
+                if k.per_job {
+                    "plugstack.conf, or per job in --tf-cluster"
+                } else {
+                    "plugstack.conf only"
+                },
+            )
+        })
+        .collect()
+}
+
+/// spank-tfcluster(8) documents every setting as the code does.
+#[test]
+fn the_man_page_documents_every_setting() {
+    let section = man_settings();
+    assert!(
+        repo_file("packaging/spank-tfcluster.8").contains(&section),
+        "the man page's SETTINGS entries must be exactly:\n{section}"
+    );
+}
