@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every performance figure in README's "Performance" section, measured in one run
+# Every performance figure in docs/performance.md, measured in one run
 # (`make bench`; root on Debian 12, like the tests). Prints Markdown tables.
 #   1. per task, in process (benches/per_task.rs) against copying the output;
 #   2. TensorFlow's SlurmClusterResolver on the same layouts, and TensorFlow's import time;

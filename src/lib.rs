@@ -8,7 +8,7 @@
 //! Only the hooks tfcluster uses are exported: each changes what Slurm does. `slurm_spank_job_epilog`
 //! makes slurmd run an extra "spank epilog" slurmstepd at the end of every job on every node
 //! (pyxis exports it too); `isolate=yes` needs it to remove what a killed slurmstepd left, and
-//! without that setting it returns at once (its cost is measured in README).
+//! without that setting it returns at once (its cost is measured in docs/performance.md).
 
 #![allow(non_upper_case_globals)]
 

@@ -659,7 +659,7 @@ enum Srun {
     Exactly(i32),
 }
 
-/// Which task's end ends the step (README's table, row by row): (what, srun arguments, each
+/// Which task's end ends the step (docs/user-guide.md's table, row by row): (what, srun arguments, each
 /// task's action in tests/cluster/ending.sh, srun's status, the line srun prints when the step
 /// is stopped, with the failed task's node, or "" when nothing is stopped). Tasks that are not
 /// stopped end after 3 s; stopped ones would sleep 299 s.

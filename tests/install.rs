@@ -154,7 +154,7 @@ fn the_sites_own_install_runs_and_removes() {
                 "{deb}"
             );
             let info = run(&format!("dpkg-deb -f {deb} Version Depends Suggests"));
-            // libnftables: what isolate=yes loads (README, Security).
+            // libnftables: what isolate=yes loads (docs/admin-guide.md, Security).
             assert_eq!(
                 info,
                 format!(

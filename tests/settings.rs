@@ -403,7 +403,7 @@ fn repo_file(name: &str) -> String {
     std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(name)).unwrap()
 }
 
-/// README's configuration reference, as `KEYS` renders it.
+/// docs/admin-guide.md's configuration reference, as `KEYS` renders it.
 fn settings_table() -> String {
     let mut table = String::from(
         "| key | default | allowed values | example | meaning |\n|---|---|---|---|---|\n",
@@ -417,14 +417,14 @@ fn settings_table() -> String {
     table
 }
 
-/// Each setting is documented once, beside the code that reads it (`KEYS`); README's table is
+/// Each setting is documented once, beside the code that reads it (`KEYS`); the admin guide's table is
 /// that, row by row, in the same order.
 #[test]
 fn readme_documents_every_setting_as_the_code_does() {
     let table = settings_table();
     assert!(
-        repo_file("README.md").contains(&table),
-        "README's configuration reference must be exactly:\n{table}"
+        repo_file("docs/admin-guide.md").contains(&table),
+        "docs/admin-guide.md's configuration reference must be exactly:\n{table}"
     );
     let per_job: Vec<String> = KEYS
         .iter()
@@ -436,8 +436,8 @@ fn readme_documents_every_setting_as_the_code_does() {
         per_job.join(", ")
     );
     assert!(
-        repo_file("README.md").lines().any(|l| l == line),
-        "README must list the per-job settings as:\n{line}"
+        repo_file("docs/admin-guide.md").lines().any(|l| l == line),
+        "docs/admin-guide.md must list the per-job settings as:\n{line}"
     );
 }
 
@@ -470,7 +470,23 @@ fn the_example_describes_every_setting() {
 
 /// The man page's SETTINGS entries, as `KEYS` renders them in roff.
 fn man_settings() -> String {
-    let roff = |text: &str| text.replace('`', "").replace('\\', "\\e");
+    // Markdown's `code` and [text](link) become plain text.
+    let roff = |text: &str| {
+        let mut out = text.replace('`', "").replace('\\', "\\e");
+        while let Some(open) = out.find("](") {
+            let (Some(start), Some(len)) = (out[..open].rfind('['), out[open..].find(')')) else {
+                break;
+            };
+            let close = open + len;
+            out = format!(
+                "{}{}{}",
+                &out[..start],
+                &out[start + 1..open],
+                &out[close + 1..]
+            );
+        }
+        out
+    };
     KEYS.iter()
         .map(|k| {
             format!(

@@ -16,7 +16,8 @@ use super::text::decimal;
 pub struct Key {
     pub name: &'static str,
     pub per_job: bool,
-    /// For the documentation (README's configuration reference, checked against this table by
+    /// For the documentation (docs/admin-guide.md's configuration reference and the man page,
+    /// checked against this table by
     /// tests/settings.rs): the default, the values it takes, an example, and what it does.
     pub default: &'static str,
     pub values: &'static str,

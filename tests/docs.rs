@@ -1,0 +1,105 @@
+//! The documentation holds together: README stays a five-minute read, and every link between
+//! README.md and docs/*.md reaches a file that exists and a heading that is there.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// README.md and every docs/*.md, by path relative to the repository.
+fn pages() -> BTreeMap<PathBuf, String> {
+    let mut pages = BTreeMap::new();
+    pages.insert(
+        PathBuf::from("README.md"),
+        std::fs::read_to_string(repo().join("README.md")).unwrap(),
+    );
+    for entry in std::fs::read_dir(repo().join("docs")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "md") {
+            let name = path.strip_prefix(repo()).unwrap().to_path_buf();
+            pages.insert(name, std::fs::read_to_string(&path).unwrap());
+        }
+    }
+    pages
+}
+
+/// GitHub's anchor for a heading: lower case, punctuation dropped, spaces as dashes.
+fn anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || *c == '-' || *c == ' ' || *c == '_')
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+fn anchors(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| {
+            l.trim_start_matches('#')
+                .strip_prefix(' ')
+                .filter(|_| l.starts_with('#'))
+        })
+        .map(anchor)
+        .collect()
+}
+
+/// `(target)` of every `[text](target)` link that is not to the web.
+fn local_links(text: &str) -> Vec<&str> {
+    text.split("](")
+        .skip(1)
+        .filter_map(|rest| rest.split([')', ' ']).next())
+        .filter(|t| !t.contains("://") && !t.starts_with("mailto:"))
+        .collect()
+}
+
+#[test]
+fn readme_is_a_five_minute_read() {
+    let lines = pages()[Path::new("README.md")].lines().count();
+    assert!(
+        lines <= 200,
+        "README.md has {lines} lines; move detail into docs/"
+    );
+}
+
+#[test]
+fn every_link_between_the_pages_reaches_its_heading() {
+    let pages = pages();
+    let mut broken = Vec::new();
+    for (page, text) in &pages {
+        let dir = page.parent().unwrap_or(Path::new(""));
+        for link in local_links(text) {
+            let (file, heading) = link.split_once('#').unwrap_or((link, ""));
+            let target = if file.is_empty() {
+                page.clone()
+            } else {
+                // Resolve `..` by hand: the pages are README.md and docs/*.md.
+                let joined = dir.join(file);
+                let mut parts = Vec::new();
+                for c in joined.components() {
+                    match c {
+                        std::path::Component::ParentDir => {
+                            parts.pop();
+                        }
+                        other => parts.push(other.as_os_str().to_owned()),
+                    }
+                }
+                parts.iter().collect()
+            };
+            if !repo().join(&target).exists() {
+                broken.push(format!("{}: {link} (no such file)", page.display()));
+            } else if !heading.is_empty() {
+                match pages.get(&target) {
+                    Some(text) if !anchors(text).iter().any(|a| a == heading) => {
+                        broken.push(format!("{}: {link} (no such heading)", page.display()))
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}
