@@ -312,7 +312,14 @@ pub fn exit() -> c_int {
 const FORWARD_TIME: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// Ends every task of the step on every node, through Slurm, once the line that says why has
-/// had time to reach srun; says so when Slurm refuses.
+/// had time to reach srun; says so when Slurm refuses. The one way tfcluster stops a step; each
+/// cause calls it where it is found:
+/// - a wrong plan, in `init_post_opt`, synchronously: before this node's tasks fork, since other
+///   nodes' tasks may already run with it;
+/// - a node that cannot give its tasks GPUs or cannot isolate the step, in the node's first
+///   task (`task_init`), synchronously: that process ends right after, without its program;
+/// - the decider's end or a failed trainer, in `task_exit`, from a thread
+///   ([`stop_step_after_return`]): slurmstepd must send that task's own status first.
 fn stop_step(job_id: u32, step_id: u32) {
     log::wait_until_forwarded(FORWARD_TIME);
     if let Err(reason) = handle::kill_step(job_id, step_id, libc::SIGKILL) {
