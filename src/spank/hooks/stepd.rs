@@ -316,8 +316,8 @@ const FORWARD_TIME: std::time::Duration = std::time::Duration::from_millis(250);
 /// cause calls it where it is found:
 /// - a wrong plan, in `init_post_opt`, synchronously: before this node's tasks fork, since other
 ///   nodes' tasks may already run with it;
-/// - a node that cannot give its tasks GPUs or cannot isolate the step, in the node's first
-///   task (`task_init`), synchronously: that process ends right after, without its program;
+/// - a task that cannot get its GPUs (in that task), or a node that cannot isolate the step (in
+///   its first task), in `task_init`, synchronously: that process ends without its program;
 /// - the decider's end or a failed trainer, in `task_exit`, from a thread
 ///   ([`stop_step_after_return`]): slurmstepd must send that task's own status first.
 fn stop_step(job_id: u32, step_id: u32) {
