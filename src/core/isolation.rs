@@ -132,6 +132,9 @@ impl StepFirewall<'_> {
         let (mut v4, mut v6) = (BTreeSet::new(), BTreeSet::new());
         for (node, ranks) in self.layout.nodes().enumerate() {
             let count = ranks.len();
+            if count == 0 {
+                continue; // no endpoint on that node
+            }
             let group = groups.entry(count).or_insert_with(|| {
                 let ports = (0..count).map(|slot| self.endpoints.port(slot)).collect();
                 (BTreeSet::new(), ports)
@@ -153,7 +156,7 @@ impl StepFirewall<'_> {
         set(&mut out, "peers4", "ipv4_addr", v4.iter());
         set(&mut out, "peers6", "ipv6_addr", v6.iter());
         set(&mut out, "ports", "inet_service", ports);
-        for (i, (hosts, ports)) in groups.values().filter(|g| !g.1.is_empty()).enumerate() {
+        for (i, (hosts, ports)) in groups.values().enumerate() {
             let (h4, h6): (Vec<&IpAddr>, Vec<&IpAddr>) = hosts.iter().partition(|ip| ip.is_ipv4());
             set(
                 &mut out,
@@ -189,7 +192,7 @@ impl StepFirewall<'_> {
              chain output {{\n\
              type filter hook output priority 0; policy accept;\n"
         );
-        for i in 0..groups.values().filter(|g| !g.1.is_empty()).count() {
+        for i in 0..groups.len() {
             let _ = writeln!(
                 out,
                 "{attempt} ip daddr @hosts4_{i} tcp dport @ports_{i} {refuse}"

@@ -37,9 +37,17 @@ pub fn install(
     else {
         return Ok(None);
     };
-    let mut nft = Nft::open().map_err(failed)?;
-    nft.run(&script)
-        .map_err(|e| failed(format!("nftables refused the rules: {e}")))?;
+    let mut nft = Nft::open().map_err(|e| {
+        failed(format!(
+            "{e}; install it on every node (Debian: libnftables1, RHEL: nftables)"
+        ))
+    })?;
+    nft.run(&script).map_err(|e| {
+        failed(format!(
+            "nftables refused the rules: {e}; check that the node's kernel has nf_tables \
+                 (modprobe nf_tables) and that slurmstepd runs as root"
+        ))
+    })?;
     Ok(Some(Installed {
         table: table_name(job_id, step_id),
         nft,
