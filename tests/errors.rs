@@ -70,6 +70,10 @@ fn every_error_message() {
          "--tf-cluster asks for 4 tasks (ps:1,worker:3) but the step has 3; change the counts, use '*' for one role, or run srun with -n 4"),
         (spec("chief:1,ps:2,worker:*", 3),
          "--tf-cluster: the fixed roles take 3 of the step's 3 tasks, leaving none for worker:*; run with more tasks (-n) or lower the fixed counts"),
+        (spec("chief:1,evaluator:*", 3),
+         "--tf-cluster: evaluator:* gives 2 of the step's 3 tasks to evaluator, but TensorFlow allows at most one evaluator; write evaluator:1 and give '*' to worker"),
+        (spec("master:*,worker:2", 4),
+         "--tf-cluster: master:* gives 2 of the step's 4 tasks to master, but TensorFlow allows at most one master; write master:1 and give '*' to worker"),
         (step_err("worker:*,ports=1", &[], "a", "1", None),
          "--tf-cluster: 'ports' is not a per-job setting; allowed: port_base, gpus, gpu_roles, rpc_layer, end_with_chief, fail_fast, preemption_exit, grpc_proxy_bypass, even_gpus, evaluator_cluster, dtensor, apptainer_env"),
         (step_err("worker:*", &[], "n[1-2", "1", None),
@@ -309,6 +313,7 @@ fn listed(e: &Error) {
         | UnknownOverride { .. }
         | CountMismatch { .. }
         | NothingLeftForWildcard { .. }
+        | SingletonWildcard { .. }
         | Hostlist { .. }
         | CountList { .. }
         | HeterogeneousJob { .. }

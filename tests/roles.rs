@@ -20,6 +20,7 @@ const CASES: &[(&str, u32, &[(Role, u32, u32)])] = &[
     ("chief:1,ps:2,worker:*",     11, &[(Chief, 0, 1), (Ps, 1, 2), (Worker, 3, 8)]),
     ("chief:1,ps:*,worker:2",      6, &[(Chief, 0, 1), (Ps, 1, 3), (Worker, 4, 2)]),
     ("chief:1,evaluator:1,worker:*", 4, &[(Chief, 0, 1), (Evaluator, 1, 1), (Worker, 2, 2)]),
+    ("evaluator:*,worker:2",       3, &[(Evaluator, 0, 1), (Worker, 1, 2)]),
     ("master:1,ps:1,worker:*",     3, &[(Master, 0, 1), (Ps, 1, 1), (Worker, 2, 1)]),
     (" chief:1 , worker:* ",       2, &[(Chief, 0, 1), (Worker, 1, 1)]),
     ("chief:1,worker:*,port_base=9000", 2, &[(Chief, 0, 1), (Worker, 1, 1)]),

@@ -68,6 +68,11 @@ pub enum Error {
         fixed: u64,
         tasks: u32,
     },
+    #[error(
+        "--tf-cluster: {role}:* gives {rest} of the step's {tasks} tasks to {role}, but TensorFlow allows at most one {role}; \
+         write {role}:1 and give '*' to worker"
+    )]
+    SingletonWildcard { role: String, rest: u32, tasks: u32 },
 
     // ---- hostlists and counts from Slurm ------------------------------------------------
     #[error("hostlist '{list}': {reason}")]

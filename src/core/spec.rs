@@ -220,7 +220,17 @@ impl Spec {
                     tasks,
                 })
             }
-            Some(_) => u32::try_from(u64::from(tasks) - fixed).expect("fits: below tasks"),
+            Some(role) => {
+                let rest = u32::try_from(u64::from(tasks) - fixed).expect("fits: below tasks");
+                if rest > 1 && role.is_singleton() {
+                    return Err(Error::SingletonWildcard {
+                        role: role.to_string(),
+                        rest,
+                        tasks,
+                    });
+                }
+                rest
+            }
             None if fixed != u64::from(tasks) => {
                 return Err(Error::CountMismatch {
                     spec: self.roles_text(),
