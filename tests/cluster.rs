@@ -259,7 +259,7 @@ const BAD_INPUT: &[(&str, i32, &str)] = &[
     ("-N1 -n2 --tf-cluster=chief:2,worker:*", 255,
      "srun: error: tfcluster: --tf-cluster: chief:2 asks for 2 chief tasks; TensorFlow allows at most one chief"),
     ("-N1 -n2 --tf-cluster=worker:*,port=1", 255,
-     "srun: error: tfcluster: --tf-cluster: 'port' is not a per-job setting; allowed: port_base, gpus, gpu_roles, rpc_layer, end_with_chief, fail_fast, preemption_exit, grpc_proxy_bypass, even_gpus, evaluator_cluster, dtensor, apptainer_env"),
+     "srun: error: tfcluster: --tf-cluster: 'port' is not a per-job setting; allowed: port_base, gpus, gpu_roles, rpc_layer, end_with_chief, fail_fast, preemption_exit, grpc_proxy_bypass, even_gpus, evaluator_cluster, dtensor, apptainer_env, keras"),
     ("-N1 -n3 --tf-cluster=ps:1,worker:3", 1,
      "srun: error: tfcluster: --tf-cluster asks for 4 tasks (ps:1,worker:3) but the step has 3; change the counts, use '*' for one role, or run srun with -n 4"),
     ("-N1 -n3 --tf-cluster=chief:1,ps:2,worker:*", 1,

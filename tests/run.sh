@@ -8,7 +8,7 @@
 #   3. lints (rustfmt, clippy) where those tools are installed;
 #   4. unit, table, property, ABI and symbol tests (cargo test), and a deterministic short run
 #      of every fuzz target (fuzz/run.sh smoke; `make fuzz` is the real campaign);
-#   5. makes (once per machine) a TensorFlow virtualenv (tests/tensorflow/setup.sh);
+#   5. makes (once per machine) the TensorFlow virtualenvs the releases need (tests/tensorflow/setup.sh: the newest, and 2.15 where marked);
 #   6. on every release (Debian's first, then the source builds), in its root (waiting for the
 #      background to finish it): builds the
 #      plugin from the release's headers, checks our header against them, brings up a real
@@ -63,17 +63,21 @@ failed() { sed -n 's/^test result: .* \([0-9]*\) failed;.*/\1/p' "$1" | awk '{s 
 
 cargo test 2>&1 | tee "$logs/host"
 bash fuzz/run.sh smoke
-python=
+# The TensorFlow virtualenvs the chosen releases need (made once per machine).
+python= python_2_15=
+marked() { awk -v r="$1" '$1 == r {print "," $3 ","}' tests/releases.tsv | grep -q ",$2,"; }
 for release in "${tested[@]}"; do
-    if awk -v r="$release" '$1 == r {print $3}' tests/releases.tsv | grep -qw tensorflow; then
+    if marked "$release" tensorflow && [ -z "$python" ]; then
         python=$(bash tests/tensorflow/setup.sh)
-        break
+    fi
+    if marked "$release" tensorflow-2.15 && [ -z "$python_2_15" ]; then
+        python_2_15=$(TFC_TF_VERSION=2.15.1 TFC_TF_VENV=/var/cache/tfcluster/tf-venv-2.15.1 bash tests/tensorflow/setup.sh)
     fi
 done
 bad=()
 for release in "${tested[@]}"; do
     start=$SECONDS
-    if ! TFC_PYTHON=$python bash tests/release/run.sh "$release" 2>&1 | tee "$logs/$release"; then
+    if ! TFC_PYTHON=$python TFC_PYTHON_2_15=$python_2_15 bash tests/release/run.sh "$release" 2>&1 | tee "$logs/$release"; then
         bad+=("$release")
         echo "tfcluster: the tests FAILED on Slurm $release (see above)" >&2
     fi

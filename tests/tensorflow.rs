@@ -3,7 +3,7 @@
 //! Needs the cluster and a TensorFlow virtualenv (TFC_PYTHON); tests/run.sh provides both.
 
 mod common;
-use common::cluster::{bundle, plugin, records, sh, sh_ok, tool, PlugStack};
+use common::cluster::{bundle, plugin, records, requeued_job, sh, tool, PlugStack};
 use serde_json::{json, Value};
 use std::collections::HashSet;
 
@@ -562,42 +562,7 @@ fn preempted_training_resumes_after_requeue_with_the_same_weights() {
             ),
         )
         .unwrap();
-        let job = sh_ok(&format!(
-            "chmod 755 {s}; sbatch --parsable --requeue -t 10 {nodes} -o {o} --open-mode=append {s}",
-            s = script.display(),
-            o = out.display()
-        ))
-        .trim()
-        .to_string();
-        let output = || std::fs::read_to_string(&out).unwrap_or_default();
-        wait_for(what, 120, || output().contains("STEP|10\n"));
-        sh_ok(&interrupt.replace("{job}", &job));
-        // A requeued job may start again only after the launch credentials expire (about 2
-        // minutes); the test lets it start as soon as it is pending, but not in the second of
-        // the requeue: slurmd compares a credential's time with the revocation's in whole
-        // seconds, so a start within it is refused ("Job credential revoked") and the job
-        // fails (seen on 22.05 in 3 runs of 10). The start time is set again as long as the
-        // job is pending, in case slurmctld sets its own once the job has finished completing.
-        wait_for(what, 60, || job_field(&job, "JobState") == "PENDING");
-        std::thread::sleep(std::time::Duration::from_secs(2));
-        let mut states: Vec<String> = Vec::new();
-        let completed = within(180, || {
-            let state = job_field(&job, "JobState");
-            if state == "PENDING" {
-                sh(&format!("scontrol update JobId={job} StartTime=now"));
-            }
-            let done = state == "COMPLETED";
-            if states.last() != Some(&state) {
-                states.push(state);
-            }
-            done
-        });
-        assert!(
-            completed,
-            "{what}: not COMPLETED after 180 s (states {states:?}):\n{}",
-            output()
-        );
-        let text = output();
+        let text = requeued_job(what, &script, nodes, &out, interrupt);
         let resumed: Vec<u32> = records(&text, "RESUMED")
             .iter()
             .map(|r| r[2].parse().unwrap())
@@ -627,37 +592,10 @@ fn preempted_training_resumes_after_requeue_with_the_same_weights() {
             !text.contains("tfcluster: rank"),
             "{what}: nothing is a failure\n{text}"
         );
-        assert_eq!(job_field(&job, "Restarts"), "1", "{what}");
-        assert_eq!(job_field(&job, "ExitCode"), "0:0", "{what}");
         eprintln!(
             "{what}: resumed at step {} of {steps}; SRUN lines {:?}",
             resumed[2],
             records(&text, "SRUN")
         );
     }
-}
-
-fn wait_for(what: &str, seconds: u64, done: impl FnMut() -> bool) {
-    assert!(within(seconds, done), "{what}: waited {seconds} s");
-}
-
-/// Whether `done` came true within `seconds`, asked every 0.5 s.
-fn within(seconds: u64, mut done: impl FnMut() -> bool) -> bool {
-    let started = std::time::Instant::now();
-    while !done() {
-        if started.elapsed().as_secs() >= seconds {
-            return false;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(500));
-    }
-    true
-}
-
-/// One `Key=value` of `scontrol show job`.
-fn job_field(job: &str, key: &str) -> String {
-    let info =
-        String::from_utf8_lossy(&sh(&format!("scontrol show job {job}")).stdout).into_owned();
-    info.split_whitespace()
-        .find_map(|w| w.strip_prefix(&format!("{key}=")).map(str::to_string))
-        .unwrap_or_default()
 }

@@ -136,6 +136,13 @@ pub const APPTAINER_NAMES: &[(&str, [&str; 2])] = &[
         ["APPTAINERENV_DTENSOR_JOBS", "SINGULARITYENV_DTENSOR_JOBS"],
     ),
     (
+        "TF_USE_LEGACY_KERAS",
+        [
+            "APPTAINERENV_TF_USE_LEGACY_KERAS",
+            "SINGULARITYENV_TF_USE_LEGACY_KERAS",
+        ],
+    ),
+    (
         "DTENSOR_CLIENT_ID",
         [
             "APPTAINERENV_DTENSOR_CLIENT_ID",

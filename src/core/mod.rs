@@ -11,6 +11,7 @@ pub mod error;
 pub mod gpus;
 pub mod hostlist;
 pub mod isolation;
+pub mod keras;
 pub mod layout;
 pub mod plan;
 pub mod ports;

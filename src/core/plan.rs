@@ -13,6 +13,7 @@ use super::error::{Error, Result};
 use super::gpus::{self, GpuAction, GpuInputs, GpuSpread};
 use super::hostlist;
 use super::isolation::StepFirewall;
+use super::keras;
 use super::layout::{Distribution, Layout, TaskCounts, TASK_HOSTS_VAR};
 use super::ports::StepPorts;
 use super::proxy::{self, ProxyEnv};
@@ -345,7 +346,7 @@ impl StepPlan {
     }
 
     /// The whole environment of the task at local `slot` on `node`: its TF_CONFIG (rendered in
-    /// `renderers`), GPU slice, `no_grpc_proxy` and DTensor variables, and each of them again
+    /// `renderers`), GPU slice, `no_grpc_proxy`, DTensor variables and `TF_USE_LEGACY_KERAS`, and each of them again
     /// under Apptainer's names when `apptainer_env` says so. `step_gpus` is the node's
     /// `CUDA_VISIBLE_DEVICES` before the tasks forked, `task_gpus` the task's own now,
     /// `program` the task's argv\[0\].
@@ -366,7 +367,7 @@ impl StepPlan {
         })?;
         let (role, index) = self.roles.of_rank(rank).expect("roles cover every rank");
         let gpus = self.gpus(node, slot, gtids, step_gpus, task_gpus)?;
-        let mut set = Vec::with_capacity(5);
+        let mut set = Vec::with_capacity(6);
         set.push((
             tf_config::NAME,
             Cow::Borrowed(self.tf_configs.render_nul(renderers, role, index)),
@@ -382,6 +383,9 @@ impl StepPlan {
             let mut id = String::with_capacity(11);
             text::push_decimal(&mut id, rank.into(), 0);
             set.push((tf_config::DTENSOR_CLIENT_ID, with_nul(id)));
+        }
+        if let Some(value) = self.settings.keras.value_nul() {
+            set.push((keras::VAR, Cow::Borrowed(value)));
         }
         if (self.settings.apptainer_env).on(program.is_some_and(container::runs_apptainer)) {
             container::add_apptainer_names(&mut set);

@@ -6,6 +6,7 @@
 use super::address::AddressFormat;
 use super::error::{Error, Result};
 use super::isolation;
+use super::keras::Keras;
 use super::ports::{check_base, PortPolicy};
 use super::spec::Role;
 use super::text::decimal;
@@ -159,6 +160,13 @@ pub const KEYS: &[Key] = &[
         s.apptainer_env = switch(v).ok_or(SWITCH)?;
         Ok(())
     } },
+    Key { name: "keras", per_job: true,
+          default: "`auto`", values: "`auto`, `2`", example: "`keras=2`",
+          meaning: "`2`: set `TF_USE_LEGACY_KERAS=1` in every task, so `tf.keras` is Keras 2 (the `tf_keras` package, which must match TensorFlow's minor version) and `model.fit` trains under MultiWorkerMirroredStrategy and ParameterServerStrategy on TensorFlow 2.16 and later; `auto`: set nothing (TensorFlow's own default)",
+          set: |s, v| {
+        s.keras = Keras::parse(v).ok_or("expected auto or 2")?;
+        Ok(())
+    } },
     Key { name: "isolate", per_job: false,
           default: "`no`", values: "`yes`, `no`", example: "`isolate=yes`",
           meaning: "plugstack.conf only: each node of a step admits connections to the step's TensorFlow ports only from the job's uid on the step's nodes, through an nftables table of its own; needs libnftables on the nodes, and `port_range` covering every port a step may get ([Security](#security))",
@@ -292,6 +300,8 @@ pub struct Settings {
     /// `--containall` and win over the image's own definitions. `auto`: when the task's program
     /// is `apptainer` or `singularity` ([`super::container::runs_apptainer`]).
     pub apptainer_env: Switch,
+    /// Which Keras `tf.keras` is in every task ([`super::keras`]).
+    pub keras: Keras,
     /// Each node of a step lets only the job's own processes on the step's own nodes connect
     /// to the step's TensorFlow servers ([`super::isolation`]). The admin's alone: a job cannot
     /// turn it off.
@@ -316,6 +326,7 @@ impl Default for Settings {
             evaluator_cluster: EvaluatorCluster::Own,
             dtensor: false,
             apptainer_env: Switch::Auto,
+            keras: Keras::Auto,
             isolate: false,
         }
     }

@@ -233,8 +233,11 @@ up() {
         # The container image of the --container tests (they link it into their bundles).
         make_root bundle
         shared=(/tmp "$REPO")
-        [ -d "$TF_VENV" ] && shared+=("$TF_VENV")
-        # The TensorFlow virtualenv runs on the host's Python 3.11 (one virtualenv serves every
+        # The TensorFlow virtualenvs: the newest, and others beside it (tf-venv-2.15.1).
+        for venv in "$TF_VENV" "$TF_VENV"-*; do
+            [ -d "$venv" ] && shared+=("$venv")
+        done
+        # The TensorFlow virtualenvs run on the host's Python 3.11 (one virtualenv serves every
         # release; the roots' own Pythons are 3.13 and 3.14).
         if [ -x /usr/bin/python3.11 ] && [ -d /usr/lib/python3.11 ]; then
             shared+=(/usr/bin/python3.11 /usr/lib/python3.11)

@@ -13,7 +13,8 @@
 #      `scale`, with 64 nodes for the 4096-task tests;
 #   6. tears the cluster and the root's namespace down, whatever happens.
 # Needs TFC_PYTHON (the TensorFlow virtualenv's python: tests/tensorflow/setup.sh) on the
-# releases marked `tensorflow`.
+# releases marked `tensorflow`, and TFC_PYTHON_2_15 (TensorFlow 2.15's) on those marked
+# `tensorflow-2.15`.
 set -Eeuo pipefail  # -E: the ERR trap below names a failure inside a function too
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo"
@@ -58,7 +59,13 @@ cluster_up "$TFC_PLUGIN" end_with_chief=no
 suites=(cluster containers install isolation)
 if has tensorflow; then
     : "${TFC_PYTHON:?the TensorFlow virtualenv python (tests/tensorflow/setup.sh)}"
-    suites+=(tensorflow)
+    suites+=(tensorflow keras)
+fi
+if has tensorflow-2.15; then
+    export TFC_PYTHON_2_15
+    : "${TFC_PYTHON_2_15:?the TensorFlow 2.15 virtualenv python (tests/run.sh makes it)}"
+else
+    unset TFC_PYTHON_2_15
 fi
 has apptainer && suites+=(apptainer)
 for t in "${suites[@]}"; do suite "$t"; done

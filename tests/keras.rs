@@ -1,0 +1,262 @@
+//! Keras as users write it, with real TensorFlow on the real test cluster: programs in the
+//! shapes of TensorFlow's own tutorials ("Multi-worker training with Keras", "Parameter server
+//! training with ParameterServerStrategy"), with synthetic data and no Slurm code, on each
+//! TensorFlow install of [`installs`]. Every step runs with `srun --export=NONE`, so
+//! `TF_USE_LEGACY_KERAS` reaches the tasks only through tfcluster's `keras` setting.
+//! Runs on the releases marked `tensorflow` in tests/releases.tsv (TensorFlow 2.15 on those
+//! marked `tensorflow-2.15` too).
+
+mod common;
+use common::cluster::{dir, records, requeued_job, sh, tool, PlugStack};
+use std::collections::HashSet;
+
+/// One TensorFlow install: its version, its python, what `--tf-cluster` needs for Keras 2's
+/// `model.fit`, and the Keras package `tf.keras` then is.
+struct Install {
+    tensorflow: &'static str,
+    python: String,
+    settings: &'static str,
+    keras: &'static str,
+}
+
+/// The newest TensorFlow (TFC_PYTHON), whose `tf.keras` is Keras 3 unless `keras=2`, and
+/// TensorFlow 2.15 (TFC_PYTHON_2_15, where tests/run.sh made it), the last whose `tf.keras` is
+/// Keras 2 by itself.
+fn installs() -> Vec<Install> {
+    let newest = std::env::var("TFC_PYTHON").expect("TFC_PYTHON (tests/run.sh sets it)");
+    let mut all = vec![Install {
+        tensorflow: "2.21",
+        python: newest,
+        settings: ",keras=2",
+        keras: "tf_keras 2.21.0",
+    }];
+    if let Ok(python) = std::env::var("TFC_PYTHON_2_15") {
+        all.push(Install {
+            tensorflow: "2.15",
+            python,
+            settings: "",
+            keras: "keras 2.15.0",
+        });
+    }
+    all
+}
+
+fn run(srun_args: &str, python: &str, program: &str) -> (bool, String, String) {
+    let out = sh(&format!(
+        "srun -t 5 --export=NONE {srun_args} {python} {}",
+        tool(program)
+    ));
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// (what, srun arguments before the settings, the roles that train)
+#[rustfmt::skip]
+const FIT_STEPS: &[(&str, &str, &[&str])] = &[
+    ("all workers",          "-w n011,n012 -N2 -n2 --tf-cluster=worker:*",         &["worker", "worker"]),
+    ("a chief and workers",  "-w n011,n012 -N2 -n3 --tf-cluster=chief:1,worker:*", &["chief", "worker", "worker"]),
+];
+
+/// The Keras tutorial's MultiWorkerMirroredStrategy program: every task ends with the same
+/// weights although each trained on its own data (only the all-reduce does that), with every
+/// trainer counted in sync, in Keras 2.
+#[test]
+#[ignore = "needs the test cluster and TensorFlow: run tests/run.sh"]
+fn keras_fit_trains_with_multi_worker_mirrored_strategy() {
+    let _defaults = PlugStack::defaults();
+    for install in installs() {
+        for (what, args, roles) in FIT_STEPS {
+            let what = format!("TensorFlow {}, {what}", install.tensorflow);
+            let (ok, stdout, stderr) = run(
+                &format!("{args}{}", install.settings),
+                &install.python,
+                "keras_mwms.py",
+            );
+            assert!(ok, "{what}:\n{stdout}\n{stderr}");
+            let results = records(&stdout, "RESULT");
+            assert_eq!(
+                results.len(),
+                roles.len(),
+                "{what}: every task reports\n{stdout}"
+            );
+            let finals: HashSet<(&str, &str)> = results.iter().map(|r| (r[2], r[3])).collect();
+            assert_eq!(finals.len(), 1, "{what}: tasks disagree: {finals:?}");
+            let data: HashSet<&str> = results.iter().map(|r| r[4]).collect();
+            assert_eq!(
+                data.len(),
+                roles.len(),
+                "{what}: the workers' data must differ"
+            );
+            let mut seen: Vec<&str> = results.iter().map(|r| r[0]).collect();
+            seen.sort();
+            assert_eq!(seen, *roles, "{what}");
+            for r in &results {
+                assert_eq!(r[6], roles.len().to_string(), "{what}: replicas in sync");
+                assert_eq!(r[7], install.keras, "{what}: tf.keras");
+            }
+        }
+    }
+}
+
+/// The parameter-server tutorial's Keras path: model.fit with DatasetCreator, ModelCheckpoint
+/// and BackupAndRestore on the chief, ps and workers serving; the model learns, and the step
+/// ends when the chief returns.
+#[test]
+#[ignore = "needs the test cluster and TensorFlow: run tests/run.sh"]
+fn keras_fit_trains_with_parameter_server_strategy() {
+    let _defaults = PlugStack::defaults();
+    for install in installs() {
+        let what = format!("TensorFlow {}", install.tensorflow);
+        let work = dir().join(format!("keras-ps-{}", install.tensorflow));
+        let _ = std::fs::remove_dir_all(&work);
+        let out = sh(&format!(
+            "srun -t 5 --export=NONE -w n011,n012,n9 -N3 -n4 --tf-cluster=chief:1,ps:1,worker:*{} \
+             {} {} {}; echo \"SRUN|$?|$(date +%s.%N)\"",
+            install.settings,
+            install.python,
+            tool("keras_ps.py"),
+            work.display()
+        ));
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        let mut roles: Vec<String> = records(&stdout, "ROLE")
+            .iter()
+            .map(|r| r.join("|"))
+            .collect();
+        roles.sort();
+        assert_eq!(
+            roles,
+            ["chief|0", "ps|0", "worker|0", "worker|1"],
+            "{what}\n{stderr}"
+        );
+        let result = records(&stdout, "RESULT");
+        assert_eq!(
+            result.len(),
+            1,
+            "{what}: the chief finished\n{stdout}\n{stderr}"
+        );
+        let loss: f64 = result[0][0].parse().unwrap();
+        assert!(loss < 0.01, "{what}: the model did not learn (loss {loss})");
+        assert_eq!(result[0][1], install.keras, "{what}: tf.keras");
+        assert!(
+            work.join("ckpt").exists(),
+            "{what}: ModelCheckpoint saved nothing"
+        );
+        let srun = &records(&stdout, "SRUN")[0];
+        assert_eq!(
+            srun[0].parse::<i32>().unwrap(),
+            common::release::current().stopped_step_status(0),
+            "{what}: srun's status\n{stderr}"
+        );
+        let delay = srun[1].parse::<f64>().unwrap() - result[0][2].parse::<f64>().unwrap();
+        eprintln!("{what}: srun returned {delay:.2} s after the chief's result");
+        assert!(
+            delay < 30.0,
+            "{what}: the step ran on {delay:.1} s after the chief"
+        );
+        let left = sh("pgrep -f '[k]eras_ps.py' || true");
+        assert!(left.stdout.is_empty(), "{what}: tasks left behind");
+    }
+}
+
+/// Keras 3's model.fit under MultiWorkerMirroredStrategy (TensorFlow 2.21 without `keras=2`)
+/// fails in every task; the step ends at once, with Keras's error and the failing rank named.
+#[test]
+#[ignore = "needs the test cluster and TensorFlow: run tests/run.sh"]
+fn keras_3_fit_fails_and_the_step_ends_with_the_rank_named() {
+    let _defaults = PlugStack::defaults();
+    let newest = &installs()[0];
+    let started = std::time::Instant::now();
+    let (ok, stdout, stderr) = run(
+        "-w n011,n012 -N2 -n2 --tf-cluster=worker:*",
+        &newest.python,
+        "keras_mwms.py",
+    );
+    let elapsed = started.elapsed().as_secs_f64();
+    eprintln!("Keras 3: srun returned {elapsed:.1} s after the start");
+    assert!(!ok, "Keras 3's fit trained:\n{stdout}");
+    assert!(
+        stderr.contains("Attempt to convert a value (PerReplica:"),
+        "Keras's error reaches srun's stderr:\n{stderr}"
+    );
+    let named = stderr.lines().any(|l| {
+        l.contains("tfcluster: rank ") && l.contains(" exited 1; stopping the step's other 1 task")
+    });
+    assert!(named, "the failing rank is named:\n{stderr}");
+    assert!(records(&stdout, "RESULT").is_empty(), "{stdout}");
+    assert!(elapsed < 90.0, "the step ran {elapsed:.0} s");
+}
+
+/// Preemption with model.fit: a `--requeue` batch job training with BackupAndRestore (a backup
+/// every 5 steps) is requeued mid-training (`scontrol requeue`: SIGTERM, which TensorFlow's
+/// coordination service catches, then SIGKILL after KillWait), resumes from its last backup, and
+/// ends with exactly the weights of a run that was never interrupted.
+#[test]
+#[ignore = "needs the test cluster and TensorFlow: run tests/run.sh"]
+fn keras_fit_resumes_after_requeue_with_the_same_weights() {
+    let _defaults = PlugStack::defaults();
+    let (nodes, steps) = ("-w n011,n012 -N2 -n2", 80);
+    for install in installs() {
+        let what = format!("TensorFlow {}", install.tensorflow);
+        let dir = dir();
+        let (whole, backup) = (
+            dir.join(format!("keras-whole-{}", install.tensorflow)),
+            dir.join(format!("keras-backup-{}", install.tensorflow)),
+        );
+        let (out, script) = (
+            dir.join(format!("keras-requeue-{}.out", install.tensorflow)),
+            dir.join(format!("keras-requeue-{}.sh", install.tensorflow)),
+        );
+        for d in [&whole, &backup] {
+            let _ = std::fs::remove_dir_all(d);
+        }
+        let _ = std::fs::remove_file(&out);
+        let srun = |options: &str, backup: &std::path::Path| {
+            format!(
+                "srun {options} --export=NONE --tf-cluster=worker:*{} {} {} {} {steps}",
+                install.settings,
+                install.python,
+                tool("keras_preempt.py"),
+                backup.display()
+            )
+        };
+        let reference = sh(&srun(&format!("-t 5 {nodes}"), &whole));
+        let reference_out = String::from_utf8_lossy(&reference.stdout);
+        let weights = |text: &str| -> HashSet<String> {
+            records(text, "RESULT")
+                .iter()
+                .map(|r| r[2].to_string())
+                .collect()
+        };
+        assert_eq!(
+            weights(&reference_out).len(),
+            1,
+            "{what}: one set of weights\n{reference_out}"
+        );
+        std::fs::write(&script, format!("#!/bin/bash\n{}\n", srun("", &backup))).unwrap();
+        let text = requeued_job(&what, &script, nodes, &out, "scontrol requeue {job}");
+        let resumed: Vec<u32> = records(&text, "RESUMED")
+            .iter()
+            .map(|r| r[2].parse().unwrap())
+            .collect();
+        assert!(
+            resumed.len() == 4
+                && resumed[..2] == [0, 0]
+                && resumed[2] >= 10
+                && resumed[2] % 5 == 0
+                && resumed[2] == resumed[3],
+            "{what}: both tasks start at 0, then both resume at a backup past step 10: {resumed:?}\n{text}"
+        );
+        assert_eq!(
+            weights(&text),
+            weights(&reference_out),
+            "{what}: the weights of the uninterrupted run\n{text}"
+        );
+        eprintln!("{what}: resumed at step {} of {steps}", resumed[2]);
+    }
+}
