@@ -189,3 +189,41 @@ fn multi_worker_mirrored_strategy_trains_in_apptainer_with_containall() {
         results.iter().map(|r| (r[2], r[3])).collect();
     assert_eq!(finals.len(), 1, "the tasks disagree: {finals:?}");
 }
+
+/// Keras 2's `model.fit` (TensorFlow's Keras tutorial shape, tests/keras.rs) under `apptainer
+/// exec --cleanenv`, started with `srun --export=NONE`: `TF_USE_LEGACY_KERAS` reaches the program
+/// only through tfcluster's `keras=2` (as `APPTAINERENV_TF_USE_LEGACY_KERAS`), and every task
+/// ends with the same weights in tf_keras. The program is named by its path: `--export=NONE`
+/// gives the task no PATH to find it by.
+#[test]
+#[ignore = "needs the test cluster, apptainer and TensorFlow: run tests/run.sh"]
+fn keras_fit_trains_in_apptainer_with_cleanenv_and_keras_2() {
+    let python = std::env::var("TFC_PYTHON").expect("TFC_PYTHON (tests/run.sh sets it)");
+    let venv = std::path::Path::new(&python)
+        .parent()
+        .and_then(|bin| bin.parent())
+        .unwrap()
+        .display()
+        .to_string();
+    let out = sh(&format!(
+        "srun -t 5 --export=NONE -w n011,n012 -N2 -n2 --tf-cluster=worker:*,keras=2 /usr/bin/apptainer exec \
+         --userns --cleanenv --bind {tools} --bind {venv}:/opt/tf-venv {images}/plain \
+         /opt/tf-venv/bin/python {program}",
+        tools = dir().join("tools").display(),
+        images = images(),
+        program = tool("keras_mwms.py"),
+    ));
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let results = common::cluster::records(&stdout, "RESULT");
+    assert_eq!(results.len(), 2, "{stdout}");
+    let finals: std::collections::HashSet<(&str, &str)> =
+        results.iter().map(|r| (r[2], r[3])).collect();
+    assert_eq!(finals.len(), 1, "the tasks disagree: {finals:?}");
+    for r in &results {
+        assert_eq!(r[7], "tf_keras 2.21.0", "tf.keras inside the container");
+    }
+}

@@ -30,7 +30,10 @@ fn installs() -> Vec<Install> {
         settings: ",keras=2",
         keras: "tf_keras 2.21.0",
     }];
-    if let Ok(python) = std::env::var("TFC_PYTHON_2_15") {
+    if let Some(python) = std::env::var("TFC_PYTHON_2_15")
+        .ok()
+        .filter(|p| !p.is_empty())
+    {
         all.push(Install {
             tensorflow: "2.15",
             python,
