@@ -2,12 +2,12 @@
 # Cost at scale, on a running 64-node test cluster (benches/run.sh brings one up; so does
 # tests/release/run.sh for the release marked `scale` in tests/releases.tsv):
 # median wall time over interleaved runs of `srun -N64 -n4096 true`
-#   option: the plugin loaded and --tf-cluster=chief:1,ps:8,worker:* given
+#   option: the plugin loaded and --tf-cluster=chief:1,ps:8,worker:*,apptainer_env=auto given
 #   loaded: the plugin loaded, no option
 #   none:   no plugin in plugstack.conf
 #   floor:  no plugin, but an environment variable as large as that step's TF_CONFIG exported
 #           to every task (what any TF_CONFIG delivery pays: copying it into 4096 processes)
-#   apptainer: as `option`, with apptainer_env=yes: every task also gets each variable under
+#   apptainer: as `option`, with apptainer_env=yes (the default): every task also gets each variable under
 #           Apptainer's and SingularityCE's names (three TF_CONFIG-sized variables per task)
 #   isolate: as `option`, with isolate=yes in plugstack.conf: every node installs the step's
 #           firewall (4096 endpoints) before its tasks start and removes it as its slurmstepd exits
@@ -25,7 +25,9 @@ stack=$dir/etc/plugstack.conf
 step=(-N64 -n4096)
 # end_with_chief=no: `true` exits at once, and stopping the step after the chief would time
 # Slurm's step cancellation, not the delivery of TF_CONFIG.
-spec=--tf-cluster=chief:1,ps:8,worker:*,end_with_chief=no
+# apptainer_env=auto: (a) is tfcluster's delivery of its own variables, against the floors of
+# one such variable; (f) adds what the default (apptainer_env=yes) copies on top.
+spec=--tf-cluster=chief:1,ps:8,worker:*,end_with_chief=no,apptainer_env=auto
 here=$(cd "$(dirname "$0")" && pwd)
 cd /tmp
 
@@ -58,7 +60,7 @@ run() { # mode -> prints "wall_ms cpu_ms"
     s=$(date +%s%N) b=$(busy_ms)
     case $1 in
         option|isolate) srun "${step[@]}" "$spec" true ;;
-        apptainer) srun "${step[@]}" "$spec,apptainer_env=yes" true ;;
+        apptainer) srun "${step[@]}" "${spec%,apptainer_env=auto}" true ;;
         loaded|none|spank) srun "${step[@]}" true ;;
         floor) TFC_FLOOR=$floor srun "${step[@]}" true ;;
     esac

@@ -4,7 +4,8 @@
 //! `%environment` defines TF_CONFIG and CUDA_VISIBLE_DEVICES, as an image built for one
 //! machine may. Apptainer passes the task's environment in by default, but `--cleanenv` and
 //! `--containall` drop it and an image's own definitions win over it; tfcluster's
-//! `apptainer_env` also sets each variable under Apptainer's own names, which win in every case.
+//! `apptainer_env` (by default) also sets each variable under Apptainer's own names in every
+//! task, which win in every case, however the task starts apptainer.
 //! Runs on the releases marked `apptainer` in tests/releases.tsv (Debian packages apptainer
 //! from forky on); the task runs apptainer as root here, which needs `--userns` on these
 //! machines (they withhold a capability apptainer's setuid-less root mode asks for).
@@ -25,17 +26,66 @@ enum Sees {
     Image,
 }
 
-/// (what, the `--tf-cluster` settings after the spec, apptainer's options, the image, what
-/// every task sees)
+/// How the task starts the container.
+#[derive(Debug, Clone, Copy)]
+enum Start {
+    /// `apptainer exec ...` is the task's program.
+    Program,
+    /// A wrapper script (tests/cluster/in_apptainer.sh) that prepares, then runs apptainer.
+    Script,
+    /// `bash -c "apptainer exec ..."`.
+    BashC,
+    /// A shell that runs the wrapper script: `bash -c "sh -c 'in_apptainer.sh ...'"`.
+    Nested,
+}
+
+impl Start {
+    /// The task's command line that runs `apptainer exec {rest}`.
+    fn command(self, rest: &str) -> String {
+        let script = tool("in_apptainer.sh");
+        match self {
+            Start::Program => format!("apptainer exec {rest}"),
+            Start::Script => format!("{script} {rest}"),
+            Start::BashC => format!("bash -c \"apptainer exec {rest}\""),
+            Start::Nested => format!("bash -c \"sh -c '{script} {rest}'\""),
+        }
+    }
+}
+
+/// (how the task starts apptainer, apptainer's options, the image, the `--tf-cluster` settings
+/// after the spec, what every task sees). Every start form, with every option, in both images,
+/// sees its own values under the default `apptainer_env=yes`.
 #[rustfmt::skip]
-const APPTAINER_STEPS: &[(&str, &str, &str, &str, Sees)] = &[
-    ("as is",                                      "",                  "",              "plain",   Sees::Own),
-    ("--cleanenv",                                 "",                  "--cleanenv",    "plain",   Sees::Own),
-    ("--containall",                               "",                  "--containall",  "plain",   Sees::Own),
-    ("an image that defines both",                 "",                  "",              "defines", Sees::Own),
-    ("an image that defines both, --cleanenv",     "",                  "--cleanenv",    "defines", Sees::Own),
-    ("apptainer_env=no, --cleanenv",               ",apptainer_env=no", "--cleanenv",    "plain",   Sees::Nothing),
-    ("apptainer_env=no, an image that defines both", ",apptainer_env=no", "",            "defines", Sees::Image),
+const APPTAINER_STEPS: &[(Start, &str, &str, &str, Sees)] = &[
+    (Start::Program, "",               "plain",   "",                   Sees::Own),
+    (Start::Program, "--cleanenv",     "plain",   "",                   Sees::Own),
+    (Start::Program, "--containall",   "plain",   "",                   Sees::Own),
+    (Start::Program, "",               "defines", "",                   Sees::Own),
+    (Start::Program, "--cleanenv",     "defines", "",                   Sees::Own),
+    (Start::Program, "--containall",   "defines", "",                   Sees::Own),
+    (Start::Script,  "",               "plain",   "",                   Sees::Own),
+    (Start::Script,  "--cleanenv",     "plain",   "",                   Sees::Own),
+    (Start::Script,  "--containall",   "plain",   "",                   Sees::Own),
+    (Start::Script,  "",               "defines", "",                   Sees::Own),
+    (Start::Script,  "--cleanenv",     "defines", "",                   Sees::Own),
+    (Start::Script,  "--containall",   "defines", "",                   Sees::Own),
+    (Start::BashC,   "",               "plain",   "",                   Sees::Own),
+    (Start::BashC,   "--cleanenv",     "plain",   "",                   Sees::Own),
+    (Start::BashC,   "--containall",   "plain",   "",                   Sees::Own),
+    (Start::BashC,   "",               "defines", "",                   Sees::Own),
+    (Start::BashC,   "--cleanenv",     "defines", "",                   Sees::Own),
+    (Start::BashC,   "--containall",   "defines", "",                   Sees::Own),
+    (Start::Nested,  "",               "plain",   "",                   Sees::Own),
+    (Start::Nested,  "--cleanenv",     "plain",   "",                   Sees::Own),
+    (Start::Nested,  "--containall",   "plain",   "",                   Sees::Own),
+    (Start::Nested,  "",               "defines", "",                   Sees::Own),
+    (Start::Nested,  "--cleanenv",     "defines", "",                   Sees::Own),
+    (Start::Nested,  "--containall",   "defines", "",                   Sees::Own),
+    // A site's opt-outs: auto sets the names only when apptainer is the program; no never.
+    (Start::Script,  "--cleanenv",     "plain",   ",apptainer_env=auto", Sees::Nothing),
+    (Start::Program, "--cleanenv",     "plain",   ",apptainer_env=auto", Sees::Own),
+    (Start::Program, "--cleanenv",     "plain",   ",apptainer_env=no",   Sees::Nothing),
+    (Start::Program, "",               "defines", ",apptainer_env=no",   Sees::Image),
 ];
 
 /// The image's own values (its `%environment`).
@@ -119,11 +169,15 @@ fn every_task_in_apptainer_gets_its_own_tf_config_and_gpus() {
         }),
     );
     assert_eq!(placed.len(), 4);
-    for (what, settings, options, image, sees) in APPTAINER_STEPS {
+    for (start, options, image, settings, sees) in APPTAINER_STEPS {
+        let what = format!("{start:?}, {options:?}, image {image}, settings {settings:?}");
         let out = sh(&format!(
-            "srun {step}{settings} apptainer exec --userns --bind {tools} {options} {images}/{image} {report}",
-            tools = tools.display(),
-            report = tool("report.sh"),
+            "srun {step}{settings} {}",
+            start.command(&format!(
+                "--userns --bind {tools} {options} {images}/{image} {report}",
+                tools = tools.display(),
+                report = tool("report.sh"),
+            ))
         ));
         let (stdout, stderr) = (
             String::from_utf8_lossy(&out.stdout),
@@ -154,8 +208,9 @@ fn every_task_in_apptainer_gets_its_own_tf_config_and_gpus() {
 
 /// Real TensorFlow in the hardest case: `--containall` (a clean environment, its own /tmp and
 /// PID namespace) in the image that defines TF_CONFIG and CUDA_VISIBLE_DEVICES itself, the
-/// TensorFlow virtualenv bound in. MultiWorkerMirroredStrategy trains across two nodes and every
-/// task ends with the same weights.
+/// TensorFlow virtualenv bound in, with apptainer as the task's program and started by a wrapper
+/// script. MultiWorkerMirroredStrategy trains across two nodes and every task ends with the
+/// same weights.
 #[test]
 #[ignore = "needs the test cluster, apptainer and TensorFlow: run tests/run.sh"]
 fn multi_worker_mirrored_strategy_trains_in_apptainer_with_containall() {
@@ -168,26 +223,30 @@ fn multi_worker_mirrored_strategy_trains_in_apptainer_with_containall() {
         .to_string();
     // Bound at a path of the image's own: under --containall the image's /tmp and /var/tmp are
     // new and empty, so a virtualenv there (TFC_TF_VENV=/var/tmp/...) has no mount point.
-    let out = sh(&format!(
-        "srun -t 5 -w n011,n012 -N2 -n3 --tf-cluster=chief:1,worker:* apptainer exec --userns \
-         --containall --bind {tools} --bind {venv}:/opt/tf-venv {images}/defines \
-         /opt/tf-venv/bin/python {program}",
-        tools = dir().join("tools").display(),
-        images = images(),
-        program = tool("mwms_train.py"),
-    ));
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
-    assert!(out.status.success(), "{stdout}\n{stderr}");
-    let results = common::cluster::records(&stdout, "RESULT");
-    let mut roles: Vec<&str> = results.iter().map(|r| r[0]).collect();
-    roles.sort();
-    assert_eq!(roles, ["chief", "worker", "worker"], "{stdout}");
-    let finals: std::collections::HashSet<(&str, &str)> =
-        results.iter().map(|r| (r[2], r[3])).collect();
-    assert_eq!(finals.len(), 1, "the tasks disagree: {finals:?}");
+    for start in [Start::Program, Start::Script] {
+        let out = sh(&format!(
+            "srun -t 5 -w n011,n012 -N2 -n3 --tf-cluster=chief:1,worker:* {}",
+            start.command(&format!(
+                "--userns --containall --bind {tools} --bind {venv}:/opt/tf-venv {images}/defines \
+                 /opt/tf-venv/bin/python {program}",
+                tools = dir().join("tools").display(),
+                images = images(),
+                program = tool("mwms_train.py"),
+            ))
+        ));
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        assert!(out.status.success(), "{start:?}:\n{stdout}\n{stderr}");
+        let results = common::cluster::records(&stdout, "RESULT");
+        let mut roles: Vec<&str> = results.iter().map(|r| r[0]).collect();
+        roles.sort();
+        assert_eq!(roles, ["chief", "worker", "worker"], "{start:?}: {stdout}");
+        let finals: std::collections::HashSet<(&str, &str)> =
+            results.iter().map(|r| (r[2], r[3])).collect();
+        assert_eq!(finals.len(), 1, "{start:?}: the tasks disagree: {finals:?}");
+    }
 }
 
 /// Keras 2's `model.fit` (TensorFlow's Keras tutorial shape, tests/keras.rs) under `apptainer

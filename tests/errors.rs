@@ -145,6 +145,8 @@ fn every_error_message() {
         (task_err("worker:*", "a,b", "3,1", 1, 0, Some("0,1")),
          "node b has 2 GPU(s), fewer than the 3 GPU tasks of the busiest node a: even_gpus gives every GPU task the same count and takes every node to have as many GPUs; ask for GPUs per node (--gres=gpu:N or --gpus-per-node=N, not --gpus=N), or set even_gpus=no"),
         (step_err("worker:*,dtensor=yes", &[], &long_names, "1(x10000)", None),
+         "SINGULARITYENV_DTENSOR_JOBS for 10000 tasks would be 400028 bytes, over Linux's limit of 131072 bytes for one environment variable; use fewer tasks or shorter node addresses (or apptainer_env=no, without Apptainer's copies of each variable)"),
+        (step_err("worker:*,dtensor=yes,apptainer_env=no", &[], &long_names, "1(x10000)", None),
          "DTENSOR_JOBS for 10000 tasks would be 400013 bytes, over Linux's limit of 131072 bytes for one environment variable; use fewer tasks or shorter node addresses"),
         (step_err("worker:*", &[], "n[2,2]", "3,2", None),
          "SLURM_STEP_NODELIST 'n[2,2]' names node n2 twice, which Slurm never does; do not set SLURM_STEP_NODELIST in the job's environment"),
@@ -155,6 +157,8 @@ fn every_error_message() {
         (task_err("worker:*", "n9", "2", 0, 0, Some("0,,1")),
          "CUDA_VISIBLE_DEVICES '0,,1' has an empty entry; fix the GRES configuration or the job's environment"),
         (step_err("worker:*", &[], &long_names, "1(x10000)", None),
+         "SINGULARITYENV_TF_CONFIG for 10000 tasks would be 420088 bytes, over Linux's limit of 131072 bytes for one environment variable; use fewer tasks or shorter node addresses (or apptainer_env=no, without Apptainer's copies of each variable)"),
+        (step_err("worker:*,apptainer_env=no", &[], &long_names, "1(x10000)", None),
          "TF_CONFIG for 10000 tasks would be 420073 bytes, over Linux's limit of 131072 bytes for one environment variable; use fewer tasks or shorter node addresses"),
         (Settings::from_plugstack(&["port_bsae=9000"]).map(|_| ()),
          "plugstack.conf: unknown tfcluster setting 'port_bsae'; known: port_base, port_range, port_block, address, gpus, gpu_roles, rpc_layer, end_with_chief, fail_fast, preemption_exit, grpc_proxy_bypass, even_gpus, evaluator_cluster, dtensor, apptainer_env, keras, isolate"),
@@ -404,25 +408,38 @@ fn every_input_over_its_limit_is_refused() {
 
 const PLACEMENT: &str = "run srun with -m cyclic or -m plane=N (placements Slurm never reorders), or -m arbitrary with the hosts in rank order in a file named by SLURM_HOSTFILE, or ask the admin to add CR_NO_DIST_TOPO_BLOCK to SelectTypeParameters";
 
+/// The size check covers the longest TF_CONFIG of any role, under the longest name a task gets
+/// it by: (settings, the name whose string is padded to exactly the limit for the chief, the
+/// message for the last ps, one byte longer).
+#[rustfmt::skip]
+const AT_THE_LIMIT: &[(&str, &str, &str)] = &[
+    (",apptainer_env=no", "TF_CONFIG",
+     "TF_CONFIG for 12000 tasks would be 131073 bytes, over Linux's limit of 131072 bytes for one environment variable; use fewer tasks or shorter node addresses"),
+    ("", "SINGULARITYENV_TF_CONFIG",
+     "SINGULARITYENV_TF_CONFIG for 12000 tasks would be 131073 bytes, over Linux's limit of 131072 bytes for one environment variable; use fewer tasks or shorter node addresses (or apptainer_env=no, without Apptainer's copies of each variable)"),
+];
+
 #[test]
 fn the_size_check_covers_the_longest_task_of_any_role() {
     // "chief" + index 0 renders 1 byte shorter than "ps" + index 11998. Pad rpc_layer until the
-    // chief's TF_CONFIG is exactly at the limit: the plan must still fail, for the last ps.
+    // chief's string is exactly at the limit: the plan must still fail, for the last ps.
     let one_node = step("a", "12000", None);
-    let short = plan("chief:1,ps:*,port_base=1000,rpc_layer=x", &[], &one_node);
-    let chief = "TF_CONFIG=".len() + short.tf_config(Role::Chief, 0).len() + 1;
-    let rpc = "x".repeat(1 + 131072 - chief); // the chief's TF_CONFIG is now exactly 131072 bytes
-    let err = try_plan(
-        &format!("chief:1,ps:*,port_base=1000,rpc_layer={rpc}"),
-        &[],
-        &one_node,
-    )
-    .expect_err("the last ps does not fit");
-    assert_eq!(
-        err.to_string(),
-        "TF_CONFIG for 12000 tasks would be 131073 bytes, over Linux's limit of 131072 bytes for one \
-         environment variable; use fewer tasks or shorter node addresses"
-    );
+    for (settings, name, want) in AT_THE_LIMIT {
+        let short = plan(
+            &format!("chief:1,ps:*,port_base=1000,rpc_layer=x{settings}"),
+            &[],
+            &one_node,
+        );
+        let chief = name.len() + 1 + short.tf_config(Role::Chief, 0).len() + 1;
+        let rpc = "x".repeat(1 + 131072 - chief); // the chief's string: exactly 131072 bytes
+        let err = try_plan(
+            &format!("chief:1,ps:*,port_base=1000,rpc_layer={rpc}{settings}"),
+            &[],
+            &one_node,
+        )
+        .expect_err("the last ps does not fit");
+        assert_eq!(err.to_string(), *want, "{name}");
+    }
 }
 
 #[test]

@@ -159,6 +159,23 @@ pub fn apptainer_names(name: &str) -> &'static [&'static str] {
         .map_or(&[], |(_, names)| names)
 }
 
+/// The longest name variable `name` may be set under in a task: its own, or, when the
+/// Apptainer names may be set too (`apptainer` = `apptainer_env` is not `no`), the longest of
+/// those. Linux's limit applies to each `NAME=value` string, so a step's size check uses it.
+pub fn longest_name(name: &'static str, apptainer: bool) -> &'static str {
+    let names = if apptainer {
+        apptainer_names(name)
+    } else {
+        &[]
+    };
+    names
+        .iter()
+        .copied()
+        .chain([name])
+        .max_by_key(|n| n.len())
+        .expect("at least the name itself")
+}
+
 /// Appends every variable of a task's list again under its Apptainer and SingularityCE names,
 /// with the same value (a borrowed value, such as the rendered TF_CONFIG, is not copied).
 pub fn add_apptainer_names(set: &mut Vec<(&'static str, Cow<'_, str>)>) {

@@ -253,13 +253,14 @@ pub enum Error {
     // ---- TF_CONFIG ----------------------------------------------------------------------
     #[error(
         "{name} for {tasks} tasks would be {bytes} bytes, over Linux's limit of {limit} bytes for one \
-         environment variable; use fewer tasks or shorter node addresses"
+         environment variable; use fewer tasks or shorter node addresses{hint}"
     )]
     EnvTooLarge {
         name: &'static str,
         tasks: u32,
         bytes: usize,
         limit: usize,
+        hint: &'static str,
     },
 
     // ---- isolate=yes ---------------------------------------------------------------------

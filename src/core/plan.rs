@@ -17,7 +17,7 @@ use super::keras;
 use super::layout::{Distribution, Layout, TaskCounts, TASK_HOSTS_VAR};
 use super::ports::StepPorts;
 use super::proxy::{self, ProxyEnv};
-use super::settings::{GpuPolicy, Settings};
+use super::settings::{GpuPolicy, Settings, Switch};
 use super::spec::{Role, RoleTable, Spec};
 use super::text;
 use super::tf_config::{self, Renderers, TfConfigs};
@@ -207,9 +207,17 @@ impl StepPlan {
             &hosts[busiest],
         )?;
         let endpoints = Endpoints::new(&hosts, &settings.address, &ports, max_local);
+        // Each variable is checked under the longest name a task may get it by.
+        let apptainer = settings.apptainer_env != Switch::No;
         // DTensor's list first: it is the shorter, so its own error names it.
         let dtensor_jobs = match settings.dtensor {
-            true => Some(tf_config::dtensor_jobs(&layout, &endpoints)? + "\0"),
+            true => Some(
+                tf_config::dtensor_jobs(
+                    &layout,
+                    &endpoints,
+                    container::longest_name(tf_config::DTENSOR_JOBS, apptainer),
+                )? + "\0",
+            ),
             false => None,
         };
         let tf_configs = TfConfigs::new(
@@ -218,6 +226,7 @@ impl StepPlan {
             &endpoints,
             settings.evaluator_cluster,
             settings.rpc_layer.clone(),
+            container::longest_name(tf_config::NAME, apptainer),
         )?;
         let gpu_spread = (settings.even_gpus)
             .on(!roles.has(Role::Ps) || settings.dtensor)

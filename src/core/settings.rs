@@ -154,8 +154,8 @@ pub const KEYS: &[Key] = &[
         Ok(())
     } },
     Key { name: "apptainer_env", per_job: true,
-          default: "`auto`", values: "`auto`, `yes`, `no`", example: "`apptainer_env=yes`",
-          meaning: "also set every variable as `APPTAINERENV_X` and `SINGULARITYENV_X`, which reach the program through `--cleanenv`/`--containall` and win over the image's own; `auto`: when the task's program is `apptainer` or `singularity`",
+          default: "`yes`", values: "`yes`, `auto`, `no`", example: "`apptainer_env=auto`",
+          meaning: "also set every variable as `APPTAINERENV_X` and `SINGULARITYENV_X`, which reach the program through `--cleanenv`/`--containall` and win over the image's own, in every task, however it starts the container (a wrapper script, `bash -c`); `auto`: only when the task's program is `apptainer` or `singularity`; `no`: never",
           set: |s, v| {
         s.apptainer_env = switch(v).ok_or(SWITCH)?;
         Ok(())
@@ -297,8 +297,11 @@ pub struct Settings {
     pub dtensor: bool,
     /// Also set every variable under Apptainer's and SingularityCE's own names
     /// (`APPTAINERENV_TF_CONFIG`, ...), which reach the program through `--cleanenv` and
-    /// `--containall` and win over the image's own definitions. `auto`: when the task's program
-    /// is `apptainer` or `singularity` ([`super::container::runs_apptainer`]).
+    /// `--containall` and win over the image's own definitions. `yes` (the default): in every
+    /// task, since a task that starts Apptainer from a wrapper script or `bash -c` cannot be
+    /// told from one that does not (measured: 8.7% of a 4096-task launch, nothing per task in
+    /// process; docs/performance.md). `auto`: when the task's program is `apptainer` or
+    /// `singularity` ([`super::container::runs_apptainer`]).
     pub apptainer_env: Switch,
     /// Which Keras `tf.keras` is in every task ([`super::keras`]).
     pub keras: Keras,
@@ -325,7 +328,7 @@ impl Default for Settings {
             even_gpus: Switch::Auto,
             evaluator_cluster: EvaluatorCluster::Own,
             dtensor: false,
-            apptainer_env: Switch::Auto,
+            apptainer_env: Switch::Yes,
             keras: Keras::Auto,
             isolate: false,
         }

@@ -45,6 +45,7 @@ impl TfConfigs {
         endpoints: &Endpoints,
         evaluator_cluster: EvaluatorCluster,
         rpc_layer: Option<String>,
+        longest_name: &'static str,
     ) -> Result<TfConfigs> {
         let cluster_with = |listed: &dyn Fn(Role) -> bool| {
             let mut cluster =
@@ -77,8 +78,9 @@ impl TfConfigs {
                 slice.role,
                 slice.count - 1,
                 configs.rpc_layer.as_deref(),
-            );
-            check_env_size(NAME, bytes, configs.tasks)?;
+            ) - NAME.len()
+                + longest_name.len();
+            check_env_size(longest_name, bytes, configs.tasks)?;
         }
         Ok(configs)
     }
@@ -131,7 +133,11 @@ pub struct Renderers {
 
 /// DTensor's `DTENSOR_JOBS`: every task's `address:port` in rank order, checked against the
 /// same limit as TF_CONFIG.
-pub fn dtensor_jobs(layout: &Layout, endpoints: &Endpoints) -> Result<String> {
+pub fn dtensor_jobs(
+    layout: &Layout,
+    endpoints: &Endpoints,
+    longest_name: &'static str,
+) -> Result<String> {
     let mut jobs = String::with_capacity(layout.ranks.len() * endpoints.widest_json());
     for (rank, p) in layout.ranks.iter().enumerate() {
         if rank > 0 {
@@ -140,8 +146,8 @@ pub fn dtensor_jobs(layout: &Layout, endpoints: &Endpoints) -> Result<String> {
         endpoints.push_plain(&mut jobs, p.node as usize, p.slot as usize);
     }
     check_env_size(
-        DTENSOR_JOBS,
-        DTENSOR_JOBS.len() + jobs.len() + 2,
+        longest_name,
+        longest_name.len() + jobs.len() + 2,
         layout.tasks(),
     )?;
     Ok(jobs)
@@ -204,14 +210,23 @@ pub fn env_string_len(cluster: &str, role: Role, index: u32, rpc_layer: Option<&
 }
 
 /// Refuses an environment string `NAME=value\0` of `bytes` bytes that Linux would not let
-/// `execve` pass (`tasks`: the step's, for the message).
+/// `execve` pass (`tasks`: the step's, for the message). `name` may be one of Apptainer's
+/// names for the variable; the message then says how to drop them.
 pub fn check_env_size(name: &'static str, bytes: usize, tasks: u32) -> Result<()> {
     if bytes > ENV_STRING_LIMIT {
+        let apptainer = super::container::APPTAINER_NAMES
+            .iter()
+            .any(|(_, names)| names.contains(&name));
         return Err(Error::EnvTooLarge {
             name,
             tasks,
             bytes,
             limit: ENV_STRING_LIMIT,
+            hint: if apptainer {
+                " (or apptainer_env=no, without Apptainer's copies of each variable)"
+            } else {
+                ""
+            },
         });
     }
     Ok(())

@@ -39,7 +39,7 @@ pub fn tool(name: &str) -> String {
             .arg(&tools)
             .status()
             .unwrap();
-        for script in ["report.sh", "decider.sh"] {
+        for script in ["report.sh", "decider.sh", "in_apptainer.sh"] {
             Command::new("chmod")
                 .arg("a+x")
                 .arg(tools.join(script))
