@@ -160,3 +160,74 @@ fn a_job_containers_steps_run_on_the_nodes_with_a_warning_where_it_matters() {
         run.stderr
     );
 }
+
+/// (a site's oci.conf `EnvExclude`, the variables it removes from a task of the step below, in
+/// the order tfcluster sets them). Slurm matches the pattern against each `NAME=value`.
+#[rustfmt::skip]
+const ENV_EXCLUDES: &[(&str, &[&str])] = &[
+    ("^TF_CONFIG=",                         &["TF_CONFIG"]),
+    ("^(TF_|CUDA_)",                        &["TF_CONFIG", "CUDA_VISIBLE_DEVICES"]),
+    ("^(SLURM_CONF|SLURM_CONF_SERVER)=",    &[]),
+];
+
+/// Where tfcluster cannot make its variables arrive, it says so: a node whose oci.conf has an
+/// `EnvExclude` that matches TF_CONFIG or CUDA_VISIBLE_DEVICES warns on srun's stderr, naming
+/// the pattern, and (the reason for the line) its tasks indeed start without them. A pattern
+/// that matches none of them gives no line and changes nothing. From 23.02 (22.05 has no
+/// EnvExclude, and refuses such steps anyway).
+#[test]
+#[ignore = "needs the test cluster: run tests/run.sh"]
+fn an_env_exclude_that_removes_tf_config_is_named_on_srun_stderr() {
+    if !release::current().container_gets_task_env {
+        return;
+    }
+    let conf = common::cluster::dir().join("etc/oci.conf");
+    let original = std::fs::read_to_string(&conf).unwrap();
+    struct Restore(std::path::PathBuf, String);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            std::fs::write(&self.0, &self.1).unwrap();
+        }
+    }
+    let _restore = Restore(conf.clone(), original.clone());
+    let bundle = bundle("report", &[]);
+    let args = "-w n011,n012 -N2 -n2 --gres=gpu:2 --tf-cluster=worker:*";
+    for (pattern, removed) in ENV_EXCLUDES {
+        std::fs::write(&conf, format!("{original}EnvExclude=\"{pattern}\"\n")).unwrap();
+        let out = parse(sh(&format!(
+            "srun --container={bundle} {args} {}",
+            tool("report.sh")
+        )));
+        assert_eq!(out.tasks.len(), 2, "{pattern}: {}", out.stderr);
+        for node in ["n011", "n012"] {
+            let line = tfcluster::core::container::ContainerWarning::EnvExcluded {
+                node: node.to_string(),
+                pattern: pattern.to_string(),
+                names: removed.join(", "),
+                bundle: bundle.clone(),
+            }
+            .to_string();
+            assert_eq!(
+                out.stderr.contains(&format!("tfcluster: warning: {line}")),
+                !removed.is_empty(),
+                "{pattern}: {node}'s line in:\n{}",
+                out.stderr
+            );
+        }
+        for task in &out.tasks {
+            assert_eq!(
+                task.tf.is_none(),
+                removed.contains(&"TF_CONFIG"),
+                "{pattern}: rank {}'s TF_CONFIG",
+                task.rank
+            );
+            assert_eq!(
+                task.gpus == "-",
+                removed.contains(&"CUDA_VISIBLE_DEVICES"),
+                "{pattern}: rank {}'s GPUs {}",
+                task.rank,
+                task.gpus
+            );
+        }
+    }
+}

@@ -51,6 +51,20 @@ pub enum ContainerWarning {
          or later"
     )]
     MaybeInContainer { bundle: String, release: String },
+    /// A node's oci.conf would remove variables tfcluster set ([`super::oci`]).
+    #[error(
+        "oci.conf on {node} has EnvExclude=\"{pattern}\", which removes {names} from the \
+         environment of this step's tasks in Slurm's container ({bundle}): they would start \
+         without it and train alone; ask the admin to make EnvExclude match none of them, or \
+         run the container inside the task (srun --tf-cluster apptainer exec IMAGE python \
+         train.py)"
+    )]
+    EnvExcluded {
+        node: String,
+        pattern: String,
+        names: String,
+        bundle: String,
+    },
 }
 
 impl ContainerStep<'_> {

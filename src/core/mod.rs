@@ -13,6 +13,7 @@ pub mod hostlist;
 pub mod isolation;
 pub mod keras;
 pub mod layout;
+pub mod oci;
 pub mod plan;
 pub mod ports;
 pub mod proxy;

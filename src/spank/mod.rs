@@ -7,6 +7,8 @@ pub mod handle;
 pub mod hooks;
 pub mod log;
 pub mod nftables;
+pub mod oci;
 pub mod oom;
+pub mod regex;
 pub mod start_env;
 pub mod topology;

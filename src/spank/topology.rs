@@ -11,13 +11,18 @@ use std::path::{Path, PathBuf};
 /// `None` when the cluster's topology does not reorder block steps; otherwise the ranking
 /// plugin's node ranks, or why they cannot be known.
 pub fn node_ranks() -> Option<Result<NodeRanks>> {
-    let path = std::env::var_os("SLURM_CONF")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/etc/slurm/slurm.conf"));
-    topology::node_ranks(&path, read)
+    topology::node_ranks(&slurm_conf(), read)
 }
 
-fn read(path: &Path) -> ConfFile {
+/// The slurm.conf slurmstepd runs with.
+pub fn slurm_conf() -> PathBuf {
+    std::env::var_os("SLURM_CONF")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/etc/slurm/slurm.conf"))
+}
+
+/// One configuration file, read to at most one byte past [`MAX_CONF_BYTES`].
+pub fn read(path: &Path) -> ConfFile {
     let file = match std::fs::File::open(path) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return ConfFile::Missing,

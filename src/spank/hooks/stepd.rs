@@ -2,6 +2,7 @@
 //! the step when the chief is done, when a trainer fails, or when the plan turns out wrong.
 
 use super::{isolation, settings, state};
+use crate::core::container;
 use crate::core::layout::TASK_HOSTS_VAR;
 use crate::core::plan::{self, UNSET_ON_ERROR};
 use crate::core::tf_config::Renderers;
@@ -10,6 +11,7 @@ use crate::spank::error::ShellError;
 use crate::spank::ffi;
 use crate::spank::handle::{self, Context, Spank, U32Item};
 use crate::spank::log;
+use crate::spank::oci::EnvExclude;
 use crate::spank::oom;
 use std::ffi::c_int;
 use std::sync::Mutex;
@@ -32,6 +34,8 @@ pub struct Node {
     stopping: bool,
     /// With `isolate=yes`: the step's firewall on this node, removed by [`exit`].
     firewall: Option<isolation::Installed>,
+    /// In Slurm's container (23.02 and later): the node's oci.conf `EnvExclude`, if any.
+    env_exclude: Option<EnvExclude>,
 }
 
 /// slurmstepd, once per node before the tasks fork: plan the step. A plan that Slurm's own
@@ -134,6 +138,10 @@ fn plan_node(
     plan.check_node(node, &gtids)?;
     let step_gpus = env(gpus::VAR)?;
     let verbose = plan::reports_tasks(env("SRUN_DEBUG")?.as_deref());
+    let env_exclude = match ffi::CONTAINER_GETS_TASK_ENV {
+        true => env(container::BUNDLE_VAR)?.and_then(EnvExclude::of_node),
+        false => None,
+    };
     // Last, so that nothing after it can fail and leave the rules to the epilog.
     let uid = item(U32Item::JobUid, "the job's user id")?;
     let firewall = isolation::install(&plan, job_id, step_id, uid, node)?;
@@ -142,6 +150,7 @@ fn plan_node(
         oom_kills: oom::kills(),
         stopping: false,
         firewall,
+        env_exclude,
         plan,
         job_id,
         step_id,
@@ -222,6 +231,12 @@ fn apply(sp: &Spank, node: &mut Node) -> Result<(), ShellError> {
     for (name, value) in &env.set {
         sp.setenv_nul(name, value)
             .map_err(|err| ShellError::SetEnv { name, err })?;
+    }
+    if let (0, Some(exclude)) = (slot, &node.env_exclude) {
+        // Once per node: Slurm would remove some of them before the program starts.
+        if let Some(warning) = exclude.warning(&node.plan.hosts[node.node], &env.set) {
+            log::user(&format!("warning: {warning}"));
+        }
     }
     if env.rank == 0 {
         // Once per step: why some GPUs stay unused.
