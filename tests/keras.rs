@@ -3,8 +3,8 @@
 //! training with ParameterServerStrategy"), with synthetic data and no Slurm code, on each
 //! TensorFlow install of [`installs`]. Every step runs with `srun --export=NONE`, so
 //! `TF_USE_LEGACY_KERAS` reaches the tasks only through tfcluster's `keras` setting.
-//! Runs on the releases marked `tensorflow` in tests/releases.tsv (TensorFlow 2.15 on those
-//! marked `tensorflow-2.15` too).
+//! Runs on the releases marked `keras` in tests/releases.tsv (TensorFlow 2.15 on those marked
+//! `tensorflow-2.15` too).
 
 mod common;
 use common::cluster::{dir, records, requeued_job, sh, tool, PlugStack};

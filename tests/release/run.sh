@@ -59,7 +59,8 @@ cluster_up "$TFC_PLUGIN" end_with_chief=no
 suites=(cluster containers install isolation)
 if has tensorflow; then
     : "${TFC_PYTHON:?the TensorFlow virtualenv python (tests/tensorflow/setup.sh)}"
-    suites+=(tensorflow keras)
+    suites+=(tensorflow)
+    has keras && suites+=(keras)
 fi
 if has tensorflow-2.15; then
     export TFC_PYTHON_2_15
