@@ -214,13 +214,7 @@ fn every_task_in_apptainer_gets_its_own_tf_config_and_gpus() {
 #[test]
 #[ignore = "needs the test cluster, apptainer and TensorFlow: run tests/run.sh"]
 fn multi_worker_mirrored_strategy_trains_in_apptainer_with_containall() {
-    let python = std::env::var("TFC_PYTHON").expect("TFC_PYTHON (tests/run.sh sets it)");
-    let venv = std::path::Path::new(&python)
-        .parent()
-        .and_then(|bin| bin.parent())
-        .unwrap()
-        .display()
-        .to_string();
+    let venv = tf_venv();
     // Bound at a path of the image's own: under --containall the image's /tmp and /var/tmp are
     // new and empty, so a virtualenv there (TFC_TF_VENV=/var/tmp/...) has no mount point.
     for start in [Start::Program, Start::Script] {
@@ -257,13 +251,7 @@ fn multi_worker_mirrored_strategy_trains_in_apptainer_with_containall() {
 #[test]
 #[ignore = "needs the test cluster, apptainer and TensorFlow: run tests/run.sh"]
 fn keras_fit_trains_in_apptainer_with_cleanenv_and_keras_2() {
-    let python = std::env::var("TFC_PYTHON").expect("TFC_PYTHON (tests/run.sh sets it)");
-    let venv = std::path::Path::new(&python)
-        .parent()
-        .and_then(|bin| bin.parent())
-        .unwrap()
-        .display()
-        .to_string();
+    let venv = tf_venv();
     let out = sh(&format!(
         "srun -t 5 --export=NONE -w n011,n012 -N2 -n2 --tf-cluster=worker:*,keras=2 /usr/bin/apptainer exec \
          --userns --cleanenv --bind {tools} --bind {venv}:/opt/tf-venv {images}/plain \
@@ -285,4 +273,15 @@ fn keras_fit_trains_in_apptainer_with_cleanenv_and_keras_2() {
     for r in &results {
         assert_eq!(r[7], "tf_keras 2.21.0", "tf.keras inside the container");
     }
+}
+
+/// The TensorFlow virtualenv's folder (TFC_PYTHON is its `bin/python`), to bind into images.
+fn tf_venv() -> String {
+    let python = std::env::var("TFC_PYTHON").expect("TFC_PYTHON (tests/run.sh sets it)");
+    std::path::Path::new(&python)
+        .parent()
+        .and_then(|bin| bin.parent())
+        .unwrap()
+        .display()
+        .to_string()
 }

@@ -7,7 +7,7 @@
 //! `tensorflow-2.15` too).
 
 mod common;
-use common::cluster::{dir, records, requeued_job, sh, tool, PlugStack};
+use common::cluster::{dir, records, requeued_job, sh, tool, trained_together, PlugStack};
 use std::collections::HashSet;
 
 /// One TensorFlow install: its version, its python, what `--tf-cluster` needs for Keras 2's
@@ -82,24 +82,8 @@ fn keras_fit_trains_with_multi_worker_mirrored_strategy() {
                 "",
             );
             assert!(ok, "{what}:\n{stdout}\n{stderr}");
-            let results = records(&stdout, "RESULT");
-            assert_eq!(
-                results.len(),
-                roles.len(),
-                "{what}: every task reports\n{stdout}"
-            );
-            let finals: HashSet<(&str, &str)> = results.iter().map(|r| (r[2], r[3])).collect();
-            assert_eq!(finals.len(), 1, "{what}: tasks disagree: {finals:?}");
-            let data: HashSet<&str> = results.iter().map(|r| r[4]).collect();
-            assert_eq!(
-                data.len(),
-                roles.len(),
-                "{what}: the workers' data must differ"
-            );
-            let mut seen: Vec<&str> = results.iter().map(|r| r[0]).collect();
-            seen.sort();
-            assert_eq!(seen, *roles, "{what}");
-            for r in &results {
+            trained_together(&what, &stdout, roles);
+            for r in &records(&stdout, "RESULT") {
                 assert_eq!(r[6], roles.len().to_string(), "{what}: replicas in sync");
                 assert_eq!(r[7], install.keras, "{what}: tf.keras");
             }

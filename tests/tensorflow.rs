@@ -3,7 +3,9 @@
 //! Needs the cluster and a TensorFlow virtualenv (TFC_PYTHON); tests/run.sh provides both.
 
 mod common;
-use common::cluster::{bundle, plugin, records, requeued_job, sh, tool, PlugStack};
+use common::cluster::{
+    bundle, plugin, records, requeued_job, sh, tool, trained_together, PlugStack,
+};
 use serde_json::{json, Value};
 use std::collections::HashSet;
 
@@ -80,34 +82,6 @@ fn multi_worker_mirrored_strategy_trains_across_nodes() {
         let (stdout, _) = tf_step(args, "mwms_train.py");
         trained_together(what, &stdout, roles);
     }
-}
-
-/// What every MultiWorkerMirroredStrategy step must show: each task reports, all end with the
-/// same weights although each trained on its own data (only the all-reduce does that), each
-/// with its own role in one cluster.
-fn trained_together(what: &str, stdout: &str, roles: &[&str]) {
-    let results = records(stdout, "RESULT");
-    assert_eq!(
-        results.len(),
-        roles.len(),
-        "{what}: every task reports\n{stdout}"
-    );
-    // Every task ends with the same loss and weights ...
-    let finals: HashSet<(&str, &str)> = results.iter().map(|r| (r[2], r[3])).collect();
-    assert_eq!(finals.len(), 1, "{what}: tasks disagree: {finals:?}");
-    // ... although each trained on its own data: alone, each would have learnt different weights.
-    let alone: HashSet<&str> = results.iter().map(|r| r[4]).collect();
-    assert_eq!(
-        alone.len(),
-        roles.len(),
-        "{what}: the workers' data must differ"
-    );
-    // Each saw the whole cluster and its own role.
-    let mut seen: Vec<&str> = results.iter().map(|r| r[0]).collect();
-    seen.sort();
-    assert_eq!(seen, roles, "{what}");
-    let clusters: HashSet<&str> = results.iter().map(|r| r[5]).collect();
-    assert_eq!(clusters.len(), 1, "{what}");
 }
 
 /// MultiWorkerMirroredStrategy inside Slurm's own container (`srun --container`, Debian's runc):

@@ -369,3 +369,32 @@ pub fn job_field(job: &str, key: &str) -> String {
         .find_map(|w| w.strip_prefix(&format!("{key}=")).map(str::to_string))
         .unwrap_or_default()
 }
+
+/// What every MultiWorkerMirroredStrategy step must show: each task reports, all end with the
+/// same weights although each trained on its own data (only the all-reduce does that), each
+/// with its own role in one cluster. `RESULT|type|index|loss|weights|data or alone|cluster|...`
+/// (tests/tensorflow/mwms_train.py, keras_mwms.py).
+pub fn trained_together(what: &str, stdout: &str, roles: &[&str]) {
+    let results = records(stdout, "RESULT");
+    assert_eq!(
+        results.len(),
+        roles.len(),
+        "{what}: every task reports\n{stdout}"
+    );
+    // Every task ends with the same loss and weights ...
+    let finals: HashSet<(&str, &str)> = results.iter().map(|r| (r[2], r[3])).collect();
+    assert_eq!(finals.len(), 1, "{what}: tasks disagree: {finals:?}");
+    // ... although each trained on its own data: alone, each would have learnt different weights.
+    let alone: HashSet<&str> = results.iter().map(|r| r[4]).collect();
+    assert_eq!(
+        alone.len(),
+        roles.len(),
+        "{what}: the workers' data must differ"
+    );
+    // Each saw the whole cluster and its own role.
+    let mut seen: Vec<&str> = results.iter().map(|r| r[0]).collect();
+    seen.sort();
+    assert_eq!(seen, roles, "{what}");
+    let clusters: HashSet<&str> = results.iter().map(|r| r[5]).collect();
+    assert_eq!(clusters.len(), 1, "{what}");
+}
