@@ -7,7 +7,9 @@
 //! `tensorflow-2.15` too).
 
 mod common;
-use common::cluster::{dir, records, requeued_job, sh, tool, trained_together, PlugStack};
+use common::cluster::{
+    dir, ended_with_the_chief, records, requeued_job, sh, tool, trained_together, PlugStack,
+};
 use std::collections::HashSet;
 
 /// One TensorFlow install: its version, its python, what `--tf-cluster` needs for Keras 2's
@@ -137,27 +139,13 @@ fn keras_fit_trains_with_parameter_server_strategy() {
             work.join("ckpt").exists(),
             "{what}: ModelCheckpoint saved nothing"
         );
-        let srun = &records(&stdout, "SRUN")[0];
-        assert_eq!(
-            srun[0].parse::<i32>().unwrap(),
-            common::release::current().stopped_step_status(0),
-            "{what}: srun's status\n{stderr}"
-        );
-        let delay = srun[1].parse::<f64>().unwrap() - result[0][2].parse::<f64>().unwrap();
-        eprintln!("{what}: srun returned {delay:.2} s after the chief's result");
-        assert!(
-            delay < 30.0,
-            "{what}: the step ran on {delay:.1} s after the chief"
-        );
-        let left = sh("pgrep -f '[k]eras_ps.py' || true");
-        assert!(left.stdout.is_empty(), "{what}: tasks left behind");
+        ended_with_the_chief(&what, &stdout, &stderr, 0, result[0][2], "keras_ps.py");
     }
 }
 
 /// Keras 3's model.fit (TensorFlow 2.21 without `keras=2`), in each tutorial's shape: (the
 /// program, srun arguments, Keras's error, how the line that names the failed task begins and
-/// ends). Under
-/// MultiWorkerMirroredStrategy every worker fails; under ParameterServerStrategy the chief
+/// ends). Under MultiWorkerMirroredStrategy every worker fails; under ParameterServerStrategy the chief
 /// cannot start (Keras 3 has no DatasetCreator) while ps and workers serve on.
 #[rustfmt::skip]
 const KERAS_3_FAILS: &[(&str, &str, &str, (&str, &str))] = &[

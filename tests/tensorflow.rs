@@ -4,7 +4,8 @@
 
 mod common;
 use common::cluster::{
-    bundle, plugin, records, requeued_job, sh, tool, trained_together, PlugStack,
+    bundle, ended_with_the_chief, plugin, records, requeued_job, sh, tool, trained_together,
+    PlugStack,
 };
 use serde_json::{json, Value};
 use std::collections::HashSet;
@@ -152,7 +153,6 @@ const PS: &[(&str, &str, &[&str], i32)] = &[
 #[test]
 #[ignore = "needs the test cluster and TensorFlow: run tests/run.sh"]
 fn parameter_server_strategy_trains_and_the_step_ends_with_the_chief() {
-    let release = common::release::current();
     let _defaults = PlugStack::defaults();
     for (what, args, roles, code) in PS {
         let out = sh(&format!(
@@ -170,7 +170,6 @@ fn parameter_server_strategy_trains_and_the_step_ends_with_the_chief() {
             .collect();
         seen.sort();
         assert_eq!(seen, *roles, "{what}");
-        let srun = &records(&stdout, "SRUN")[0];
         let result = records(&stdout, "RESULT");
         assert_eq!(
             result.len(),
@@ -182,20 +181,7 @@ fn parameter_server_strategy_trains_and_the_step_ends_with_the_chief() {
             loss < 0.5,
             "{what}: training did not converge (loss {loss})"
         );
-        let status: i32 = srun[0].parse().unwrap();
-        assert_eq!(
-            status,
-            release.stopped_step_status(*code),
-            "{what}\n{stderr}"
-        );
-        let delay = srun[1].parse::<f64>().unwrap() - result[0][2].parse::<f64>().unwrap();
-        eprintln!("{what}: srun returned {delay:.2} s after the chief's result");
-        assert!(
-            delay < 30.0,
-            "{what}: the step ran on {delay:.1} s after the chief was done"
-        );
-        let left = sh("pgrep -f '[p]s_join.py' || true");
-        assert!(left.stdout.is_empty(), "{what}: tasks left behind");
+        ended_with_the_chief(what, &stdout, &stderr, *code, result[0][2], "ps_join.py");
     }
 }
 

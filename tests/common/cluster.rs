@@ -398,3 +398,35 @@ pub fn trained_together(what: &str, stdout: &str, roles: &[&str]) {
     let clusters: HashSet<&str> = results.iter().map(|r| r[5]).collect();
     assert_eq!(clusters.len(), 1, "{what}");
 }
+
+/// What a step that ends with its chief (end_with_chief) must show, from its output with a
+/// `SRUN|<status>|<unix time>` line after srun: srun's status is the chief's `exit` as this
+/// release reports a stopped step, srun returned within 30 s of `result_time` (the chief's
+/// unix time when it was done), and no task of `program` is left on any node.
+pub fn ended_with_the_chief(
+    what: &str,
+    stdout: &str,
+    stderr: &str,
+    exit: i32,
+    result_time: &str,
+    program: &str,
+) {
+    let srun = &records(stdout, "SRUN")[0];
+    assert_eq!(
+        srun[0].parse::<i32>().unwrap(),
+        super::release::current().stopped_step_status(exit),
+        "{what}: srun's status\n{stderr}"
+    );
+    let delay = srun[1].parse::<f64>().unwrap() - result_time.parse::<f64>().unwrap();
+    eprintln!("{what}: srun returned {delay:.2} s after the chief's result");
+    assert!(
+        delay < 30.0,
+        "{what}: the step ran on {delay:.1} s after the chief was done"
+    );
+    let left = sh(&format!(
+        "pgrep -f '[{}]{}' || true",
+        &program[..1],
+        &program[1..]
+    ));
+    assert!(left.stdout.is_empty(), "{what}: tasks left behind");
+}
