@@ -8,9 +8,10 @@ Keras 2's `save_before_preemption=True` (save at SIGTERM, then exit 42) is switc
 Google Cloud (tf_keras's support_on_demand_checkpoint_callback); elsewhere it is silently
 ignored. So, as TensorFlow's Keras tutorial does, the backup is saved every few steps: SIGTERM
 (Slurm's preemption, `scontrol requeue`, the time limit, `--signal`) ends every task, and started
-again (a requeued job) model.fit resumes from the last backup, at its epoch and step. Each
-worker trains on one fixed batch of its own, so a run that was interrupted ends with exactly the
-weights of one that was not (Keras does not restore a dataset iterator's position). Prints:
+again (a requeued job) model.fit resumes from the last backup, at its epoch and step. Keras does
+not restore a dataset iterator's position: the input pipeline starts again from its beginning. So
+each worker trains on one fixed batch of its own at every step, and a run that was interrupted
+ends with exactly the weights of one that was not, wherever it resumed. Prints:
     RESUMED|<task type>|<task index>|<first step>
     STEP|<step>                          (the chief, after each step)
     RESULT|<task type>|<task index>|<digest of the final weights>
@@ -31,7 +32,12 @@ worker_id = task_id + (1 if task_type == "worker" and "chief" in tf_config["clus
 strategy = tf.distribute.MultiWorkerMirroredStrategy()
 
 rng = np.random.default_rng(1000 + worker_id)
-x = rng.normal(size=(16, 4)).astype(np.float32)
+# Keras splits each worker's batch of 16 into halves of 8, one per step, and starts the input
+# pipeline again when it resumes: with two different halves, a resume at an odd step (a backup
+# mid-epoch) would train on them in the other order. Two equal halves make every step's data the
+# same wherever the run resumes.
+half = rng.normal(size=(8, 4)).astype(np.float32)
+x = np.concatenate([half, half])
 y = (x @ np.array([[2.0], [-3.0], [0.5], [1.0]], dtype=np.float32) + 0.25).astype(np.float32)
 dataset = tf.data.Dataset.from_tensors((x, y)).repeat()
 options = tf.data.Options()
