@@ -145,6 +145,11 @@ fn a_job_containers_steps_run_on_the_nodes_with_a_warning_where_it_matters() {
     let run = parse(out);
     assert_eq!(summary(&run, "a job's container").len(), 2);
     let pids = records(&stdout, "PID");
+    assert_eq!(
+        pids.len(),
+        run.tasks.len(),
+        "every task says its PID:\n{stdout}"
+    );
     assert!(
         pids.iter().all(|p| p[1] != "1"),
         "a task ran in a container:\n{stdout}"

@@ -5,6 +5,7 @@
 
 mod common;
 use common::{environment_running, where_is};
+use tfcluster::core::container::{apptainer_names, APPTAINER_NAMES};
 use tfcluster::core::{ProxyEnv, Settings, Spec, StepInputs, StepPlan};
 
 struct Case {
@@ -116,22 +117,26 @@ const CASES: &[Case] = &[
            set: &[r#"TF_CONFIG={"cluster":{"worker":["a:1000"]},"task":{"type":"worker","index":0}}"#] },
 ];
 
+/// The `NAME=value` strings the case's task gets, in order.
+fn received(case: &Case) -> Vec<String> {
+    let spec = Spec::parse(Some(case.spec)).unwrap();
+    let admin = Settings::from_plugstack(case.admin).unwrap();
+    let step = StepInputs {
+        nodelist: case.nodes,
+        tasks_per_node: case.tasks_per_node,
+        proxies: ProxyEnv::from_pairs(case.proxies),
+        job_id: 7,
+        ..Default::default()
+    };
+    let plan = StepPlan::new(&spec, &admin, &step).unwrap();
+    let program = case.program.unwrap_or("python3");
+    environment_running(&plan, case.rank, case.gpus, case.gpus, Some(program))
+}
+
 #[test]
 fn each_task_gets_exactly_these_variables() {
     for case in CASES {
-        let spec = Spec::parse(Some(case.spec)).unwrap();
-        let admin = Settings::from_plugstack(case.admin).unwrap();
-        let step = StepInputs {
-            nodelist: case.nodes,
-            tasks_per_node: case.tasks_per_node,
-            proxies: ProxyEnv::from_pairs(case.proxies),
-            job_id: 7,
-            ..Default::default()
-        };
-        let plan = StepPlan::new(&spec, &admin, &step).unwrap();
-        let program = case.program.unwrap_or("python3");
-        let got = environment_running(&plan, case.rank, case.gpus, case.gpus, Some(program));
-        assert_eq!(got, case.set, "{}", case.what);
+        assert_eq!(received(case), case.set, "{}", case.what);
     }
 }
 
@@ -162,10 +167,27 @@ fn the_task_order_hand_over_is_removed() {
     }
 }
 
+/// Every variable any row's task gets has Apptainer's names (or is one): a variable missing from
+/// `APPTAINER_NAMES` would not reach a program under `--cleanenv`, and no row would show it.
+#[test]
+fn every_variable_a_task_gets_has_apptainer_names() {
+    let copies: Vec<&str> = APPTAINER_NAMES.iter().flat_map(|(_, n)| *n).collect();
+    for case in CASES {
+        for variable in received(case) {
+            let name = variable.split_once('=').unwrap().0;
+            assert!(
+                copies.contains(&name) || apptainer_names(name).len() == 2,
+                "{}: {name} has no Apptainer names: add it to APPTAINER_NAMES",
+                case.what
+            );
+        }
+    }
+}
+
 /// The Apptainer names are the runtimes' documented prefixes and the variable's own name.
 #[test]
 fn apptainer_names_are_the_prefixed_names() {
-    for (name, names) in tfcluster::core::container::APPTAINER_NAMES {
+    for (name, names) in APPTAINER_NAMES {
         assert_eq!(
             names.map(String::from),
             [

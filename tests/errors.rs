@@ -12,11 +12,13 @@ fn hosts(names: &[&str]) -> Vec<String> {
 fn counts(counts: &[u32]) -> TaskCounts {
     TaskCounts::new(counts.to_vec()).unwrap()
 }
+use std::collections::HashSet;
 use std::path::Path;
 use tfcluster::core::ports::{parse_port_list, PortPolicy, StepPorts};
 use tfcluster::core::topology::{self, ConfFile, NodeRanks, MAX_CONF_BYTES};
 use tfcluster::core::StepInputs;
 use tfcluster::core::{Component, ContainerStep, Error, Result, Role, Settings, Spec};
+use tfcluster::spank::error::ShellError;
 
 fn spec(text: &str, tasks: u32) -> Result<()> {
     Spec::parse(Some(text))?.resolve(tasks).map(|_| ())
@@ -37,11 +39,11 @@ fn task_err(
         .map(|_| ())
 }
 
+/// (what the core is given, the error it returns, exactly as srun's stderr shows it).
 #[rustfmt::skip]
-#[test]
-fn every_error_message() {
+fn messages() -> Vec<(Result<()>, &'static str)> {
     let long_names = format!("{}[00001-10000]", "a-very-long-node-name-prefix");
-    let cases: Vec<(Result<()>, &str)> = vec![
+    vec![
         (spec("ps", 2),
          "--tf-cluster: 'ps' is not ROLE:COUNT; write e.g. --tf-cluster=chief:1,ps:2,worker:*"),
         (Spec::check_typed(Some("")),
@@ -207,13 +209,27 @@ fn every_error_message() {
          "isolate=yes: port 12000 is outside the site's port_range 20000-32767, the only ports tfcluster's firewall covers (so that no step can close another service's port); drop port_base, or ask the admin to make port_range cover the ports Slurm reserves (MpiParams=ports)"),
         (step_err("worker:*,port_base=0", &[], "a", "1", None),
          "--tf-cluster: port_base='0' is invalid: expected a port number 1-65535"),
-    ];
-    for (result, message) in &cases {
+    ]
+}
+
+#[test]
+fn every_error_message() {
+    for (result, message) in &messages() {
         match result {
             Err(e) => assert_eq!(e.to_string(), *message),
             Ok(()) => panic!("expected the error: {message}"),
         }
     }
+}
+
+#[test]
+fn every_variant_has_a_row() {
+    let covered: HashSet<&str> = messages()
+        .iter()
+        .filter_map(|(result, _)| result.as_ref().err().map(variant))
+        .collect();
+    let missing: Vec<&&str> = VARIANTS.iter().filter(|v| !covered.contains(*v)).collect();
+    assert!(missing.is_empty(), "no row in messages() for {missing:?}");
 }
 
 /// A step as srun sees it on a release that writes the container's environment before plugins
@@ -300,59 +316,31 @@ fn only_container_steps_slurm_cannot_reach_are_refused() {
     );
 }
 
-/// The table above covers every variant (this match fails to compile when one is added).
-#[allow(dead_code)]
-fn listed(e: &Error) {
-    use Error::*;
-    match e {
-        SpecSyntax { .. }
-        | EmptySpec
-        | SpecAsProgram { .. }
-        | UnknownRole { .. }
-        | BadCount { .. }
-        | DuplicateRole { .. }
-        | SeveralWildcards { .. }
-        | SingletonRole { .. }
-        | ChiefAndMaster
-        | UnknownOverride { .. }
-        | CountMismatch { .. }
-        | NothingLeftForWildcard { .. }
-        | SingletonWildcard { .. }
-        | Hostlist { .. }
-        | CountList { .. }
-        | HeterogeneousJob { .. }
-        | HeterogeneousStep { .. }
-        | NodeCountMismatch { .. }
-        | TooManyTasks { .. }
-        | NoNodes
-        | NodeListedTwice { .. }
-        | ArbitraryDistribution
-        | ContainerTooOld { .. }
-        | TaskOrderMissing
-        | HostfileTooShort { .. }
-        | TaskHostNotInStep { .. }
-        | TaskHostCount { .. }
-        | UnknownDistribution { .. }
-        | BadPlaneSize { .. }
-        | LayoutMismatch { .. }
-        | TopologyUnreadable { .. }
-        | NodeOutOfRange { .. }
-        | SlotOutOfRange { .. }
-        | NotEnoughReservedPorts { .. }
-        | ReservedPortList { .. }
-        | PortOverflow { .. }
-        | PortRangeTooSmall { .. }
-        | NotEnoughGpus { .. }
-        | UnevenGpus { .. }
-        | EnvTooLarge { .. }
-        | BadGpuList { .. }
-        | AddressUnresolved { .. }
-        | PortOutsideIsolatedRange { .. }
-        | RepeatedGpu { .. }
-        | UnknownSetting { .. }
-        | BadSetting { .. } => {}
-    }
+/// Every variant of an error type, once: `$name` (the variant's name) fails to compile when a
+/// variant is added, and the `every_..._has_a_row` tests fail until a table of this file gives
+/// it a row.
+macro_rules! variants {
+    ($name:ident, $list:ident, $type:ident: $($v:ident),* $(,)?) => {
+        fn $name(e: &$type) -> &'static str {
+            match e {
+                $($type::$v { .. } => stringify!($v),)*
+            }
+        }
+        const $list: &[&str] = &[$(stringify!($v)),*];
+    };
 }
+#[rustfmt::skip]
+variants!(variant, VARIANTS, Error:
+    SpecSyntax, EmptySpec, SpecAsProgram, UnknownRole, BadCount, DuplicateRole, SeveralWildcards,
+    SingletonRole, ChiefAndMaster, UnknownOverride, CountMismatch, NothingLeftForWildcard,
+    SingletonWildcard, Hostlist, CountList, HeterogeneousJob, HeterogeneousStep, NodeCountMismatch,
+    TooManyTasks, NoNodes, NodeListedTwice, ArbitraryDistribution, ContainerTooOld,
+    TaskOrderMissing, HostfileTooShort, TaskHostNotInStep, TaskHostCount, UnknownDistribution,
+    BadPlaneSize, LayoutMismatch, TopologyUnreadable, NodeOutOfRange, SlotOutOfRange,
+    NotEnoughReservedPorts, ReservedPortList, PortOverflow, PortRangeTooSmall, NotEnoughGpus,
+    UnevenGpus, EnvTooLarge, BadGpuList, AddressUnresolved, PortOutsideIsolatedRange, RepeatedGpu,
+    UnknownSetting, BadSetting,
+);
 
 /// Every count and list slurmstepd reads from the environment or a configuration file is
 /// bounded before anything is allocated from it: (what, the input over its limit, the error).
@@ -458,7 +446,7 @@ fn a_whole_step_is_not_heterogeneous() {
 #[rustfmt::skip]
 #[test]
 fn every_shell_error_message() {
-    use tfcluster::spank::error::ShellError::{self, *};
+    use ShellError::*;
     use tfcluster::spank::handle::SpankError;
     let cases: Vec<(ShellError, &str)> = vec![
         (Core(Error::NoNodes), "the step has no nodes (SLURM_STEP_NODELIST is empty)"),
@@ -483,23 +471,13 @@ fn every_shell_error_message() {
     ];
     for (error, message) in &cases {
         assert_eq!(error.to_string(), *message);
-        shell_listed(error);
     }
+    let covered: HashSet<&str> = cases.iter().map(|(e, _)| shell_variant(e)).collect();
+    let missing: Vec<&&str> = SHELL_VARIANTS.iter().filter(|v| !covered.contains(*v)).collect();
+    assert!(missing.is_empty(), "no row for {missing:?}");
 }
 
-/// The table above covers every shell error (this match fails to compile when one is added).
-fn shell_listed(e: &tfcluster::spank::error::ShellError) {
-    use tfcluster::spank::error::ShellError::*;
-    match e {
-        Core(_)
-        | Env { .. }
-        | Missing { .. }
-        | Item { .. }
-        | GlobalId { .. }
-        | SetEnv { .. }
-        | Hostfile { .. }
-        | PassOrder { .. }
-        | Isolation { .. }
-        | Kill { .. } => {}
-    }
-}
+#[rustfmt::skip]
+variants!(shell_variant, SHELL_VARIANTS, ShellError:
+    Core, Env, Missing, Item, GlobalId, SetEnv, Hostfile, PassOrder, Isolation, Kill,
+);
