@@ -1,11 +1,12 @@
-//! What the SPANK shell prints and decides, taken from the core: the `srun -v` line per task,
+//! What the SPANK shell prints and decides, taken from the core: the `srun -v` lines (srun's, and
+//! one per task),
 //! whether srun ran with `-v`, a task's error line, and srun's port check before launch. The
 //! shell only passes Slurm's values in and the result out.
 
 mod common;
 use common::{plan, step, where_is};
 use tfcluster::core::plan::{reports_tasks, task_error_line};
-use tfcluster::core::{Error, Settings};
+use tfcluster::core::{Error, Settings, Spec};
 
 /// One task of a 4-task step on n9 and n10 under `srun -v`.
 struct Report {
@@ -41,6 +42,22 @@ fn each_task_reports_what_it_got_under_srun_v() {
             .task(node, slot, r.gpus, r.gpus, None, &mut renderers)
             .unwrap();
         assert_eq!(env.report(r.gpus), r.line, "{}", r.what);
+    }
+}
+
+/// srun's own line under `srun -v`, once per step: (spec, the step's tasks, the line).
+#[rustfmt::skip]
+const STEP_REPORTS: &[(&str, u32, &str)] = &[
+    ("chief:1,worker:*",      2, "2 tasks as chief:1,worker:1"),
+    ("chief:1,ps:2,worker:*", 8, "8 tasks as chief:1,ps:2,worker:5"),
+    ("worker:*,ps:1",         3, "3 tasks as ps:1,worker:2"),
+];
+
+#[test]
+fn srun_reports_the_roles_under_srun_v() {
+    for (spec, tasks, line) in STEP_REPORTS {
+        let roles = Spec::parse(Some(spec)).unwrap().resolve(*tasks).unwrap();
+        assert_eq!(roles.report(), *line, "{spec}");
     }
 }
 

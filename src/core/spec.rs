@@ -287,6 +287,18 @@ pub struct RoleTable {
 }
 
 impl RoleTable {
+    /// What `srun -v` prints once per step before launch: the task count and each role's
+    /// share, in rank order (`4 tasks as chief:1,worker:3`).
+    pub fn report(&self) -> String {
+        let roles: Vec<String> = self
+            .slices
+            .iter()
+            .map(|s| format!("{}:{}", s.role, s.count))
+            .collect();
+        let tasks: u32 = self.slices.iter().map(|s| s.count).sum();
+        format!("{tasks} tasks as {}", roles.join(","))
+    }
+
     /// The role and index of global rank `rank`, or `None` past the end.
     pub fn of_rank(&self, rank: u32) -> Option<(Role, u32)> {
         self.slices

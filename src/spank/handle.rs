@@ -129,7 +129,7 @@ pub fn set_srun_env(name: &str, value: &str) -> Result<(), std::io::Error> {
     let (name, value) = (cstring(name), cstring(value));
     // SAFETY: valid C strings; setenv copies them. It changes srun's environment the way Slurm
     // itself does in this phase (spank_init_post_opt setenv()s each option's value for the
-    // step), and tests/cluster.rs shows the value reaching slurmstepd.
+    // step), and tests/placement.rs shows the value reaching slurmstepd.
     if unsafe { libc::setenv(name.as_ptr(), value.as_ptr(), 1) } == 0 {
         Ok(())
     } else {

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Run as every task by tests/cluster.rs: decider.sh ROLE CODE SECONDS
+# Run as every task by tests/ending.rs: decider.sh ROLE CODE SECONDS
 # Index 0 of ROLE (the task whose exit decides the job's result) prints DECIDER|<unix time> after
 # 1 s and exits with CODE; every other task sleeps SECONDS (a stand-in for a server that never
 # returns).

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Run as every task by tests/cluster.rs: ending.sh 'ROLE:INDEX=ACTION' ... 'default=ACTION'
+# Run as every task by tests/ending.rs: ending.sh 'ROLE:INDEX=ACTION' ... 'default=ACTION'
 # Each task finds its role and index in TF_CONFIG and does the first matching ACTION:
 #   exit N         after 1 s, exit N
 #   signal SIG     after 1 s, kill itself with SIG

@@ -91,8 +91,11 @@ pub fn records<'a>(text: &'a str, prefix: &str) -> Vec<Vec<&'a str>> {
 /// (tasks that print what they got and exit would otherwise be cut short when the spec has
 /// `ps`; `PlugStack::defaults()` is for the tests of that behaviour).
 pub fn plugstack_line() -> String {
-    format!("required {} end_with_chief=no", plugin())
+    format!("required {} {}", plugin(), CLUSTER_SETTINGS.join(" "))
 }
+
+/// The settings of the test cluster's plugstack.conf line ([`plugstack_line`]).
+pub const CLUSTER_SETTINGS: &[&str] = &["end_with_chief=no"];
 
 /// Replaces the cluster's plugstack.conf (srun and slurmstepd re-read it for every step) and
 /// restores the test cluster's line when dropped.
@@ -130,11 +133,50 @@ pub struct Task {
     pub tf: Option<Value>,
 }
 
-/// A finished srun or job: its exit status, stderr, and its tasks' reports by rank.
+/// A finished srun or job: its exit status, stdout, stderr, and its tasks' reports by rank.
 pub struct Run {
     pub code: i32,
+    pub stdout: String,
     pub stderr: String,
     pub tasks: Vec<Task>,
+}
+
+impl Run {
+    /// The step was refused: srun failed, printed `line` whole (as this release forwards a
+    /// node's lines: [`super::release::Release::printed`]), and no task got a TF_CONFIG.
+    pub fn assert_refused(&self, what: &str, line: &str) {
+        let release = super::release::current();
+        assert_ne!(self.code, 0, "{what}: srun succeeded:\n{}", self.stderr);
+        assert!(
+            release.printed(&self.stderr, line),
+            "{what}: expected\n{}\ngot:\n{}",
+            release.stepd(line),
+            self.stderr
+        );
+        assert!(
+            self.tasks.iter().all(|t| t.tf.is_none()),
+            "{what}: a task got a TF_CONFIG"
+        );
+    }
+}
+
+/// The line srun prints when tfcluster refuses a step before launch: the core's message.
+pub fn srun_error(message: impl std::fmt::Display) -> String {
+    format!("srun: error: tfcluster: {message}")
+}
+
+/// The line a node prints when its local task 0 cannot start: the core's message, with the
+/// node and task the shell adds ([`tfcluster::core::plan::task_error_line`]).
+pub fn node_error(node: &str, message: impl std::fmt::Display) -> String {
+    let line = tfcluster::core::plan::task_error_line(&message.to_string(), Some(node), Some(0));
+    format!("slurmstepd-{node}: error: tfcluster: {line}")
+}
+
+/// The line a node prints when a task's end stops the step: the core's [`StepEnd`] message.
+///
+/// [`StepEnd`]: tfcluster::core::ending::StepEnd
+pub fn ending_line(node: &str, message: &str) -> String {
+    format!("slurmstepd-{node}: error: tfcluster: {message}")
 }
 
 pub fn parse(out: Output) -> Run {
@@ -156,6 +198,7 @@ pub fn parse(out: Output) -> Run {
     tasks.sort_by_key(|t| t.rank);
     Run {
         code: out.status.code().unwrap_or(-1),
+        stdout,
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
         tasks,
     }

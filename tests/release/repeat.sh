@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Flakiness check: one release's cluster tests (tests/cluster.rs) N times in a row on one test
+# Flakiness check: one release's end-to-end suites (placement, options, refusals, ending) N times in a row on one test
 # cluster, with no test retried, while the machine is busy building Slurm from source:
 #
 #   tests/release/repeat.sh RELEASE [N]      (default 10; RELEASE is a line of tests/releases.tsv)
@@ -35,7 +35,8 @@ cargo build --quiet
 mkdir -p "target/slurm-$release"
 cp target/debug/libtfcluster.so "target/slurm-$release/libtfcluster.so"
 export TFC_PLUGIN=$repo/target/slurm-$release/libtfcluster.so
-cargo test --quiet --test cluster --no-run
+suites=(--test placement --test options --test refusals --test ending)
+cargo test --quiet "${suites[@]}" --no-run
 "$rootsh" exec "$root" bash "$repo/tests/cluster/cluster.sh" up "$TFC_PLUGIN" end_with_chief=no
 
 # The busy machine: Slurm built from source, over and over, in its own scratch roots.
@@ -46,7 +47,7 @@ busy=$!
 passed=0 failed=0
 for i in $(seq "$runs"); do
     start=$SECONDS
-    if cargo test --quiet --test cluster -- --include-ignored --test-threads=1 >"$logs/$i" 2>&1; then
+    if cargo test --quiet "${suites[@]}" -- --include-ignored --test-threads=1 >"$logs/$i" 2>&1; then
         passed=$((passed + 1)) verdict=passed
     else
         failed=$((failed + 1)) verdict=FAILED
@@ -54,5 +55,5 @@ for i in $(seq "$runs"); do
     fi
     echo "run $i: $verdict ($((SECONDS - start)) s, load $(cut -d' ' -f1 /proc/loadavg))"
 done
-echo "Slurm $release, cluster tests $runs times while building Slurm: $passed passed, $failed failed"
+echo "Slurm $release, end-to-end suites $runs times while building Slurm: $passed passed, $failed failed"
 [ "$failed" = 0 ]

@@ -74,12 +74,7 @@ fn check_before_launch(
     let settings = settings.and_then(|s| s.with_overrides(&spec.overrides))?;
     settings.check_ports_before_launch(tasks, nodes)?;
     pass_hostfile_order(tasks)?;
-    let text: Vec<String> = roles
-        .slices
-        .iter()
-        .map(|s| format!("{}:{}", s.role, s.count))
-        .collect();
-    log::verbose(&format!("{tasks} tasks as {}", text.join(",")));
+    log::verbose(&roles.report());
     Ok(())
 }
 

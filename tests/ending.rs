@@ -1,0 +1,287 @@
+//! End to end on a real Slurm cluster: when training ends, the step ends, and when a task fails,
+//! the step ends at once (docs/user-guide.md, how a step ends). Which end stops the step, and the
+//! line that says so, is the core's decision (tests/settings.rs tables it); here each expected
+//! line is the core's for the same step, so what these tests check is what the shell and Slurm
+//! make of it: srun's status, the line on srun's stderr, how soon srun returns, no task left.
+
+mod common;
+use common::cluster::{dir, ending_line, sh, tool, PlugStack, CLUSTER_SETTINGS};
+use common::release;
+use common::{plan, step, tf_config, where_is};
+use tfcluster::core::StepPlan;
+
+/// The test cluster's nodes in Slurm's order, as a block step of `tasks_per_node` on the first
+/// `nodes` places them: (srun's node arguments, the core's step).
+fn block(nodes: usize, tasks_per_node: u32) -> (String, String, String) {
+    let list = ["n011", "n012", "n9", "n10"][..nodes].join(",");
+    let args = format!("-w {list} -N{nodes} -n{}", nodes as u32 * tasks_per_node);
+    (args, list, format!("{tasks_per_node}(x{nodes})"))
+}
+
+/// The plan every node makes for `--tf-cluster={spec}` on that step, with the site's settings.
+fn the_plan(spec: &str, site: &[&str], nodes: usize, tasks_per_node: u32) -> StepPlan {
+    let (_, list, counts) = block(nodes, tasks_per_node);
+    plan(spec, site, &step(&list, &counts, None))
+}
+
+/// The global rank of `role:0` in the plan.
+fn rank_of(plan: &StepPlan, role: &str) -> u32 {
+    (0..plan.layout.ranks.len() as u32)
+        .find(|&r| {
+            let tf = tf_config(plan, r);
+            tf["task"]["type"] == role && tf["task"]["index"] == 0
+        })
+        .unwrap_or_else(|| panic!("no {role}:0"))
+}
+
+/// (what, spec on 2 nodes x 2 tasks, the role whose index 0 exits first, its exit code, whether
+/// tfcluster stops the others); with the plugin's default settings.
+#[rustfmt::skip]
+const END_OF_TRAINING: &[(&str, &str, &str, i32, bool)] = &[
+    ("ps: the chief's exit ends the step",      "chief:1,ps:1,worker:*",                    "chief",  0, true),
+    ("a failing chief",                         "chief:1,ps:1,worker:*",                    "chief",  3, true),
+    ("Estimator's master",                      "master:1,ps:1,worker:*",                   "master", 0, true),
+    ("no chief: worker 0 decides",              "ps:1,worker:*",                            "worker", 0, true),
+    ("the evaluator is stopped with the rest",  "chief:1,evaluator:1,ps:1,worker:*",        "chief",  0, true),
+    ("end_with_chief=yes without ps",           "chief:1,worker:*,end_with_chief=yes",      "chief",  0, true),
+    ("end_with_chief=no: the step runs on",     "chief:1,ps:1,worker:*,end_with_chief=no",  "chief",  0, false),
+    ("MultiWorkerMirroredStrategy: unaffected", "chief:1,worker:*",                         "chief",  0, false),
+];
+
+#[test]
+#[ignore = "needs the test cluster: run tests/run.sh"]
+fn the_step_ends_when_the_chief_exits() {
+    let release = release::current();
+    let _defaults = PlugStack::defaults();
+    for (what, spec, role, code, stops) in END_OF_TRAINING {
+        let (args, ..) = block(2, 2);
+        // The others would sleep 299 s when stopped, 3 s when left to end by themselves.
+        let others = if *stops { 299 } else { 3 };
+        let started = std::time::Instant::now();
+        let out = sh(&format!(
+            "srun {args} --tf-cluster={spec} {} {role} {code} {others}",
+            tool("decider.sh")
+        ));
+        let elapsed = started.elapsed().as_secs_f64();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let plan = the_plan(spec, &[], 2, 2);
+        let ending = plan.ending(rank_of(&plan, role), Some(code << 8), || false);
+        assert_eq!(ending.is_some(), *stops, "{what}: the core's decision");
+        let want = if *stops {
+            release.stopped_step_status(*code)
+        } else {
+            *code
+        };
+        assert_eq!(
+            out.status.code(),
+            Some(want),
+            "{what}: srun {args}\n{stderr}"
+        );
+        if let Some(end) = ending {
+            let line = format!("tfcluster: {}", end.message);
+            assert!(
+                release.printed(&stderr, &line),
+                "{what}: {line:?} in\n{stderr}"
+            );
+            eprintln!(
+                "{what}: the step ended {:.2} s after the chief's exit",
+                elapsed - 1.0
+            );
+            assert!(elapsed < 30.0, "{what}: the step ran {elapsed:.1} s");
+            no_task_left(what);
+        } else {
+            assert!(
+                !stderr.contains("stopping the step"),
+                "{what}: nothing is stopped\n{stderr}"
+            );
+            assert!(
+                elapsed >= 3.0,
+                "{what}: the others were stopped ({elapsed:.1} s)"
+            );
+        }
+    }
+}
+
+fn no_task_left(what: &str) {
+    let left = sh("pgrep -f '^sleep 299$' || true");
+    assert!(
+        left.stdout.is_empty(),
+        "{what}: tasks left behind: {}",
+        String::from_utf8_lossy(&left.stdout)
+    );
+}
+
+/// srun's exit status in [`task_ends`].
+#[derive(Debug, Clone, Copy)]
+enum Srun {
+    /// The step was stopped after a task failed this way (exit code, or 128+signal): that
+    /// status from 23.11, that or 137 before ([`release::Release::failed_step_statuses`]).
+    Failed(i32),
+    /// Nothing was stopped: srun's own rule (the highest exit code, or 128+signal).
+    Exactly(i32),
+}
+
+/// A step whose tasks end as tests/cluster/ending.sh makes them, on the test cluster's site
+/// settings.
+struct TaskEnd {
+    what: &'static str,
+    spec: &'static str,
+    /// Nodes (in Slurm's order) and tasks on each.
+    nodes: usize,
+    tasks_per_node: u32,
+    /// Each task's action (ending.sh's `role:index=ACTION`, `default=ACTION`).
+    actions: &'static [&'static str],
+    status: Srun,
+    /// The task whose end stops the step: its global rank, its wait status, whether the OOM
+    /// killer took it. The line srun shows is the core's for it, on that rank's node.
+    stopped_by: Option<(u32, i32, bool)>,
+    /// When nothing is stopped: the seconds srun waits for the slowest task.
+    lasts: f64,
+    /// The chief writes a file before it exits (what preemption must let it finish).
+    saves: bool,
+}
+
+/// Which task's end ends the step (docs/user-guide.md's table, row by row). Tasks that are not
+/// stopped end after 3 s; stopped ones would sleep 299 s.
+fn task_ends() -> Vec<TaskEnd> {
+    use Srun::*;
+    #[rustfmt::skip]
+    let rows = vec![
+        TaskEnd { what: "every task succeeds", spec: "worker:*", nodes: 2, tasks_per_node: 2,
+                  actions: &["default=exit 0"], status: Exactly(0), stopped_by: None, lasts: 0.0, saves: false },
+        TaskEnd { what: "a worker fails at start (MultiWorkerMirroredStrategy would wait an hour)", spec: "worker:*",
+                  nodes: 4, tasks_per_node: 1, actions: &["worker:2=exit 3", "default=sleep 299"], status: Failed(3),
+                  stopped_by: Some((2, 3 << 8, false)), lasts: 0.0, saves: false },
+        TaskEnd { what: "the chief fails (MultiWorkerMirroredStrategy)", spec: "chief:1,worker:*", nodes: 2, tasks_per_node: 2,
+                  actions: &["chief:0=exit 1", "default=sleep 299"], status: Failed(1),
+                  stopped_by: Some((0, 1 << 8, false)), lasts: 0.0, saves: false },
+        TaskEnd { what: "a ParameterServerStrategy worker fails (the chief would never start)", spec: "chief:1,ps:1,worker:*",
+                  nodes: 2, tasks_per_node: 2, actions: &["worker:1=exit 3", "default=sleep 299"], status: Failed(3),
+                  stopped_by: Some((3, 3 << 8, false)), lasts: 0.0, saves: false },
+        TaskEnd { what: "a parameter server fails", spec: "chief:1,ps:1,worker:*", nodes: 2, tasks_per_node: 2,
+                  actions: &["ps:0=exit 1", "default=sleep 299"], status: Failed(1),
+                  stopped_by: Some((1, 1 << 8, false)), lasts: 0.0, saves: false },
+        TaskEnd { what: "a crash", spec: "worker:*", nodes: 2, tasks_per_node: 2,
+                  actions: &["worker:3=signal SEGV", "default=sleep 299"], status: Failed(128 + 11),
+                  stopped_by: Some((3, 11, false)), lasts: 0.0, saves: false },
+        TaskEnd { what: "an abort (a failed CHECK in TensorFlow's C++ code)", spec: "worker:*", nodes: 2, tasks_per_node: 2,
+                  actions: &["worker:2=signal ABRT", "default=sleep 299"], status: Failed(128 + 6),
+                  stopped_by: Some((2, 6, false)), lasts: 0.0, saves: false },
+        // One node: the test nodes share one kernel, whose OOM count every node would read (on
+        // a real cluster each node counts its own).
+        TaskEnd { what: "the OOM killer", spec: "worker:*", nodes: 1, tasks_per_node: 2,
+                  actions: &["worker:1=oom", "default=sleep 299"], status: Failed(128 + 9),
+                  stopped_by: Some((1, 9, true)), lasts: 0.0, saves: false },
+        TaskEnd { what: "a signal someone sent is not a failure", spec: "worker:*", nodes: 2, tasks_per_node: 2,
+                  actions: &["worker:1=signal TERM", "default=sleep 3"], status: Exactly(128 + 15),
+                  stopped_by: None, lasts: 3.0, saves: false },
+        TaskEnd { what: "preemption: every task exits 42 while the chief still saves", spec: "chief:1,worker:*",
+                  nodes: 2, tasks_per_node: 2, actions: &["chief:0=save 4 {dir}/saved", "default=exit 42"],
+                  status: Exactly(42), stopped_by: None, lasts: 4.0, saves: true },
+        TaskEnd { what: "the evaluator fails: training goes on", spec: "chief:1,evaluator:1,worker:*", nodes: 2, tasks_per_node: 2,
+                  actions: &["evaluator:0=exit 1", "default=sleep 3"], status: Exactly(1), stopped_by: None, lasts: 3.0, saves: false },
+        TaskEnd { what: "fail_fast=no: Slurm's own behaviour", spec: "worker:*,fail_fast=no", nodes: 4, tasks_per_node: 1,
+                  actions: &["worker:2=exit 3", "default=sleep 3"], status: Exactly(3), stopped_by: None, lasts: 3.0, saves: false },
+    ];
+    rows
+}
+
+#[test]
+#[ignore = "needs the test cluster: run tests/run.sh"]
+fn which_task_end_ends_the_step() {
+    let release = release::current();
+    let saved = dir().join("saved");
+    for row in task_ends() {
+        let what = row.what;
+        let _ = std::fs::remove_file(&saved);
+        let (args, ..) = block(row.nodes, row.tasks_per_node);
+        let actions: Vec<String> = row
+            .actions
+            .iter()
+            .map(|a| format!("'{}'", a.replace("{dir}", &dir().display().to_string())))
+            .collect();
+        let started = std::time::Instant::now();
+        let out = sh(&format!(
+            "srun {args} --tf-cluster={} {} {}",
+            row.spec,
+            tool("ending.sh"),
+            actions.join(" ")
+        ));
+        let elapsed = started.elapsed().as_secs_f64();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let code = out.status.code().unwrap_or(-1);
+        match row.status {
+            Srun::Failed(c) => assert!(
+                release.failed_step_statuses(c).contains(&code),
+                "{what}: srun {args} exited {code}\n{stderr}"
+            ),
+            Srun::Exactly(c) => assert_eq!(code, c, "{what}: srun {args}\n{stderr}"),
+        }
+        let reports = stderr.matches("tfcluster: rank ").count();
+        assert_eq!(
+            reports,
+            usize::from(row.stopped_by.is_some()),
+            "{what}: one line per stopped step\n{stderr}"
+        );
+        if let Some((rank, status, oom)) = row.stopped_by {
+            let plan = the_plan(row.spec, CLUSTER_SETTINGS, row.nodes, row.tasks_per_node);
+            let end = plan
+                .ending(rank, Some(status), || oom)
+                .unwrap_or_else(|| panic!("{what}: the core stops the step"));
+            assert!(end.failure, "{what}: a failure");
+            let node = &plan.hosts[where_is(&plan, rank).0];
+            let line = ending_line(node, &end.message);
+            assert!(
+                release.printed(&stderr, &line),
+                "{what}: {line:?} in\n{stderr}"
+            );
+            eprintln!(
+                "{what}: srun returned {elapsed:.2} s after the start (the failure at 1 s), status {code}"
+            );
+            assert!(elapsed < 30.0, "{what}: the step ran {elapsed:.1} s");
+            no_task_left(what);
+        } else {
+            // Nobody stopped: srun waited for the slowest task.
+            assert!(
+                elapsed >= row.lasts,
+                "{what}: the others were stopped ({elapsed:.1} s)"
+            );
+        }
+        assert_eq!(
+            saved.exists(),
+            row.saves,
+            "{what}: whether the chief saved\n{stderr}"
+        );
+    }
+    let _ = sh("rmdir /sys/fs/cgroup/memory/tfc-oom-* /sys/fs/cgroup/tfc-oom-* 2>/dev/null");
+}
+
+#[test]
+#[ignore = "needs the test cluster: run tests/run.sh"]
+fn a_batch_job_ends_with_the_chiefs_result() {
+    let release = release::current();
+    let _defaults = PlugStack::defaults();
+    for code in [0, 3] {
+        let out = dir().join(format!("chief-{code}.out"));
+        let run = sh(&format!(
+            "sbatch --wait --parsable -N2 -n4 -o {} --wrap 'srun --tf-cluster=chief:1,ps:1,worker:* {} chief {code} 299'",
+            out.display(),
+            tool("decider.sh")
+        ));
+        let job = String::from_utf8_lossy(&run.stdout).trim().to_string();
+        let want = release.stopped_step_status(code);
+        assert_eq!(run.status.code(), Some(want), "sbatch --wait: job {job}");
+        let info =
+            String::from_utf8_lossy(&sh(&format!("scontrol show job {job}")).stdout).into_owned();
+        let state = if want == 0 {
+            "JobState=COMPLETED"
+        } else {
+            "JobState=FAILED"
+        };
+        assert!(info.contains(state), "job {job}: {state} in\n{info}");
+        assert!(
+            info.contains(&format!("ExitCode={want}:0")),
+            "job {job}: ExitCode={want}:0 in\n{info}"
+        );
+    }
+}

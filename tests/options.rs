@@ -1,0 +1,140 @@
+//! End to end on a real Slurm cluster: the option itself. Without it the plugin changes
+//! nothing; the site's settings in plugstack.conf reach every task; `srun -v` shows what each
+//! task got, in the core's words; gRPC bypasses the job's proxy for the cluster's own nodes.
+
+mod common;
+use common::cluster::{parse, plugin, records, sh, sh_ok, summary, tool, PlugStack, Run};
+use common::release;
+use tfcluster::core::{GpuAction, Role, Spec, TaskEnv};
+
+fn srun(args: &str) -> Run {
+    parse(sh(&format!("srun {args} {}", report())))
+}
+
+fn report() -> String {
+    tool("report.sh")
+}
+
+#[test]
+#[ignore = "needs the test cluster: run tests/run.sh"]
+fn without_the_option_nothing_changes() {
+    let names = |env: &str| -> Vec<String> {
+        // One node for both runs: the environment names the node (SLURMD_NODENAME).
+        let out = sh(&format!("{env} srun -w n011 -N1 -n2 --gres=gpu:4 env"));
+        assert!(out.status.success());
+        let mut v: Vec<String> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| !l.starts_with("SLURM_") && l.contains('='))
+            .map(str::to_string)
+            .collect();
+        v.sort();
+        v
+    };
+    let with_plugin = names("");
+    let stack = PlugStack::set("");
+    let without_plugin = names("");
+    drop(stack);
+    assert_eq!(with_plugin, without_plugin);
+    assert!(with_plugin.contains(&"CUDA_VISIBLE_DEVICES=0,1,2,3".to_string()));
+    assert!(!with_plugin.iter().any(|l| l.starts_with("TF_CONFIG=")));
+}
+
+#[test]
+#[ignore = "needs the test cluster: run tests/run.sh"]
+fn admin_settings_from_plugstack_conf() {
+    let stack = PlugStack::set(&format!(
+        "required {} address=%h.tfc port_base=9000 rpc_layer=grpc",
+        plugin()
+    ));
+    let run = srun("-w n011,n012 -N2 -n2 --tf-cluster=chief:1,worker:*");
+    drop(stack);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        run.tasks[1].tf.as_ref().unwrap().to_string(),
+        r#"{"cluster":{"chief":["n011.tfc:9000"],"worker":["n012.tfc:9000"]},"rpc_layer":"grpc","task":{"index":0,"type":"worker"}}"#
+    );
+}
+
+#[test]
+#[ignore = "needs the test cluster: run tests/run.sh"]
+fn srun_verbose_shows_what_each_task_got() {
+    let spec = "chief:1,worker:*";
+    let run = parse(sh(&format!(
+        "srun -v -w n011,n012 -N2 -n2 --gres=gpu:2 --tf-cluster={spec} {}",
+        report()
+    )));
+    summary(&run, "srun -v");
+    let roles = Spec::parse(Some(spec)).unwrap().resolve(2).unwrap();
+    let mut lines = vec![format!("srun: tfcluster: {}", roles.report())];
+    // Each task's line, as the core words it, for what the task received: its endpoint in its
+    // TF_CONFIG and its CUDA_VISIBLE_DEVICES.
+    for task in &run.tasks {
+        let tf = task.tf.as_ref().unwrap();
+        let (role, index) = (
+            tf["task"]["type"].as_str().unwrap(),
+            tf["task"]["index"].as_u64().unwrap(),
+        );
+        let got = TaskEnv {
+            role: Role::parse(role).unwrap(),
+            index: index as u32,
+            rank: task.rank,
+            endpoint: tf["cluster"][role][index as usize].as_str().unwrap().into(),
+            gpus: GpuAction::Set(task.gpus.clone()),
+            set: vec![],
+            unset: &[],
+        };
+        lines.push(format!("tfcluster: {}", got.report(None)));
+    }
+    let release = release::current();
+    for line in lines {
+        assert!(
+            release.printed(&run.stderr, &line),
+            "expected {line:?} in:\n{}",
+            run.stderr
+        );
+    }
+}
+
+#[test]
+fn releases_agree_with_the_runner() {
+    // tests/releases.tsv (what tests/run.sh runs, in which root) and tests/common/release.rs
+    // (what each release shows users) list the same releases.
+    let tsv = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/releases.tsv"))
+        .unwrap();
+    let runner: Vec<(&str, &str)> = tsv
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f[0], f[1])
+        })
+        .collect();
+    let table: Vec<(&str, &str)> = release::RELEASES
+        .iter()
+        .map(|r| (r.version, r.root))
+        .collect();
+    assert_eq!(runner, table);
+}
+
+/// (the job's environment, what every task's no_grpc_proxy is: `-` when unset)
+#[rustfmt::skip]
+const PROXIES: &[(&str, &str, &str)] = &[
+    ("",                                                      "--tf-cluster",                         "-"),
+    ("http_proxy=http://127.0.0.1:9",                         "--tf-cluster",                         "n011,n012"),
+    ("https_proxy=http://127.0.0.1:9 no_proxy=localhost,.site", "--tf-cluster",                       "localhost,.site,n011,n012"),
+    ("http_proxy=http://127.0.0.1:9 no_grpc_proxy=10.1.0.0/16", "--tf-cluster",                       "10.1.0.0/16,n011,n012"),
+    ("http_proxy=http://127.0.0.1:9",                         "--tf-cluster=worker:*,grpc_proxy_bypass=no", "-"),
+    ("http_proxy=http://127.0.0.1:9",                         "",                                     "-"), // no option: untouched
+];
+
+#[test]
+#[ignore = "needs the test cluster: run tests/run.sh"]
+fn grpc_bypasses_a_proxy_for_the_cluster() {
+    for (env, option, want) in PROXIES {
+        let stdout = sh_ok(&format!(
+            "{env} srun -w n011,n012 -N2 -n2 {option} sh -c 'echo \"P|${{no_grpc_proxy--}}\"'"
+        ));
+        let got: Vec<Vec<&str>> = records(&stdout, "P");
+        assert_eq!(got, vec![vec![*want]; 2], "{env} srun {option}");
+    }
+}
