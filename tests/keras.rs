@@ -8,7 +8,8 @@
 
 mod common;
 use common::cluster::{
-    dir, ended_with_the_chief, records, requeued_job, sh, tool, trained_together, PlugStack,
+    dir, ended_with_the_chief, records, requeued_job, resumed_at, sh, tool, trained_together,
+    PlugStack,
 };
 use std::collections::HashSet;
 
@@ -230,10 +231,7 @@ fn keras_fit_resumes_after_requeue_with_the_same_weights() {
         );
         std::fs::write(&script, format!("#!/bin/bash\n{}\n", srun("", &backup))).unwrap();
         let text = requeued_job(&what, &script, nodes, &out, "scontrol requeue {job}");
-        let resumed: Vec<u32> = records(&text, "RESUMED")
-            .iter()
-            .map(|r| r[2].parse().unwrap())
-            .collect();
+        let resumed = resumed_at(&text);
         assert!(
             resumed.len() == 4
                 && resumed[..2] == [0, 0]

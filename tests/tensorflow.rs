@@ -4,8 +4,8 @@
 
 mod common;
 use common::cluster::{
-    bundle, ended_with_the_chief, plugin, records, requeued_job, sh, tool, trained_together,
-    PlugStack,
+    bundle, ended_with_the_chief, plugin, records, requeued_job, resumed_at, sh, tool,
+    trained_together, PlugStack,
 };
 use serde_json::{json, Value};
 use std::collections::HashSet;
@@ -523,10 +523,7 @@ fn preempted_training_resumes_after_requeue_with_the_same_weights() {
         )
         .unwrap();
         let text = requeued_job(what, &script, nodes, &out, interrupt);
-        let resumed: Vec<u32> = records(&text, "RESUMED")
-            .iter()
-            .map(|r| r[2].parse().unwrap())
-            .collect();
+        let resumed = resumed_at(&text);
         assert!(
             resumed.len() == 4
                 && resumed[..2] == [0, 0]

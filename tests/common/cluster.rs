@@ -388,6 +388,15 @@ pub fn requeued_job(what: &str, script: &Path, nodes: &str, out: &Path, interrup
     output()
 }
 
+/// The first step of every `RESUMED|type|index|step` line of a requeued job's output, in order:
+/// each task's start, then each task's resumption.
+pub fn resumed_at(text: &str) -> Vec<u32> {
+    records(text, "RESUMED")
+        .iter()
+        .map(|r| r[2].parse().unwrap())
+        .collect()
+}
+
 pub fn wait_for(what: &str, seconds: u64, done: impl FnMut() -> bool) {
     assert!(within(seconds, done), "{what}: waited {seconds} s");
 }
