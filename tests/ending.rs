@@ -5,13 +5,14 @@
 //! make of it: srun's status, the line on srun's stderr, how soon srun returns, no task left.
 
 mod common;
-use common::cluster::{dir, ending_line, sh, tool, PlugStack, CLUSTER_SETTINGS};
+use common::cluster::{dir, sh, stop_line, tool, PlugStack, CLUSTER_SETTINGS};
 use common::release;
-use common::{plan, step, tf_config, where_is};
+use common::{plan, step, tf_config};
 use tfcluster::core::StepPlan;
 
-/// The test cluster's nodes in Slurm's order, as a block step of `tasks_per_node` on the first
-/// `nodes` places them: (srun's node arguments, the core's step).
+/// A block step of `tasks_per_node` tasks on each of the first `nodes` of the test cluster's
+/// nodes in Slurm's order: (srun's node arguments, the node list and the task counts the core is
+/// given).
 fn block(nodes: usize, tasks_per_node: u32) -> (String, String, String) {
     let list = ["n011", "n012", "n9", "n10"][..nodes].join(",");
     let args = format!("-w {list} -N{nodes} -n{}", nodes as u32 * tasks_per_node);
@@ -64,8 +65,16 @@ fn the_step_ends_when_the_chief_exits() {
         ));
         let elapsed = started.elapsed().as_secs_f64();
         let stderr = String::from_utf8_lossy(&out.stderr);
-        let plan = the_plan(spec, &[], 2, 2);
-        let ending = plan.ending(rank_of(&plan, role), Some(code << 8), || false);
+        let (_, list, counts) = block(2, 2);
+        let rank = rank_of(&the_plan(spec, &[], 2, 2), role);
+        let ending = stop_line(
+            spec,
+            &[],
+            &step(&list, &counts, None),
+            rank,
+            code << 8,
+            false,
+        );
         assert_eq!(ending.is_some(), *stops, "{what}: the core's decision");
         let want = if *stops {
             release.stopped_step_status(*code)
@@ -77,8 +86,7 @@ fn the_step_ends_when_the_chief_exits() {
             Some(want),
             "{what}: srun {args}\n{stderr}"
         );
-        if let Some(end) = ending {
-            let line = format!("tfcluster: {}", end.message);
+        if let Some(line) = ending {
             assert!(
                 release.printed(&stderr, &line),
                 "{what}: {line:?} in\n{stderr}"
@@ -224,13 +232,11 @@ fn which_task_end_ends_the_step() {
             "{what}: one line per stopped step\n{stderr}"
         );
         if let Some((rank, status, oom)) = row.stopped_by {
-            let plan = the_plan(row.spec, CLUSTER_SETTINGS, row.nodes, row.tasks_per_node);
-            let end = plan
-                .ending(rank, Some(status), || oom)
+            let (_, list, counts) = block(row.nodes, row.tasks_per_node);
+            let step = step(&list, &counts, None);
+            let line = stop_line(row.spec, CLUSTER_SETTINGS, &step, rank, status, oom)
                 .unwrap_or_else(|| panic!("{what}: the core stops the step"));
-            assert!(end.failure, "{what}: a failure");
-            let node = &plan.hosts[where_is(&plan, rank).0];
-            let line = ending_line(node, &end.message);
+            assert!(line.starts_with("slurmstepd-"), "{what}: a failure: {line}");
             assert!(
                 release.printed(&stderr, &line),
                 "{what}: {line:?} in\n{stderr}"

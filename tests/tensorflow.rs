@@ -4,7 +4,7 @@
 
 mod common;
 use common::cluster::{
-    bundle, ended_with_the_chief, plugin, records, requeued_job, resumed_at, sh, tool,
+    bundle, ended_with_the_chief, plugin, records, requeued_job, resumed_at, sh, stop_line, tool,
     trained_together, PlugStack,
 };
 use serde_json::{json, Value};
@@ -417,14 +417,13 @@ fn a_dtensor_mesh_spans_the_step() {
 
 /// A task that dies before TensorFlow starts (a broken node, a missing module): without
 /// fail_fast MultiWorkerMirroredStrategy's coordination service waits an hour for it and
-/// ParameterServerStrategy's chief never reaches its first step. (what, srun arguments, the rank
-/// that exits 3 before importing TensorFlow, the program, the line srun prints)
+/// ParameterServerStrategy's chief never reaches its first step. (what, spec, the step's tasks
+/// per node on n[011-012,9-10], the rank that exits 3 before importing TensorFlow, the program);
+/// srun shows the core's line for that rank's exit.
 #[rustfmt::skip]
-const FAILS_AT_START: &[(&str, &str, u32, &str, &str)] = &[
-    ("MultiWorkerMirroredStrategy", "-N4 -n4 --tf-cluster", 2, "mwms_train.py",
-     "slurmstepd-n9: error: tfcluster: rank 2 (worker:2 on n9) exited 3; stopping the step's other 3 tasks"),
-    ("ParameterServerStrategy",     "-N4 -n5 --tf-cluster=chief:1,ps:1,worker:*", 3, "ps_join.py",
-     "slurmstepd-n9: error: tfcluster: rank 3 (worker:1 on n9) exited 3; stopping the step's other 4 tasks"),
+const FAILS_AT_START: &[(&str, &str, &str, u32, &str)] = &[
+    ("MultiWorkerMirroredStrategy", "worker:*",              "1(x4)",   2, "mwms_train.py"),
+    ("ParameterServerStrategy",     "chief:1,ps:1,worker:*", "2,1(x3)", 3, "ps_join.py"),
 ];
 
 #[test]
@@ -432,7 +431,11 @@ const FAILS_AT_START: &[(&str, &str, u32, &str, &str)] = &[
 fn a_task_that_fails_at_start_ends_training() {
     let release = common::release::current();
     let _defaults = PlugStack::defaults();
-    for (what, args, rank, program, line) in FAILS_AT_START {
+    for (what, spec, tasks_per_node, rank, program) in FAILS_AT_START {
+        let step = common::step("n011,n012,n9,n10", tasks_per_node, None);
+        let line = stop_line(spec, &[], &step, *rank, 3 << 8, false).expect("the step is stopped");
+        let tasks = common::plan(spec, &[], &step).layout.ranks.len();
+        let args = format!("-w n011,n012,n9,n10 -N4 -n{tasks} --tf-cluster={spec}");
         let started = std::time::Instant::now();
         let out = sh(&format!(
             "srun -t 5 {args} sh -c '[ \"$SLURM_PROCID\" = {rank} ] && exit 3; exec {} {}'",
@@ -447,7 +450,7 @@ fn a_task_that_fails_at_start_ends_training() {
         let code = out.status.code().unwrap_or(-1);
         eprintln!("{what}: srun returned {elapsed:.1} s after the start, status {code}");
         assert!(
-            release.printed(&stderr, line),
+            release.printed(&stderr, &line),
             "{what}: {line:?} in\n{stderr}"
         );
         assert!(
