@@ -5,18 +5,25 @@
 //! what these tests check is what the shell does with it.
 
 mod common;
-use common::cluster::{node_error, parse, plugin, sh, srun_error, tool, PlugStack, Run};
+use common::cluster::{
+    node_error, parse, plugin, sh, srun_error, tool, PlugStack, Run, CLUSTER_SETTINGS,
+};
 use common::release;
-use tfcluster::core::{Error, Spec};
+use tfcluster::core::{Error, Settings, Spec};
 
 fn srun(args: &str) -> Run {
     parse(sh(&format!("srun {args} {}", tool("report.sh"))))
 }
 
-/// The core's error for a spec on a step of `tasks` tasks.
+/// The core's error for a spec on a step of `tasks` tasks, as srun meets it: the spec parsed,
+/// its roles resolved, its settings applied over the site's.
 fn spec_error(text: &str, tasks: u32) -> Error {
     Spec::parse(Some(text))
-        .and_then(|spec| spec.resolve(tasks).map(|_| ()))
+        .and_then(|spec| {
+            spec.resolve(tasks)?;
+            Settings::from_plugstack(CLUSTER_SETTINGS)?.with_overrides(&spec.overrides)
+        })
+        .map(|_| ())
         .unwrap_err()
 }
 
@@ -53,6 +60,15 @@ fn bad_input() -> Vec<BadInput> {
                    line: node_error("n011", Error::NotEnoughReservedPorts { host: "n011".into(), tasks: 3, ports: 1 }) },
     ];
     rows
+}
+
+/// Every row's line is built from an error the core really gives for that input (without a
+/// cluster: a row whose input the core stops refusing fails here, not on a cluster).
+#[test]
+fn every_refusal_is_one_the_core_makes() {
+    for BadInput { args, line, .. } in bad_input() {
+        assert!(line.contains(": error: "), "srun {args}: {line}");
+    }
 }
 
 #[test]
