@@ -70,8 +70,8 @@ fn every_task_in_a_container_gets_what_it_gets_on_the_node() {
             args,
             &report_in_pid_namespace(),
         ));
-        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         let inside = parse(out);
+        let stdout = &inside.stdout;
         if !release.container_gets_task_env {
             assert!(
                 inside.stderr.contains(&refusal),
@@ -97,7 +97,7 @@ fn every_task_in_a_container_gets_what_it_gets_on_the_node() {
                 t.rank
             );
         }
-        let pids = records(&stdout, "PID");
+        let pids = records(stdout, "PID");
         assert_eq!(pids.len(), inside.tasks.len(), "{what}:\n{stdout}");
         assert!(
             pids.iter().all(|p| p[1] == "1"),
@@ -141,10 +141,10 @@ fn a_job_containers_steps_run_on_the_nodes_with_a_warning_where_it_matters() {
         "SLURM_CONTAINER={bundle} srun -N2 -n2 --tf-cluster {}",
         report_in_pid_namespace()
     ));
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let run = parse(out);
+    let stdout = &run.stdout;
     assert_eq!(summary(&run, "a job's container").len(), 2);
-    let pids = records(&stdout, "PID");
+    let pids = records(stdout, "PID");
     assert_eq!(
         pids.len(),
         run.tasks.len(),

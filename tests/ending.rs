@@ -10,19 +10,29 @@ use common::release;
 use common::{plan, step, tf_config};
 use tfcluster::core::StepPlan;
 
-/// A block step of `tasks_per_node` tasks on each of the first `nodes` of the test cluster's
-/// nodes in Slurm's order: (srun's node arguments, the node list and the task counts the core is
-/// given).
-fn block(nodes: usize, tasks_per_node: u32) -> (String, String, String) {
-    let list = ["n011", "n012", "n9", "n10"][..nodes].join(",");
-    let args = format!("-w {list} -N{nodes} -n{}", nodes as u32 * tasks_per_node);
-    (args, list, format!("{tasks_per_node}(x{nodes})"))
+/// A block step of `per_node` tasks on each of the first `nodes` of the test cluster's nodes,
+/// in Slurm's order.
+struct Block {
+    nodes: usize,
+    per_node: u32,
 }
 
-/// The plan every node makes for `--tf-cluster={spec}` on that step, with the site's settings.
-fn the_plan(spec: &str, site: &[&str], nodes: usize, tasks_per_node: u32) -> StepPlan {
-    let (_, list, counts) = block(nodes, tasks_per_node);
-    plan(spec, site, &step(&list, &counts, None))
+impl Block {
+    fn list(&self) -> String {
+        ["n011", "n012", "n9", "n10"][..self.nodes].join(",")
+    }
+
+    /// srun's arguments for it.
+    fn srun_args(&self) -> String {
+        let tasks = self.nodes as u32 * self.per_node;
+        format!("-w {} -N{} -n{tasks}", self.list(), self.nodes)
+    }
+
+    /// The plan every node makes for `--tf-cluster={spec}` on it, with the site's settings.
+    fn plan(&self, spec: &str, site: &[&str]) -> StepPlan {
+        let counts = format!("{}(x{})", self.per_node, self.nodes);
+        plan(spec, site, &step(&self.list(), &counts, None))
+    }
 }
 
 /// The global rank of `role:0` in the plan.
@@ -54,8 +64,12 @@ const END_OF_TRAINING: &[(&str, &str, &str, i32, bool)] = &[
 fn the_step_ends_when_the_chief_exits() {
     let release = release::current();
     let _defaults = PlugStack::defaults();
+    let block = Block {
+        nodes: 2,
+        per_node: 2,
+    };
+    let args = block.srun_args();
     for (what, spec, role, code, stops) in END_OF_TRAINING {
-        let (args, ..) = block(2, 2);
         // The others would sleep 299 s when stopped, 3 s when left to end by themselves.
         let others = if *stops { 299 } else { 3 };
         let started = std::time::Instant::now();
@@ -65,16 +79,8 @@ fn the_step_ends_when_the_chief_exits() {
         ));
         let elapsed = started.elapsed().as_secs_f64();
         let stderr = String::from_utf8_lossy(&out.stderr);
-        let (_, list, counts) = block(2, 2);
-        let rank = rank_of(&the_plan(spec, &[], 2, 2), role);
-        let ending = stop_line(
-            spec,
-            &[],
-            &step(&list, &counts, None),
-            rank,
-            code << 8,
-            false,
-        );
+        let plan = block.plan(spec, &[]);
+        let ending = stop_line(&plan, rank_of(&plan, role), code << 8, false);
         assert_eq!(ending.is_some(), *stops, "{what}: the core's decision");
         let want = if *stops {
             release.stopped_step_status(*code)
@@ -202,7 +208,11 @@ fn which_task_end_ends_the_step() {
     for row in task_ends() {
         let what = row.what;
         let _ = std::fs::remove_file(&saved);
-        let (args, ..) = block(row.nodes, row.tasks_per_node);
+        let block = Block {
+            nodes: row.nodes,
+            per_node: row.tasks_per_node,
+        };
+        let args = block.srun_args();
         let actions: Vec<String> = row
             .actions
             .iter()
@@ -232,9 +242,8 @@ fn which_task_end_ends_the_step() {
             "{what}: one line per stopped step\n{stderr}"
         );
         if let Some((rank, status, oom)) = row.stopped_by {
-            let (_, list, counts) = block(row.nodes, row.tasks_per_node);
-            let step = step(&list, &counts, None);
-            let line = stop_line(row.spec, CLUSTER_SETTINGS, &step, rank, status, oom)
+            let plan = block.plan(row.spec, CLUSTER_SETTINGS);
+            let line = stop_line(&plan, rank, status, oom)
                 .unwrap_or_else(|| panic!("{what}: the core stops the step"));
             assert!(line.starts_with("slurmstepd-"), "{what}: a failure: {line}");
             assert!(

@@ -432,9 +432,13 @@ fn a_task_that_fails_at_start_ends_training() {
     let release = common::release::current();
     let _defaults = PlugStack::defaults();
     for (what, spec, tasks_per_node, rank, program) in FAILS_AT_START {
-        let step = common::step("n011,n012,n9,n10", tasks_per_node, None);
-        let line = stop_line(spec, &[], &step, *rank, 3 << 8, false).expect("the step is stopped");
-        let tasks = common::plan(spec, &[], &step).layout.ranks.len();
+        let plan = common::plan(
+            spec,
+            &[],
+            &common::step("n011,n012,n9,n10", tasks_per_node, None),
+        );
+        let line = stop_line(&plan, *rank, 3 << 8, false).expect("the step is stopped");
+        let tasks = plan.layout.ranks.len();
         let args = format!("-w n011,n012,n9,n10 -N4 -n{tasks} --tf-cluster={spec}");
         let started = std::time::Instant::now();
         let out = sh(&format!(

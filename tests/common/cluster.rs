@@ -172,24 +172,21 @@ pub fn node_error(node: &str, message: impl std::fmt::Display) -> String {
     format!("slurmstepd-{node}: error: tfcluster: {line}")
 }
 
-/// The line srun shows when global rank `rank` of `--tf-cluster={spec}` (with the site's
-/// `settings`) on `step` ends with wait status `status` (`oom`: the node saw an OOM kill), or
-/// `None` when the step runs on: the core's [`StepEnd`] for it, as the shell logs it (a failure
-/// as an error of the rank's node, the end of training as a plain line).
+/// The line srun shows when global rank `rank` of the step `plan` ends with wait status
+/// `status` (`oom`: the node saw an OOM kill), or `None` when the step runs on: the core's
+/// [`StepEnd`] for it, as the shell logs it (a failure as an error of the rank's node, the end of
+/// training as a plain line).
 ///
 /// [`StepEnd`]: tfcluster::core::ending::StepEnd
 pub fn stop_line(
-    spec: &str,
-    settings: &[&str],
-    step: &tfcluster::core::StepInputs,
+    plan: &tfcluster::core::StepPlan,
     rank: u32,
     status: i32,
     oom: bool,
 ) -> Option<String> {
-    let plan = super::plan(spec, settings, step);
     let end = plan.ending(rank, Some(status), || oom)?;
     Some(if end.failure {
-        let node = &plan.hosts[super::where_is(&plan, rank).0];
+        let node = &plan.hosts[super::where_is(plan, rank).0];
         format!("slurmstepd-{node}: error: tfcluster: {}", end.message)
     } else {
         format!("tfcluster: {}", end.message)
