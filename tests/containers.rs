@@ -236,3 +236,95 @@ fn an_env_exclude_that_removes_tf_config_is_named_on_srun_stderr() {
         }
     }
 }
+
+/// A site's oci.conf with `IgnoreFileConfigJson=true`, as in Slurm's own Singularity example:
+/// its other lines (`{runtime}` stands for tests/cluster/oci_runtime.sh), and whether the
+/// task's variables reach the program.
+struct IgnoredConfigJson {
+    settings: &'static str,
+    arrive: bool,
+}
+
+#[rustfmt::skip]
+const IGNORED_CONFIG_JSON: &[IgnoredConfigJson] = &[
+    IgnoredConfigJson { settings: "RunTimeRun=\"{runtime} %@\"",                                         arrive: false },
+    IgnoredConfigJson { settings: "CreateEnvFile=disabled\nRunTimeRun=\"{runtime} %@\"",                 arrive: false },
+    IgnoredConfigJson { settings: "CreateEnvFile=newline\nRunTimeRun=\"{runtime} --env-file %e %@\"",    arrive: true  },
+];
+
+/// Where no config.json carries the task's environment and no `CreateEnvFile` holds it,
+/// slurmstepd starts the runtime with its own environment: every task starts with none of the
+/// step's variables (not even SLURM_PROCID), and each node says so on srun's stderr. With the
+/// file, passed as `%e`, every task gets what it gets on the node, and no line. From 23.02
+/// (22.05 has no IgnoreFileConfigJson, and refuses such steps anyway).
+#[test]
+#[ignore = "needs the test cluster: run tests/run.sh"]
+fn a_runtime_started_without_the_task_environment_is_named_on_srun_stderr() {
+    if !release::current().container_gets_task_env {
+        return;
+    }
+    let conf = common::cluster::dir().join("etc/oci.conf");
+    let original = std::fs::read_to_string(&conf).unwrap();
+    struct Restore(std::path::PathBuf, String);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            std::fs::write(&self.0, &self.1).unwrap();
+        }
+    }
+    let _restore = Restore(conf.clone(), original);
+    let bundle = bundle("report", &[]);
+    let args = "-w n011,n012 -N2 -n4 --gres=gpu:4 --tf-cluster=chief:1,worker:*";
+    let on_node = parse(sh(&format!("srun {args} {}", tool("report.sh"))));
+    for row in IGNORED_CONFIG_JSON {
+        let settings = row.settings.replace("{runtime}", &tool("oci_runtime.sh"));
+        std::fs::write(&conf, format!("IgnoreFileConfigJson=true\n{settings}\n")).unwrap();
+        let line = sh(&format!(
+            "srun --container={bundle} {args} {}",
+            tool("report.sh")
+        ));
+        let stdout = String::from_utf8_lossy(&line.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&line.stderr).into_owned();
+        assert!(line.status.success(), "{settings}: {stderr}");
+        for node in ["n011", "n012"] {
+            let warning = tfcluster::core::container::ContainerWarning::TaskEnvLost {
+                node: node.to_string(),
+                bundle: bundle.clone(),
+            };
+            assert_eq!(
+                stderr.contains(&format!("tfcluster: warning: {warning}")),
+                !row.arrive,
+                "{settings}: {node}'s line in:\n{stderr}"
+            );
+        }
+        if row.arrive {
+            let inside = parse(line);
+            assert_eq!(
+                summary(&inside, &settings),
+                summary(&on_node, &settings),
+                "{settings}: in the container vs on the node"
+            );
+            for (t, n) in inside.tasks.iter().zip(&on_node.tasks) {
+                assert_eq!(
+                    without_ports(t.tf.as_ref()),
+                    without_ports(n.tf.as_ref()),
+                    "{settings}: rank {}'s TF_CONFIG",
+                    t.rank
+                );
+            }
+            continue;
+        }
+        // Nothing of the step: no rank, no GPUs, no TF_CONFIG (tests/cluster/report.sh).
+        let mut tasks: Vec<&str> = stdout.lines().filter(|l| l.starts_with("TASK|")).collect();
+        tasks.sort();
+        assert_eq!(
+            tasks,
+            [
+                "TASK||n011|-|-",
+                "TASK||n011|-|-",
+                "TASK||n012|-|-",
+                "TASK||n012|-|-"
+            ],
+            "{settings}"
+        );
+    }
+}

@@ -1,33 +1,66 @@
-//! oci.conf's `EnvExclude` ([`tfcluster::core::oci`]): the pattern as Slurm reads it from the
-//! file, and which of a task's variables it removes, matched by libc's POSIX extended
-//! expressions as slurmstepd matches them (the cluster test is in tests/containers.rs).
+//! oci.conf ([`tfcluster::core::oci`]): the settings that decide what reaches a container, as
+//! Slurm reads them from the file, and which of a task's variables `EnvExclude` removes,
+//! matched by libc's POSIX extended expressions as slurmstepd matches them (the cluster tests
+//! are in tests/containers.rs).
 
 use std::borrow::Cow;
 use std::path::Path;
-use tfcluster::core::oci;
+use tfcluster::core::oci::{self, OciConf};
 use tfcluster::core::topology::ConfFile;
 use tfcluster::spank::regex::Regex;
 
-/// (oci.conf's text, the pattern Slurm reads from it)
+/// oci.conf's text, and what Slurm reads from it.
+struct File {
+    text: &'static str,
+    env_exclude: Option<&'static str>,
+    ignores_config_json: bool,
+    creates_env_file: bool,
+    /// The runtime starts without the task's environment.
+    loses_task_env: bool,
+}
+
 #[rustfmt::skip]
-const FILES: &[(&str, Option<&str>)] = &[
-    ("",                                                        None),
-    ("RunTimeRun=\"runc run %n.%u.%j -b %b\"\n",                None),
-    ("EnvExclude=^TF_\n",                                       Some("^TF_")),
-    ("envexclude=\"^(TF_|CUDA_)\"\n",                           Some("^(TF_|CUDA_)")),
-    ("EnvExclude=\"^(A|B) C=\" RunTimeEnvExclude=^X\n",         Some("^(A|B) C=")),
-    ("RunTimeEnvExclude=^TF_\n",                                None),
-    ("# EnvExclude=^TF_\n",                                     None),
-    ("EnvExclude=^TF_ # a comment\n",                           Some("^TF_")),
-    ("EnvExclude=^A\\#B\n",                                     Some("^A#B")),
-    ("EnvExclude=^A\nEnvExclude=^B\n",                          Some("^B")),
-    ("EnvExclude=\n",                                           None),
+const FILES: &[File] = &[
+    File { text: "",                                                 env_exclude: None,                 ignores_config_json: false, creates_env_file: false, loses_task_env: false },
+    File { text: "RunTimeRun=\"runc run %n.%u.%j -b %b\"\n",          env_exclude: None,                 ignores_config_json: false, creates_env_file: false, loses_task_env: false },
+    File { text: "EnvExclude=^TF_\n",                                env_exclude: Some("^TF_"),         ignores_config_json: false, creates_env_file: false, loses_task_env: false },
+    File { text: "envexclude=\"^(TF_|CUDA_)\"\n",                    env_exclude: Some("^(TF_|CUDA_)"), ignores_config_json: false, creates_env_file: false, loses_task_env: false },
+    File { text: "EnvExclude=\"^(A|B) C=\" RunTimeEnvExclude=^X\n",  env_exclude: Some("^(A|B) C="),    ignores_config_json: false, creates_env_file: false, loses_task_env: false },
+    File { text: "RunTimeEnvExclude=^TF_\n",                         env_exclude: None,                 ignores_config_json: false, creates_env_file: false, loses_task_env: false },
+    File { text: "# EnvExclude=^TF_\n",                              env_exclude: None,                 ignores_config_json: false, creates_env_file: false, loses_task_env: false },
+    File { text: "EnvExclude=^TF_ # a comment\n",                    env_exclude: Some("^TF_"),         ignores_config_json: false, creates_env_file: false, loses_task_env: false },
+    File { text: "EnvExclude=^A\\#B\n",                              env_exclude: Some("^A#B"),         ignores_config_json: false, creates_env_file: false, loses_task_env: false },
+    File { text: "EnvExclude=^A\nEnvExclude=^B\n",                    env_exclude: Some("^B"),           ignores_config_json: false, creates_env_file: false, loses_task_env: false },
+    File { text: "EnvExclude=\n",                                    env_exclude: None,                 ignores_config_json: false, creates_env_file: false, loses_task_env: false },
+    File { text: "IgnoreFileConfigJson=true\n",                      env_exclude: None,                 ignores_config_json: true,  creates_env_file: false, loses_task_env: true  },
+    File { text: "ignorefileconfigjson=YES RunTimeRun=\"x %@\"\n",    env_exclude: None,                 ignores_config_json: true,  creates_env_file: false, loses_task_env: true  },
+    File { text: "IgnoreFileConfigJson=1\nCreateEnvFile=disabled\n",  env_exclude: None,                 ignores_config_json: true,  creates_env_file: false, loses_task_env: true  },
+    File { text: "IgnoreFileConfigJson=true\nCreateEnvFile=false\n",  env_exclude: None,                 ignores_config_json: true,  creates_env_file: false, loses_task_env: true  },
+    File { text: "IgnoreFileConfigJson=true\nCreateEnvFile=newline\n",env_exclude: None,                 ignores_config_json: true,  creates_env_file: true,  loses_task_env: false },
+    File { text: "IgnoreFileConfigJson=true\nCreateEnvFile=null\n",   env_exclude: None,                 ignores_config_json: true,  creates_env_file: true,  loses_task_env: false },
+    File { text: "IgnoreFileConfigJson=true\nCreateEnvFile=true\n",   env_exclude: None,                 ignores_config_json: true,  creates_env_file: true,  loses_task_env: false },
+    File { text: "IgnoreFileConfigJson=false\n",                     env_exclude: None,                 ignores_config_json: false, creates_env_file: false, loses_task_env: false },
+    File { text: "# IgnoreFileConfigJson=true\n",                    env_exclude: None,                 ignores_config_json: false, creates_env_file: false, loses_task_env: false },
+    File { text: "IgnoreFileConfigJson=true\nIgnoreFileConfigJson=no\n", env_exclude: None,             ignores_config_json: false, creates_env_file: false, loses_task_env: false },
+    File { text: "CreateEnvFile=newline\n",                          env_exclude: None,                 ignores_config_json: false, creates_env_file: true,  loses_task_env: false },
 ];
 
 #[test]
-fn the_pattern_is_read_as_slurm_reads_it() {
-    for (text, want) in FILES {
-        assert_eq!(oci::env_exclude(text).as_deref(), *want, "{text:?}");
+fn the_settings_are_read_as_slurm_reads_them() {
+    for file in FILES {
+        let conf = OciConf::parse(file.text);
+        let want = OciConf {
+            env_exclude: file.env_exclude.map(String::from),
+            ignores_config_json: file.ignores_config_json,
+            creates_env_file: file.creates_env_file,
+        };
+        assert_eq!(conf, want, "{:?}", file.text);
+        assert_eq!(
+            conf.loses_task_env(),
+            file.loses_task_env,
+            "{:?}",
+            file.text
+        );
     }
 }
 
@@ -45,8 +78,9 @@ fn the_file_lies_beside_slurm_conf_and_may_be_missing() {
         ("/elsewhere/slurm.conf",                      None),
     ];
     for (slurm_conf, want) in cases {
+        let conf = oci::node_conf(Path::new(slurm_conf), read);
         assert_eq!(
-            oci::node_env_exclude(Path::new(slurm_conf), read).as_deref(),
+            conf.and_then(|c| c.env_exclude).as_deref(),
             *want,
             "{slurm_conf}"
         );

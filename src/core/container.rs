@@ -65,6 +65,15 @@ pub enum ContainerWarning {
         names: String,
         bundle: String,
     },
+    /// A node's oci.conf starts the runtime with none of the task's variables ([`super::oci`]).
+    #[error(
+        "oci.conf on {node} has IgnoreFileConfigJson=true and no CreateEnvFile, so Slurm starts \
+         the runtime of this step's container ({bundle}) without its tasks' environment: they \
+         would start without TF_CONFIG and train alone; ask the admin to set \
+         CreateEnvFile=newline and have RunTimeRun pass the file (%e) to the runtime, or run the \
+         container inside the task (srun --tf-cluster apptainer exec IMAGE python train.py)"
+    )]
+    TaskEnvLost { node: String, bundle: String },
 }
 
 impl ContainerStep<'_> {

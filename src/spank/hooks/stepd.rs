@@ -11,7 +11,7 @@ use crate::spank::error::ShellError;
 use crate::spank::ffi;
 use crate::spank::handle::{self, Context, Spank, U32Item};
 use crate::spank::log;
-use crate::spank::oci::EnvExclude;
+use crate::spank::oci::NodeOci;
 use crate::spank::oom;
 use std::ffi::c_int;
 use std::sync::Mutex;
@@ -34,8 +34,9 @@ pub struct Node {
     stopping: bool,
     /// With `isolate=yes`: the step's firewall on this node, removed by [`exit`].
     firewall: Option<isolation::Installed>,
-    /// In Slurm's container (23.02 and later): the node's oci.conf `EnvExclude`, if any.
-    env_exclude: Option<EnvExclude>,
+    /// In Slurm's container (23.02 and later): the node's oci.conf, when it can keep the
+    /// task's variables from the program.
+    oci: Option<NodeOci>,
 }
 
 /// slurmstepd, once per node before the tasks fork: plan the step. A plan that Slurm's own
@@ -138,8 +139,8 @@ fn plan_node(
     plan.check_node(node, &gtids)?;
     let step_gpus = env(gpus::VAR)?;
     let verbose = plan::reports_tasks(env("SRUN_DEBUG")?.as_deref());
-    let env_exclude = match ffi::CONTAINER_GETS_TASK_ENV {
-        true => env(container::BUNDLE_VAR)?.and_then(EnvExclude::of_node),
+    let oci = match ffi::CONTAINER_GETS_TASK_ENV {
+        true => env(container::BUNDLE_VAR)?.and_then(NodeOci::of_node),
         false => None,
     };
     // Last, so that nothing after it can fail and leave the rules to the epilog.
@@ -150,7 +151,7 @@ fn plan_node(
         oom_kills: oom::kills(),
         stopping: false,
         firewall,
-        env_exclude,
+        oci,
         plan,
         job_id,
         step_id,
@@ -232,9 +233,9 @@ fn apply(sp: &Spank, node: &mut Node) -> Result<(), ShellError> {
         sp.setenv_nul(name, value)
             .map_err(|err| ShellError::SetEnv { name, err })?;
     }
-    if let (0, Some(exclude)) = (slot, &node.env_exclude) {
-        // Once per node: Slurm would remove some of them before the program starts.
-        if let Some(warning) = exclude.warning(&node.plan.hosts[node.node], &env.set) {
+    if let (0, Some(oci)) = (slot, &node.oci) {
+        // Once per node: Slurm would keep some of them from the program.
+        if let Some(warning) = oci.warning(&node.plan.hosts[node.node], &env.set) {
             log::user(&format!("warning: {warning}"));
         }
     }
