@@ -169,11 +169,8 @@ fn check(plan: &StepPlan, gpus: Option<&str>) {
         // Apptainer's names: for every plain variable, both or neither, with its value.
         let mirrored = plan.settings.apptainer_env.on(program.is_some());
         for (name, value) in &env.set {
-            let copy = container::APPTAINER_NAMES
-                .iter()
-                .any(|(_, names)| names.contains(name));
             assert!(
-                copy || container::apptainer_names(name).len() == 2,
+                container::reaches_apptainer(name),
                 "{name} is not in APPTAINER_NAMES"
             );
             for &other in container::apptainer_names(name) {

@@ -182,6 +182,14 @@ pub fn apptainer_names(name: &str) -> &'static [&'static str] {
         .map_or(&[], |(_, names)| names)
 }
 
+/// Whether a variable in a task's environment reaches a program under `--cleanenv`: it is one
+/// of Apptainer's names, or has them. A variable tfcluster sets without them would not.
+pub fn reaches_apptainer(name: &str) -> bool {
+    APPTAINER_NAMES
+        .iter()
+        .any(|(own, names)| *own == name || names.contains(&name))
+}
+
 /// The longest name variable `name` may be set under in a task: its own, or, when the
 /// Apptainer names may be set too (`apptainer` = `apptainer_env` is not `no`), the longest of
 /// those. Linux's limit applies to each `NAME=value` string, so a step's size check uses it.
