@@ -7,7 +7,10 @@
 #   make install-config       also put the snippet in $(SYSCONFDIR)/slurm/plugstack.conf.d/
 #                             unless the admin already has one there (never overwritten)
 #   make deb                  a Debian package for the Slurm release the plugin was built for
-#   make rpm                  an RPM (RHEL family) for that release (needs rpmbuild)
+#   make dist                 the source tarball (target/dist/tfcluster-VERSION.tar.gz): the
+#                             spec at its top and every crate vendored, for `rpmbuild -ta`
+#   make rpm                  the RPM (RHEL family) from that tarball, with `rpmbuild -ta`,
+#                             for the Slurm whose development files are installed
 #   make test | demo | bench  README's commands
 #
 # Variables: PREFIX (/usr), DESTDIR, SYSCONFDIR (/etc), SLURM_PLUGIN_DIR (detected from the
@@ -25,7 +28,7 @@ SHARE := $(PREFIX)/share/tfcluster
 MAN8 := $(PREFIX)/share/man/man8
 SNIPPET := $(SYSCONFDIR)/slurm/plugstack.conf.d/tfcluster.conf
 
-.PHONY: all build install install-config uninstall deb rpm test demo bench fuzz clean FORCE
+.PHONY: all build install install-config uninstall deb dist rpm test demo bench fuzz clean FORCE
 
 all: build
 
@@ -64,8 +67,13 @@ uninstall:
 deb: $(PLUGIN)
 	bash packaging/build-deb.sh $(PLUGIN)
 
-rpm: $(PLUGIN)
-	bash packaging/build-rpm.sh $(PLUGIN)
+DIST_DIR ?= target/dist
+
+dist:
+	@bash packaging/dist.sh $(DIST_DIR)
+
+rpm:
+	bash packaging/build-rpm.sh
 
 test:
 	bash tests/run.sh

@@ -1,28 +1,17 @@
 #!/usr/bin/env bash
-# Builds an RPM of a built plugin, for RHEL-family sites: packaging/build-rpm.sh PLUGIN.so [OUTDIR]
-# The Slurm release the plugin was built for (read from the .so) is in the package's Release
-# (1.slurm24.11) and pins the `slurm` package (>= that release, < the next one). The plugin goes
-# in /usr/lib64/slurm, RPM's Slurm plugin directory (SLURM_PLUGIN_DIR overrides). Needs rpmbuild
-# (Debian's `rpm` package has it). Prints the path of the .rpm.
+# The RPM, built as a RHEL-family site builds it (`make rpm`): the source tarball
+# (packaging/dist.sh), then `rpmbuild -ta` on it, against the Slurm whose development files are
+# installed (slurm-devel: /usr/include/slurm, /usr/lib64/libslurm.so). The package requires
+# that release's libslurm soname and names the release in Release (1.slurm25.11). Needs git,
+# cargo, rpmbuild and clang's libclang. Prints the binary package's path; the source package
+# (SRPM) goes beside it. packaging/build-rpm.sh [OUTDIR] (default target/rpm)
 set -euo pipefail
-plugin=$(realpath "${1:?usage: packaging/build-rpm.sh PLUGIN.so [OUTDIR]}")
-. "$(dirname "$0")/common.sh"
-out=$(realpath -m "${2:-$tfc_root/target/rpm}")
-plugdir=${SLURM_PLUGIN_DIR:-/usr/lib64/slurm}
-
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=$(realpath -m "${1:-$root/target/rpm}")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-tfc_stage "$work/files" "$plugdir"
-rpmbuild --quiet -bb \
-    --define "_topdir $work/top" \
-    --define "_rpmdir $work/out" \
-    --define "tfc_stage $work/files" \
-    --define "tfc_version $tfc_version" \
-    --define "tfc_slurm $tfc_slurm" \
-    --define "tfc_slurm_next $tfc_next" \
-    --define "tfc_plugin_dir $plugdir" \
-    "$tfc_root/packaging/tfcluster.spec" >&2
+tarball=$(bash "$root/packaging/dist.sh" "$work")
+rpmbuild -ta --quiet --define "_topdir $work/top" "$tarball" >&2
 mkdir -p "$out"
-rpm=$(find "$work/out" -name '*.rpm' | head -1)
-cp "$rpm" "$out/"
-echo "$out/$(basename "$rpm")"
+cp "$work"/top/RPMS/*/*.rpm "$work"/top/SRPMS/*.rpm "$out/"
+echo "$out/$(basename "$(ls "$work"/top/RPMS/*/*.rpm)")"

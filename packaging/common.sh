@@ -1,5 +1,5 @@
-# Sourced by build-deb.sh and build-rpm.sh with the built plugin in $plugin: what both packages
-# say about it, and the files both install.
+# Sourced by build-deb.sh with the built plugin in $plugin: what the package says about it, and
+# the files it installs.
 #   tfc_slurm     the Slurm release the plugin is for (MAJOR.MINOR, read from the .so itself)
 #   tfc_next      the next release (a package must depend on >= tfc_slurm and < tfc_next)
 #   tfc_version   tfcluster's own version (Cargo.toml)

@@ -1,8 +1,9 @@
 //! Installing tfcluster as a site would: `make install` (into a DESTDIR and into a prefix the
 //! test cluster loads through an `include`d snippet), the Debian package (dpkg -i, a step, dpkg
-//! -r), and a plugin built for another Slurm release being refused with Slurm's message.
+//! -r), and a plugin built for another Slurm release being refused with Slurm's message (the
+//! RPM, built from the source tarball: tests/rpm.rs).
 //! Needs root and the test cluster; tests/run.sh runs these on every release, and every
-//! command here (make, dpkg, rpm) runs on that release's system (the release's Debian root).
+//! command here (make, dpkg) runs on that release's system (the release's Debian root).
 
 mod common;
 use common::cluster::{dir, plugin, sh, tool, PlugStack};
@@ -174,6 +175,8 @@ fn the_sites_own_install_runs_and_removes() {
             format!("make -s -C {} install {plugin_var}", root().display()),
             format!("make -s -C {} uninstall", root().display()),
         ),
+        // Built from the source tarball, installed and removed by tests/rpm.rs.
+        Install::Rpm => return,
     };
     run(&install);
     let ok = exists(installed);
@@ -274,51 +277,6 @@ fn a_package_for_schedmds_own_slurm_packages() {
         run(&format!("dpkg-deb -c {deb}"))
             .contains("./usr/lib/x86_64-linux-gnu/slurm/spank_tfcluster.so"),
         "{deb}"
-    );
-}
-
-#[test]
-#[ignore = "needs root and the test cluster: run tests/run.sh"]
-fn an_rpm_pins_the_slurm_release() {
-    let release = release::current();
-    let rpm = make(&["rpm", &format!("PLUGIN={}", plugin())]);
-    let rpm = rpm.trim();
-    assert!(
-        rpm.ends_with(&format!(
-            "slurm-spank-tfcluster-0.1.0-1.slurm{}.x86_64.rpm",
-            release.version
-        )),
-        "{rpm}"
-    );
-    let query = |what: &str| run(&format!("rpm -qp {what} {rpm} 2>/dev/null"));
-    assert_eq!(
-        query("--requires")
-            .lines()
-            .filter(|l| !l.starts_with("rpmlib("))
-            .collect::<Vec<_>>(),
-        [
-            format!("slurm >= {}", release.version),
-            format!("slurm < {}", release.next())
-        ]
-    );
-    // RHEL's nftables package carries libnftables.so.1, which isolate=yes loads.
-    assert_eq!(query("--suggests"), "nftables\n");
-    // rpmbuild may compress the man page (brp-compress): .8 or .8.gz.
-    let list = query("--list");
-    let files: Vec<&str> = list
-        .lines()
-        .map(|l| l.strip_suffix(".gz").unwrap_or(l))
-        .collect();
-    assert_eq!(
-        files,
-        [
-            "/usr/lib64/slurm/spank_tfcluster.so",
-            "/usr/share/doc/slurm-spank-tfcluster/README.md",
-            "/usr/share/man/man8/spank-tfcluster.8",
-            "/usr/share/tfcluster/plugstack.conf.example",
-            "/usr/share/tfcluster/tfcluster.conf",
-        ],
-        "{list}"
     );
 }
 

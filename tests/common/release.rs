@@ -45,6 +45,9 @@ pub enum Install {
     DebianPackage,
     /// SchedMD's source under /usr/local: `make install` finds /usr/local/lib/slurm.
     FromSource,
+    /// SchedMD's source laid out as its RPMs lay it out (/usr, /usr/lib64): tfcluster's RPM,
+    /// built with `rpmbuild -ta` from its source tarball (tests/rpm.rs).
+    Rpm,
 }
 
 const INCOMPATIBLE: &str = "srun: error: spank: {so}: Incompatible plugin version";
@@ -78,8 +81,8 @@ pub const RELEASES: &[Release] = &[
               optional_other_release: INCOMPATIBLE, install: Install::FromSource,
               stopped_tasks_succeed: true, topology_orders_block_steps: false,
               container_gets_task_env: true },
-    Release { version: "25.11", root: "slurm-25.11.7", stepd_line: StepdLine::Timestamp,
-              optional_other_release: INCOMPATIBLE_VERSION, install: Install::FromSource,
+    Release { version: "25.11", root: "slurm-25.11.7-rpm", stepd_line: StepdLine::Timestamp,
+              optional_other_release: INCOMPATIBLE_VERSION, install: Install::Rpm,
               stopped_tasks_succeed: true, topology_orders_block_steps: false,
               container_gets_task_env: true },
     Release { version: "26.05", root: "sid", stepd_line: StepdLine::Timestamp,

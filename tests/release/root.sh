@@ -22,6 +22,9 @@
 #   the checkout), configured as a site that builds from source does (prefix /usr/local,
 #   configuration in /etc/slurm) and installed there. The build takes 3 to 4 minutes on 2 cores,
 #   is bounded by TFC_BUILD_TIMEOUT seconds (1800), and its log is kept beside the root;
+# - slurm-X.Y.Z-rpm: the same, laid out as SchedMD's RPMs lay Slurm out (prefix /usr, libraries
+#   in /usr/lib64, plugins in /usr/lib64/slurm), on a build host that also has Rust and libclang
+#   for tfcluster's own `rpmbuild -ta`;
 # - bare: bookworm with nothing but what mmdebstrap's minbase has (the fresh-machine check,
 #   tests/fresh-machine.sh);
 # - bundle: the root file system of the OCI bundles the --container tests run tasks in
@@ -57,7 +60,18 @@ SLURM_SRC=${TFC_SLURM_SRC:-$REPO/../shared/slurm-src}
 # --disable-debug CFLAGS=-O1: no -ggdb3, which doubled the compile time; SchedMD's own packages
 # use -O2, which changes nothing a plugin sees.
 BUILD_CONFIGURE="--prefix=/usr/local --sysconfdir=/etc/slurm --disable-debug CFLAGS=-O1"
-BUILD_RECIPE="configure $BUILD_CONFIGURE; make -j\$((\$(nproc) + 1)); make install"
+# slurm-X.Y.Z-rpm: the same source laid out as SchedMD's RPMs lay Slurm out (slurm.spec's
+# %configure: under /usr, libraries in /usr/lib64), on a build host that also has what
+# tfcluster's own `rpmbuild -ta` needs (Rust, libclang): tests/install.rs builds the RPM there.
+RPM_CONFIGURE="--prefix=/usr --libdir=/usr/lib64 --sysconfdir=/etc/slurm --disable-debug CFLAGS=-O1"
+RPM_BUILD_TOOLS=rustc-web,cargo-web,libclang-dev
+configure_of() {
+    case $1 in
+        *-rpm) echo "$RPM_CONFIGURE" ;;
+        *) echo "$BUILD_CONFIGURE" ;;
+    esac
+}
+recipe_of() { echo "configure $(configure_of "$1"); make -j\$((\$(nproc) + 1)); make install"; }
 
 log() { printf 'root: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -67,7 +81,7 @@ die() { log "error: $*"; exit 1; }
 suite_of() {
     case $1 in
         bookworm|trixie|sid) echo "$1" ;;
-        bare|bundle|build-bookworm|slurm-*) echo bookworm ;;
+        bare|bundle|build-bookworm|build-bookworm-rpm|slurm-*) echo bookworm ;;
         *) die "unknown root '$1' (bookworm, trixie, sid, slurm-X.Y.Z, bare or bundle)" ;;
     esac
 }
@@ -75,6 +89,7 @@ packages_of() {
     case $1 in
         bare) echo "ca-certificates" ;;
         bundle) echo "python3.11" ;;
+        build-bookworm-rpm|slurm-*-rpm) echo "$BUILD_PACKAGES,$RPM_BUILD_TOOLS" ;;
         build-bookworm|slurm-*) echo "$BUILD_PACKAGES" ;;
         # Apptainer is packaged from forky (not in bookworm or trixie): the apptainer tests run here.
         sid) echo "$CLUSTER_PACKAGES,apptainer" ;;
@@ -82,11 +97,19 @@ packages_of() {
     esac
 }
 path_of() { echo "$ROOTS/$1"; }
-source_of() { echo "$SLURM_SRC/$1.tar.xz"; }
+version_of() { local v=${1#slurm-}; echo "${v%-rpm}"; }
+source_of() { echo "$SLURM_SRC/slurm-$(version_of "$1").tar.xz"; }
+# Where a source release installs itself.
+prefix_of() {
+    case $1 in
+        *-rpm) echo /usr ;;
+        *) echo /usr/local ;;
+    esac
+}
 # Where the Slurm headers of a root are (a source build installs them under its prefix).
 include_of() {
     case $1 in
-        slurm-*) echo "$(path_of "$1")/usr/local/include" ;;
+        slurm-*) echo "$(path_of "$1")$(prefix_of "$1")/include" ;;
         *) echo "$(path_of "$1")/usr/include" ;;
     esac
 }
@@ -101,7 +124,7 @@ key_of() {
             local src
             src=$(source_of "$name")
             [ -f "$src" ] || die "no source for $name: $src is missing (TFC_SLURM_SRC names another folder)"
-            key="$key | $(sha256sum "$src" | cut -d' ' -f1) | $BUILD_RECIPE"
+            key="$key | $(sha256sum "$src" | cut -d' ' -f1) | $(recipe_of "$name")"
             ;;
     esac
     echo "$key"
@@ -121,10 +144,13 @@ make_root() {
     exec {lock}>&-
 }
 
-# Debian 12 with the build packages (made once, shared by every source release), then a copy of
-# it per release in which that release is built and installed.
+# Debian 12 with the build packages (made once, shared by every source release; with the RPM
+# build tools for the RPM layout), then a copy of it per release in which that release is built
+# and installed.
 make_source_root() {
-    local name=$1 dir key base=build-bookworm
+    local name=$1 dir key base=build-bookworm prefix
+    [[ $name == *-rpm ]] && base=build-bookworm-rpm
+    prefix=$(prefix_of "$name")
     dir=$(path_of "$name")
     key=$(key_of "$name")
     if [ "$(cat "$dir/.tfcluster-packages" 2>/dev/null)" = "$key" ]; then return 0; fi
@@ -135,7 +161,8 @@ make_source_root() {
     cp -a "$(path_of "$base")" "$dir.new"
     mkdir -p "$dir.new/usr/src"
     tar -C "$dir.new/usr/src" -xf "$(source_of "$name")"
-    local version=${name#slurm-}
+    local version
+    version=$(version_of "$name")
     # A private mount namespace for the build: its /proc and /dev go away with it.
     # shellcheck disable=SC2016
     if ! timeout "${TFC_BUILD_TIMEOUT:-1800}" unshare --mount --propagation private -- bash -c '
@@ -147,17 +174,19 @@ make_source_root() {
             HOME=/root LANG=C bash -c "
             set -e
             cd /usr/src/slurm-\$0
+            # Debian'"'"'s loader does not look in /usr/lib64 (the RPM layout'"'"'s libdir).
+            echo /usr/lib64 > /etc/ld.so.conf.d/lib64.conf
             ./configure \$1
             make -j\$((\$(nproc) + 1))
             make install
             ldconfig
             cd / && rm -rf /usr/src/slurm-\$0
         " "$v" "$configure"
-    ' build "$dir.new" "$version" "$BUILD_CONFIGURE" >"$dir.log" 2>&1 </dev/null; then
+    ' build "$dir.new" "$version" "$(configure_of "$name")" >"$dir.log" 2>&1 </dev/null; then
         tail -n 30 "$dir.log" >&2
         die "building Slurm $version failed or took over ${TFC_BUILD_TIMEOUT:-1800} s (log: $dir.log)"
     fi
-    [ -x "$dir.new/usr/local/sbin/slurmd" ] || die "Slurm $version built, but installed no slurmd (log: $dir.log)"
+    [ -x "$dir.new$prefix/sbin/slurmd" ] || die "Slurm $version built, but installed no slurmd (log: $dir.log)"
     echo "$key" > "$dir.new/.tfcluster-packages"
     rm -rf "$dir"
     mv "$dir.new" "$dir"
