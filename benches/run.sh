@@ -91,38 +91,5 @@ tests/cluster/cluster.sh down 2>/dev/null
 for release in ${BENCH_SCALE_RELEASES:-$(awk '!/^#/ && NF {print $1}' tests/releases.tsv)}; do
     bash benches/scale-release.sh "$release" "${BENCH_SCALE_RUNS:-7}" 2>/dev/null
 done > "$tmp/scale.jsonl"
-"$python" - "$tmp/scale.jsonl" <<'PY'
-import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1])]
-rel = list(dict.fromkeys(r["release"] for r in rows))
-def of(kind):
-    return {r["release"]: r for r in rows if kind in r}
-w, c, m, p = of("launch"), of("cpu"), of("memory"), of("perf")
-size = next(iter(w.values()))["tf_config_bytes"]
-print("| `srun -N64 -n4096 true`, median of %d interleaved runs | " % next(iter(w.values()))["runs"]
-      + " | ".join(f"Slurm {r}" for r in rel) + " |")
-print("|---|" + "---:|" * len(rel))
-def row(name, cells):
-    print(f"| {name} | " + " | ".join(cells) + " |")
-row("(a) `--tf-cluster=chief:1,ps:8,worker:*,apptainer_env=auto`", [f"{w[r]['option_ms']} ms" for r in rel])
-row("(b) plugin loaded, no option", [f"{w[r]['loaded_ms']} ms" for r in rel])
-row("(c) no plugin", [f"{w[r]['none_ms']} ms" for r in rel])
-row(f"(d) no plugin, a {size}-byte variable exported to every task", [f"{w[r]['floor_ms']} ms" for r in rel])
-row(f"(e) `setenv_floor.so`: only `spank_setenv` of {size} bytes per task", [f"{w[r]['spank_ms']} ms" for r in rel])
-row("(f) as (a), with `apptainer_env=yes`, the default (each variable under Apptainer's two names too)",
-    [f"{w[r]['apptainer_ms']} ms" if "apptainer_ms" in w[r] else "-" for r in rel])
-row("(g) as (a), with `isolate=yes` (each node installs and removes the step's firewall)",
-    [f"{w[r]['isolate_ms']} ms" if "isolate_ms" in w[r] else "-" for r in rel])
-row("a/c", [f"{w[r]['a_over_c']:.3f}" for r in rel])
-row("**a/d** (goal: within 1.02)", [f"**{w[r]['a_over_d']:.3f}**" for r in rel])
-row("a/e", [f"{w[r]['a_over_e']:.3f}" for r in rel])
-row("f/a", [f"{w[r]['f_over_a']:.3f}" if "f_over_a" in w[r] else "-" for r in rel])
-row("machine CPU per launch, a/d", [f"{c[r]['a_over_d']:.3f} ({c[r]['a']} / {c[r]['d']} ms)" for r in rel])
-row("machine CPU per launch, f/a", [f"{c[r]['f_over_a']:.3f}" if "f_over_a" in c[r] else "-" for r in rel])
-row("g/a", [f"{w[r]['g_over_a']:.3f}" if "g_over_a" in w[r] else "-" for r in rel])
-row("machine CPU per launch, g/a (isolate=yes's own CPU per node)",
-    [f"{c[r]['g_over_a']:.3f} ({c[r]['g_minus_a_per_node']} ms)" if "g_over_a" in c[r] else "-" for r in rel])
-row("CPU samples in tfcluster's own code (perf)", [f"{p[r]['tfcluster_pct']}%" if r in p else "-" for r in rel])
-row("slurmstepd resident memory per node, with / without", [f"{m[r]['option_kb']} / {m[r]['none_kb']} KiB" for r in rel])
-PY
+"$python" benches/scale-table.py "$tmp/scale.jsonl"
 rm -rf "$tmp"
