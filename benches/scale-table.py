@@ -32,4 +32,4 @@ row("g/a", [f"{w[r]['g_over_a']:.3f}" if "g_over_a" in w[r] else "-" for r in re
 row("machine CPU per launch, g/a (isolate=yes's own CPU per node)",
     [f"{c[r]['g_over_a']:.3f} ({c[r]['g_minus_a_per_node']} ms)" if "g_over_a" in c[r] else "-" for r in rel])
 row("CPU samples in tfcluster's own code (perf)", [f"{p[r]['tfcluster_pct']}%" if r in p else "-" for r in rel])
-row("slurmstepd resident memory per node, with / without", [f"{m[r]['option_kb']} / {m[r]['none_kb']} KiB" for r in rel])
+row("slurmstepd resident memory per node, with / without", [f"{m[r]['option_kb']} / {m[r]['none_kb']} KiB" if m[r]["none_kb"] else "-" for r in rel])

@@ -92,20 +92,28 @@ rss() { # mode -> mean VmRSS (KiB) of the step's slurmstepd processes, mid-step
     case $1 in option) echo "required $plugin" > "$stack" ;; none) : > "$stack" ;; esac
     local args=("${step[@]}")
     [ "$1" = option ] && args+=("$spec")
-    srun -J "tfc-rss-$1" "${args[@]}" sleep 6 &
+    srun -J "tfc-rss-$1" "${args[@]}" sleep 30 &
     local pid=$! job=""
     for _ in $(seq 50); do
         job=$(squeue -h -n "tfc-rss-$1" -o %i 2>/dev/null | head -1)
         [ -n "$job" ] && break
         sleep 0.1
     done
-    sleep 4
+    # Until every node's slurmstepd runs (a launch can wait for the nodes to be released by
+    # the step before: 23.11 and 24.05 here), then 2 s for its tasks to start.
+    local nodes=${step[0]#-N}
+    for _ in $(seq 200); do
+        [ "$(pgrep -fc "^slurmstepd: \[$job\.0\]")" -ge "$nodes" ] && break
+        sleep 0.1
+    done
+    sleep 2
     local total=0 count=0 p kb
     for p in $(pgrep -f "^slurmstepd: \[$job\.0\]"); do
         kb=$(awk '/VmRSS/ {print $2}' "/proc/$p/status" 2>/dev/null) || continue
         [ -n "$kb" ] && total=$((total + kb)) && count=$((count + 1))
     done
-    wait "$pid" || true
+    scancel "$job" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
     echo $((count ? total / count : 0)) "$count"
 }
 read -r ro co < <(rss option)

@@ -166,6 +166,31 @@ fn a_job_containers_steps_run_on_the_nodes_with_a_warning_where_it_matters() {
     );
 }
 
+/// The test cluster's oci.conf (slurmstepd reads it for every container step), written by a
+/// test and put back as it was when dropped.
+struct OciConf {
+    path: std::path::PathBuf,
+    original: String,
+}
+
+impl OciConf {
+    fn cluster() -> OciConf {
+        let path = common::cluster::dir().join("etc/oci.conf");
+        let original = std::fs::read_to_string(&path).unwrap();
+        OciConf { path, original }
+    }
+
+    fn set(&self, text: &str) {
+        std::fs::write(&self.path, text).unwrap();
+    }
+}
+
+impl Drop for OciConf {
+    fn drop(&mut self) {
+        std::fs::write(&self.path, &self.original).unwrap();
+    }
+}
+
 /// (a site's oci.conf `EnvExclude`, the variables it removes from a task of the step below, in
 /// the order tfcluster sets them). Slurm matches the pattern against each `NAME=value`.
 #[rustfmt::skip]
@@ -186,19 +211,11 @@ fn an_env_exclude_that_removes_tf_config_is_named_on_srun_stderr() {
     if !release::current().container_gets_task_env {
         return;
     }
-    let conf = common::cluster::dir().join("etc/oci.conf");
-    let original = std::fs::read_to_string(&conf).unwrap();
-    struct Restore(std::path::PathBuf, String);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            std::fs::write(&self.0, &self.1).unwrap();
-        }
-    }
-    let _restore = Restore(conf.clone(), original.clone());
+    let conf = OciConf::cluster();
     let bundle = bundle("report", &[]);
     let args = "-w n011,n012 -N2 -n2 --gres=gpu:2 --tf-cluster=worker:*";
     for (pattern, removed) in ENV_EXCLUDES {
-        std::fs::write(&conf, format!("{original}EnvExclude=\"{pattern}\"\n")).unwrap();
+        conf.set(&format!("{}EnvExclude=\"{pattern}\"\n", conf.original));
         let out = parse(sh(&format!(
             "srun --container={bundle} {args} {}",
             tool("report.sh")
@@ -263,21 +280,13 @@ fn a_runtime_started_without_the_task_environment_is_named_on_srun_stderr() {
     if !release::current().container_gets_task_env {
         return;
     }
-    let conf = common::cluster::dir().join("etc/oci.conf");
-    let original = std::fs::read_to_string(&conf).unwrap();
-    struct Restore(std::path::PathBuf, String);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            std::fs::write(&self.0, &self.1).unwrap();
-        }
-    }
-    let _restore = Restore(conf.clone(), original);
+    let conf = OciConf::cluster();
     let bundle = bundle("report", &[]);
     let args = "-w n011,n012 -N2 -n4 --gres=gpu:4 --tf-cluster=chief:1,worker:*";
     let on_node = parse(sh(&format!("srun {args} {}", tool("report.sh"))));
     for row in IGNORED_CONFIG_JSON {
         let settings = row.settings.replace("{runtime}", &tool("oci_runtime.sh"));
-        std::fs::write(&conf, format!("IgnoreFileConfigJson=true\n{settings}\n")).unwrap();
+        conf.set(&format!("IgnoreFileConfigJson=true\n{settings}\n"));
         let line = sh(&format!(
             "srun --container={bundle} {args} {}",
             tool("report.sh")
