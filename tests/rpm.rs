@@ -222,7 +222,10 @@ fn the_rpm_installs_against_slurms_provides_runs_a_step_and_removes() {
     // `slurm 25.11.7`
     let version = ok("sinfo -V");
     let version = version.trim().rsplit(' ').next().unwrap();
-    let libc = ok("readlink -f /lib/x86_64-linux-gnu/libc.so.6 /lib64/ld-linux-x86-64.so.2");
+    // The C library and loader slurmd runs with, whatever the architecture.
+    let libc = ok(
+        "ldd /usr/sbin/slurmd | awk '/libc\\.so|ld-linux/ {print $1 ~ /^\\// ? $1 : $3}' | xargs readlink -f",
+    );
     let libc: Vec<&str> = libc.lines().collect();
     // RHEL's glibc.spec provides rtld(GNU_HASH) by hand; the generator requires it of every
     // library linked with GNU hash tables.
