@@ -1,5 +1,6 @@
-//! The documentation holds together: README stays a five-minute read, and every link between
-//! README.md and docs/*.md reaches a file that exists and a heading that is there.
+//! The documentation holds together: README stays a five-minute read, every link between
+//! README.md and docs/*.md reaches a file that exists and a heading that is there, and README's
+//! cost row is docs/performance.md's measurement, not a second one.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -102,4 +103,38 @@ fn every_link_between_the_pages_reaches_its_heading() {
         }
     }
     assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}
+
+/// The cells after the first of the table row of `text` whose first cell `is` picks.
+fn row<'a>(text: &'a str, is: impl Fn(&str) -> bool) -> Vec<&'a str> {
+    let cells =
+        |l: &'a str| -> Vec<&'a str> { l.trim_matches('|').split(" | ").map(str::trim).collect() };
+    let line = text
+        .lines()
+        .filter(|l| l.starts_with("| "))
+        .find(|l| is(cells(l)[0]))
+        .expect("the row");
+    cells(line)[1..].to_vec()
+}
+
+/// README's "What it costs" row repeats the machine-CPU a/d of docs/performance.md's at-scale
+/// table, release for release: the measurement lives there.
+#[test]
+fn readmes_cost_row_is_the_performance_tables() {
+    let pages = pages();
+    let readme = &pages[Path::new("README.md")];
+    let performance = &pages[Path::new("docs/performance.md")];
+    let releases: Vec<String> = row(readme, |c| c == "Slurm")
+        .iter()
+        .map(|r| format!("Slurm {r}"))
+        .collect();
+    let measured = row(performance, |c| {
+        c.starts_with("`srun -N64 -n4096 true`, median")
+    });
+    assert_eq!(releases, measured, "the releases");
+    let ratios: Vec<&str> = row(performance, |c| c == "machine CPU per launch, a/d")
+        .iter()
+        .map(|cell| cell.split(' ').next().unwrap())
+        .collect();
+    assert_eq!(row(readme, |c| c == "with / without tfcluster"), ratios);
 }
