@@ -8,6 +8,7 @@
 mod common;
 use common::cluster::{bundle, parse, records, sh, summary, tool, without_ports};
 use common::release;
+use tfcluster::core::container::ContainerWarning;
 
 /// How a step asks for its container.
 #[derive(Clone, Copy)]
@@ -166,6 +167,11 @@ fn a_job_containers_steps_run_on_the_nodes_with_a_warning_where_it_matters() {
     );
 }
 
+/// Whether srun's stderr has a node's `warning`, as the shell logs it.
+fn warned(stderr: &str, warning: &ContainerWarning) -> bool {
+    stderr.contains(&format!("tfcluster: warning: {warning}"))
+}
+
 /// The test cluster's oci.conf (slurmstepd reads it for every container step), written by a
 /// test and put back as it was when dropped.
 struct OciConf {
@@ -222,15 +228,14 @@ fn an_env_exclude_that_removes_tf_config_is_named_on_srun_stderr() {
         )));
         assert_eq!(out.tasks.len(), 2, "{pattern}: {}", out.stderr);
         for node in ["n011", "n012"] {
-            let line = tfcluster::core::container::ContainerWarning::EnvExcluded {
+            let warning = ContainerWarning::EnvExcluded {
                 node: node.to_string(),
                 pattern: pattern.to_string(),
                 names: removed.join(", "),
                 bundle: bundle.clone(),
-            }
-            .to_string();
+            };
             assert_eq!(
-                out.stderr.contains(&format!("tfcluster: warning: {line}")),
+                warned(&out.stderr, &warning),
                 !removed.is_empty(),
                 "{pattern}: {node}'s line in:\n{}",
                 out.stderr
@@ -287,26 +292,26 @@ fn a_runtime_started_without_the_task_environment_is_named_on_srun_stderr() {
     for row in IGNORED_CONFIG_JSON {
         let settings = row.settings.replace("{runtime}", &tool("oci_runtime.sh"));
         conf.set(&format!("IgnoreFileConfigJson=true\n{settings}\n"));
-        let line = sh(&format!(
+        let out = sh(&format!(
             "srun --container={bundle} {args} {}",
             tool("report.sh")
         ));
-        let stdout = String::from_utf8_lossy(&line.stdout).into_owned();
-        let stderr = String::from_utf8_lossy(&line.stderr).into_owned();
-        assert!(line.status.success(), "{settings}: {stderr}");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "{settings}: {stderr}");
         for node in ["n011", "n012"] {
-            let warning = tfcluster::core::container::ContainerWarning::TaskEnvLost {
+            let warning = ContainerWarning::TaskEnvLost {
                 node: node.to_string(),
                 bundle: bundle.clone(),
             };
             assert_eq!(
-                stderr.contains(&format!("tfcluster: warning: {warning}")),
+                warned(&stderr, &warning),
                 !row.arrive,
                 "{settings}: {node}'s line in:\n{stderr}"
             );
         }
         if row.arrive {
-            let inside = parse(line);
+            let inside = parse(out);
             assert_eq!(
                 summary(&inside, &settings),
                 summary(&on_node, &settings),

@@ -58,11 +58,15 @@ struct Built {
     log: String,
 }
 
-/// The source tarball made here, as the release manager makes it (`make dist`, with git and the
-/// network), then everything else on the site's build host (the root).
-fn built() -> &'static Built {
+/// On the release whose `install` is [`Install::Rpm`] (`None` on the others): the source
+/// tarball made here, as the release manager makes it (`make dist`, with git and the network),
+/// then everything else on the site's build host (the root).
+fn built() -> Option<&'static Built> {
     static BUILT: OnceLock<Built> = OnceLock::new();
-    BUILT.get_or_init(|| {
+    if release::current().install != Install::Rpm {
+        return None;
+    }
+    Some(BUILT.get_or_init(|| {
         let work = dir().join("rpm");
         let _ = std::fs::remove_dir_all(&work);
         std::fs::create_dir_all(&work).unwrap();
@@ -106,7 +110,7 @@ fn built() -> &'static Built {
             libslurm,
             log,
         }
-    })
+    }))
 }
 
 /// Records a package of files already in the root, as its distribution packaged them, in the
@@ -142,13 +146,13 @@ fn query(rpm: &str, what: &str) -> String {
 #[test]
 #[ignore = "needs root and the test cluster: run tests/run.sh"]
 fn rpmbuild_ta_builds_the_tarball_offline_for_the_installed_slurm() {
-    let release = release::current();
-    if release.install != Install::Rpm {
-        return;
-    }
-    let b = built();
+    let Some(b) = built() else { return };
     let arch = ok("uname -m").trim().to_string();
-    let name = format!("slurm-spank-tfcluster-0.1.0-1.slurm{}", release.version);
+    let name = format!(
+        "slurm-spank-tfcluster-{}-1.slurm{}",
+        env!("CARGO_PKG_VERSION"),
+        release::current().version
+    );
     assert!(
         b.rpm.ends_with(&format!("/{name}.{arch}.rpm")),
         "{}\n{}",
@@ -208,11 +212,7 @@ fn rpmbuild_ta_builds_the_tarball_offline_for_the_installed_slurm() {
 #[test]
 #[ignore = "needs root and the test cluster: run tests/run.sh"]
 fn the_rpm_installs_against_slurms_provides_runs_a_step_and_removes() {
-    let release = release::current();
-    if release.install != Install::Rpm {
-        return;
-    }
-    let b = built();
+    let Some(b) = built() else { return };
     let (installed, refused) = in_root(&format!("{} -i --test {}", b.rpm_db, b.rpm), 60);
     assert!(!installed, "installed without Slurm:\n{refused}");
     assert!(
