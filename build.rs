@@ -33,6 +33,10 @@ fn main() {
     let api = ReleaseApi::of(major, minor);
     println!("cargo::rustc-check-cfg=cfg(tfc_kill_step, values(\"job_step\", \"job_step_flags\", \"step_id\"))");
     println!("cargo:rustc-cfg=tfc_kill_step=\"{}\"", api.kill_step);
+    println!("cargo::rustc-check-cfg=cfg(tfc_step_id_sluid)");
+    if api.step_id_has_sluid {
+        println!("cargo:rustc-cfg=tfc_step_id_sluid");
+    }
     let out = PathBuf::from(env::var("OUT_DIR").unwrap());
     fs::write(
         out.join("slurm_version.rs"),
@@ -65,7 +69,8 @@ fn main() {
         .allowlist_var("TFC_.*")
         .default_macro_constant_type(bindgen::MacroTypeVariation::Signed)
         .constified_enum_module("tfc_spank_.*")
-        .clang_arg(format!("-DTFC_KILL_STEP_{}", api.kill_step.to_uppercase()))
+        .clang_args(api.header_defines())
+        .derive_default(true)
         .layout_tests(true)
         .generate()
         .expect("bindgen: spank-headers/tfcluster_spank.h (is libclang-dev installed?)")
@@ -121,6 +126,12 @@ struct ReleaseApi {
     /// final environment, after `task_init` (SchedMD bug 15449); 22.05 wrote it before any
     /// plugin ran (`core::container`).
     container_gets_task_env: bool,
+    /// 24.11 and later: `slurm_step_id_t` starts with a `sluid` (slurm/slurm.h).
+    step_id_has_sluid: bool,
+    /// `slurm_step_layout_t`'s head (slurm/slurm.h): 23.11 added the compact CPU fields and
+    /// `alias_addrs`; 25.05 removed `front_end`.
+    step_layout_compact: bool,
+    step_layout_front_end: bool,
 }
 
 impl ReleaseApi {
@@ -134,7 +145,27 @@ impl ReleaseApi {
             kill_step,
             topology_orders_block_steps: (major, minor) >= (26, 5),
             container_gets_task_env: (major, minor) >= (23, 2),
+            step_id_has_sluid: (major, minor) >= (24, 11),
+            step_layout_compact: (major, minor) >= (23, 11),
+            step_layout_front_end: (major, minor) < (25, 5),
         }
+    }
+
+    /// The `-D` defines that pick this release's forms in spank-headers/tfcluster_spank.h.
+    fn header_defines(&self) -> Vec<String> {
+        let mut defines = vec![format!("-DTFC_KILL_STEP_{}", self.kill_step.to_uppercase())];
+        let flags = [
+            (self.step_id_has_sluid, "TFC_STEP_ID_SLUID"),
+            (self.step_layout_compact, "TFC_STEP_LAYOUT_COMPACT"),
+            (self.step_layout_front_end, "TFC_STEP_LAYOUT_FRONT_END"),
+        ];
+        defines.extend(
+            flags
+                .iter()
+                .filter(|(on, _)| *on)
+                .map(|(_, name)| format!("-D{name}")),
+        );
+        defines
     }
 
     fn kill_step_prototype(&self) -> &'static str {

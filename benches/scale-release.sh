@@ -34,7 +34,7 @@ cc -shared -fPIC -O2 -I spank-headers \
     -DPLUGIN_VERSION="$(( (10#${release%.*} << 16) | (10#${release#*.} << 8) ))" \
     -o "$out/setenv_floor.so" benches/setenv_floor.c
 
-TFC_NODES="$(printf 'tfc-node-%04d ' $(seq 64))" TFC_CPUS=96 \
+TFC_NODES="$(printf 'tfc-node-%04d ' $(seq 64))" TFC_CPU_NODES= TFC_CPUS=96 \
     "$root" exec "$suite" bash "$repo/tests/cluster/cluster.sh" up "$plugin" end_with_chief=no >&2
 TFC_SETENV_FLOOR=$out/setenv_floor.so "$root" exec "$suite" bash "$repo/benches/scale.sh" "$plugin" "$runs" \
     > "$out/scale.jsonl"

@@ -130,14 +130,19 @@ char *slurm_strerror(int errnum);
 /* Flag (23.11+): the tasks this kills are reported as successful, so srun and the job's exit
  * status are the tasks' own. */
 #define TFC_KILL_NO_SIG_FAIL (1 << 10)
-/* slurm_step_id_t as slurm_kill_job_step takes it from 25.11: sluid (uint64_t), job id,
- * heterogeneous component, step id. */
+/* slurm_step_id_t: job id, heterogeneous component, step id; from 24.11 a sluid (uint64_t)
+ * comes first. slurm_kill_job_step takes it from 25.11, slurm_job_step_layout_get always. */
 typedef struct tfc_step_id {
+#if defined(TFC_STEP_ID_SLUID)
     uint64_t sluid;
+#endif
     uint32_t job_id;
     uint32_t step_het_comp;
     uint32_t step_id;
 } tfc_step_id_t;
+/* slurm_errno.h: what slurmctld answers for a step that has ended (or never existed). */
+#define TFC_ESLURM_INVALID_JOB_ID 2017
+#define TFC_ESLURM_ALREADY_DONE 2021
 /* NO_VAL: "no heterogeneous component". */
 #define TFC_NO_VAL 0xfffffffe
 #if defined(TFC_KILL_STEP_STEP_ID)
@@ -147,5 +152,36 @@ int slurm_kill_job_step(uint32_t job_id, uint32_t step_id, uint16_t signal, uint
 #else
 int slurm_kill_job_step(uint32_t job_id, uint32_t step_id, uint16_t signal);
 #endif
+
+/*
+ * A heterogeneous step's components (libslurm, from slurmstepd): the layout slurmctld made for
+ * one component, i.e. its nodes, and the global task ids of that component on each node.
+ * slurm_step_layout_t up to the fields read here: 23.11 put three compact-CPU fields first and an
+ * alias_addrs pointer after front_end; 25.05 dropped front_end. The memory is libslurm's, freed
+ * with slurm_job_step_layout_free; only these fields are read.
+ */
+typedef struct tfc_step_layout {
+#if defined(TFC_STEP_LAYOUT_COMPACT)
+    uint16_t *cpt_compact_array;
+    uint32_t cpt_compact_cnt;
+    uint32_t *cpt_compact_reps;
+#endif
+#if defined(TFC_STEP_LAYOUT_FRONT_END)
+    char *front_end;
+#endif
+#if defined(TFC_STEP_LAYOUT_COMPACT)
+    void *alias_addrs;
+#endif
+    uint32_t node_cnt;
+    char *node_list;
+    uint16_t plane_size;
+    uint16_t start_protocol_ver;
+    uint16_t *tasks;
+    uint32_t task_cnt;
+    uint32_t task_dist;
+    uint32_t **tids;
+} tfc_step_layout_t;
+tfc_step_layout_t *slurm_job_step_layout_get(tfc_step_id_t *step_id);
+void slurm_job_step_layout_free(tfc_step_layout_t *layout);
 
 #endif

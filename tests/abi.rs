@@ -97,30 +97,59 @@ fn c_checks() -> String {
     }
     // Ending a step (slurm_kill_job_step): the form build.rs chose for this release, and what it
     // passes. 26.05 takes a slurm_step_id_t; 23.11 added the flags and KILL_NO_SIG_FAIL.
-    if ffi::KILL_STEP_PROTOTYPE.contains("slurm_step_id_t") {
-        #[rustfmt::skip]
-        let step_id = [
-            ("sizeof(slurm_step_id_t)", size_of::<ffi::tfc_step_id_t>()),
-            ("offsetof(slurm_step_id_t, sluid)", offset_of!(ffi::tfc_step_id_t, sluid)),
-            ("offsetof(slurm_step_id_t, job_id)", offset_of!(ffi::tfc_step_id_t, job_id)),
-            ("offsetof(slurm_step_id_t, step_het_comp)", offset_of!(ffi::tfc_step_id_t, step_het_comp)),
-            ("offsetof(slurm_step_id_t, step_id)", offset_of!(ffi::tfc_step_id_t, step_id)),
-        ];
-        for (name, value) in step_id {
-            eq(name, value as i64);
-        }
+    // slurm_step_id_t: slurm_job_step_layout_get takes it on every release, slurm_kill_job_step
+    // from 25.11; 24.11 put a sluid first.
+    #[rustfmt::skip]
+    let step_id = [
+        ("sizeof(slurm_step_id_t)", size_of::<ffi::tfc_step_id_t>()),
+        ("offsetof(slurm_step_id_t, job_id)", offset_of!(ffi::tfc_step_id_t, job_id)),
+        ("offsetof(slurm_step_id_t, step_het_comp)", offset_of!(ffi::tfc_step_id_t, step_het_comp)),
+        ("offsetof(slurm_step_id_t, step_id)", offset_of!(ffi::tfc_step_id_t, step_id)),
+    ];
+    #[cfg(tfc_step_id_sluid)]
+    let sluid = Some((
+        "offsetof(slurm_step_id_t, sluid)",
+        offset_of!(ffi::tfc_step_id_t, sluid),
+    ));
+    #[cfg(not(tfc_step_id_sluid))]
+    let sluid = None;
+    // slurm_step_layout_t: every field the plugin reads (a heterogeneous step's components).
+    #[rustfmt::skip]
+    let step_layout = [
+        ("offsetof(slurm_step_layout_t, node_cnt)", offset_of!(ffi::tfc_step_layout_t, node_cnt)),
+        ("offsetof(slurm_step_layout_t, node_list)", offset_of!(ffi::tfc_step_layout_t, node_list)),
+        ("offsetof(slurm_step_layout_t, tasks)", offset_of!(ffi::tfc_step_layout_t, tasks)),
+        ("offsetof(slurm_step_layout_t, task_cnt)", offset_of!(ffi::tfc_step_layout_t, task_cnt)),
+        ("offsetof(slurm_step_layout_t, tids)", offset_of!(ffi::tfc_step_layout_t, tids)),
+    ];
+    for (name, value) in step_id.into_iter().chain(sluid).chain(step_layout) {
+        eq(name, value as i64);
     }
     if ffi::KILL_STEP_PROTOTYPE.contains("uint16_t, uint16_t") {
         eq("KILL_NO_SIG_FAIL", ffi::TFC_KILL_NO_SIG_FAIL.into());
     }
     eq("NO_VAL", ffi::TFC_NO_VAL);
-    writeln!(
-        c,
-        "_Static_assert(__builtin_types_compatible_p(__typeof__(slurm_kill_job_step), {p}), \
-         \"slurm_kill_job_step is {p}\");",
-        p = ffi::KILL_STEP_PROTOTYPE
-    )
-    .unwrap();
+    eq(
+        "ESLURM_INVALID_JOB_ID",
+        ffi::TFC_ESLURM_INVALID_JOB_ID.into(),
+    );
+    eq("ESLURM_ALREADY_DONE", ffi::TFC_ESLURM_ALREADY_DONE.into());
+    let prototypes = [
+        ("slurm_kill_job_step", ffi::KILL_STEP_PROTOTYPE),
+        (
+            "slurm_job_step_layout_get",
+            "slurm_step_layout_t *(slurm_step_id_t *)",
+        ),
+        ("slurm_job_step_layout_free", "void (slurm_step_layout_t *)"),
+    ];
+    for (function, p) in prototypes {
+        writeln!(
+            c,
+            "_Static_assert(__builtin_types_compatible_p(__typeof__({function}), {p}), \
+             \"{function} is {p}\");"
+        )
+        .unwrap();
+    }
     c
 }
 

@@ -14,12 +14,37 @@ fn counts(counts: &[u32]) -> TaskCounts {
 }
 use std::collections::HashSet;
 use std::path::Path;
+use tfcluster::core::het::{self, Answer, ComponentLayout, HetLayout, Own};
 use tfcluster::core::ports::{parse_port_list, PortPolicy, StepPorts};
 use tfcluster::core::topology::{self, ConfFile, NodeRanks, MAX_CONF_BYTES};
 use tfcluster::core::StepInputs;
 use tfcluster::core::{Component, ContainerStep, Error, Result, Role, Settings, Spec};
 use tfcluster::spank::error::ShellError;
 
+/// A node (job 7, one node, tasks 0 and 1, host n2) rebuilding a heterogeneous step from
+/// slurmctld's `answers` for components 0, 1, ...
+fn het_err(
+    answers: Vec<std::result::Result<ComponentLayout, String>>,
+    step_tasks: u32,
+) -> Result<()> {
+    let answers: Vec<Answer> = (0..)
+        .zip(answers)
+        .map(|(component, layout)| Answer {
+            component,
+            job_id: 7,
+            layout,
+        })
+        .collect();
+    let own = Own {
+        job_id: 7,
+        node: 0,
+        nodes: 1,
+        tasks: 2,
+        gtids: &[0, 1],
+        hostname: Some("n2"),
+    };
+    HetLayout::new(&answers, step_tasks, own).map(|_| ())
+}
 fn spec(text: &str, tasks: u32) -> Result<()> {
     Spec::parse(Some(text))?.resolve(tasks).map(|_| ())
 }
@@ -98,10 +123,18 @@ fn messages() -> Vec<(Result<()>, &'static str)> {
          "SLURM_STEP_TASKS_PER_NODE '65536,1' adds up to more than 65536 tasks, more than any TF_CONFIG can list; run TensorFlow on fewer tasks"),
         (step_err("worker:*", &[], "a,b", "2", None),
          "the step lists 2 nodes (SLURM_STEP_NODELIST) but 1 task counts (SLURM_STEP_TASKS_PER_NODE); this step's environment is inconsistent"),
-        (Component { het_size: Some("2"), ..Default::default() }.check_whole_step(),
-         "this step is part of a heterogeneous job (SLURM_HET_SIZE=2), whose components Slurm launches separately, so no component knows the others' tasks; run TensorFlow as one srun step over all its nodes; to put some roles on some nodes (e.g. ps on CPU nodes, workers on GPU nodes), list each task's host in rank order in a file named by SLURM_HOSTFILE and run srun -m arbitrary"),
-        (Component { nodes: 1, tasks: 2, step_nodes: Some("2"), step_tasks: Some("4"), het_size: None }.check_whole_step(),
-         "this is one component of a heterogeneous step (srun ... : ...): 2 of the step's 4 tasks on 1 of its 2 nodes, launched separately, so no component knows the others' tasks; run TensorFlow as one srun step over all its nodes; to put some roles on some nodes (e.g. ps on CPU nodes, workers on GPU nodes), list each task's host in rank order in a file named by SLURM_HOSTFILE and run srun -m arbitrary"),
+        (Component { het_size: Some("0"), step_tasks: Some("2"), ..Default::default() }.kind().map(|_| ()),
+         "SLURM_HET_SIZE '0' is not a count of heterogeneous job components (1 to 128); this job's environment is inconsistent: run srun inside the allocation salloc or sbatch made, without setting SLURM_HET_SIZE"),
+        (Component { nodes: 1, tasks: 2, step_nodes: Some("2"), ..Default::default() }.kind().map(|_| ()),
+         "this heterogeneous step has no SLURM_STEP_NUM_TASKS, so its task count over all components is unknown here and no TF_CONFIG can be right; run the step with srun, which sets it"),
+        (het::job_ids(2, |name| (name == "SLURM_JOB_ID_HET_GROUP_0").then(|| "7".into())).map(|_| ()),
+         "SLURM_JOB_ID_HET_GROUP_1 is missing or not a job id, so component 1 of this heterogeneous job cannot be asked where its tasks run; run srun inside the allocation salloc or sbatch made (they set it)"),
+        (het_err(vec![Err("Invalid job id specified".into())], 2),
+         "slurmctld gave the layouts of components with 0 of the heterogeneous step's 2 tasks (components it refused: 0: Invalid job id specified), so where the other ranks run is unknown and no TF_CONFIG can be right; run the step again, and if this persists ask the admin whether the nodes reach slurmctld"),
+        (het_err(vec![Ok(ComponentLayout { node_list: "n1".into(), tids: vec![vec![0, 0]], tasks: 2 })], 2),
+         "the layout slurmctld gave for component 0 of this heterogeneous step is inconsistent (task id 0 is out of its 2 tasks or listed twice), so no TF_CONFIG can be right; report this with the Slurm release"),
+        (het_err(vec![Ok(ComponentLayout { node_list: "n1".into(), tids: vec![vec![1, 0]], tasks: 2 })], 2),
+         "node n2 fits 0 components of this heterogeneous step as slurmctld laid them out, not one, so it cannot tell its tasks' ranks; give the components different node or task counts, or ask the admin to make each node's NodeName its host name"),
         (step_err("worker:*", &[], "a,b", "1(x2)", Some("arbitrary")),
          "-m arbitrary: the task order srun reads from SLURM_HOSTFILE did not reach this node (SLURM_TFCLUSTER_TASK_HOSTS is not in the step's environment); srun must load tfcluster too, the same version as the nodes (srun --help lists --tf-cluster)"),
         (Layout::build(&TaskCounts::new(vec![1, 1]).unwrap(), Distribution::Arbitrary).map(|_| ()),
@@ -333,7 +366,8 @@ macro_rules! variants {
 variants!(variant, VARIANTS, Error:
     SpecSyntax, EmptySpec, SpecAsProgram, UnknownRole, BadCount, DuplicateRole, SeveralWildcards,
     SingletonRole, ChiefAndMaster, UnknownOverride, CountMismatch, NothingLeftForWildcard,
-    SingletonWildcard, Hostlist, CountList, HeterogeneousJob, HeterogeneousStep, NodeCountMismatch,
+    SingletonWildcard, Hostlist, CountList, HetSize, HetStepTasks, HetJobId, HetLayoutsShort,
+    HetLayout, HetOwnComponent, NodeCountMismatch,
     TooManyTasks, NoNodes, NodeListedTwice, ArbitraryDistribution, ContainerTooOld,
     TaskOrderMissing, HostfileTooShort, TaskHostNotInStep, TaskHostCount, UnknownDistribution,
     BadPlaneSize, LayoutMismatch, TopologyUnreadable, NodeOutOfRange, SlotOutOfRange,
@@ -427,18 +461,6 @@ fn the_size_check_covers_the_longest_task_of_any_role() {
         )
         .expect_err("the last ps does not fit");
         assert_eq!(err.to_string(), *want, "{name}");
-    }
-}
-
-#[test]
-fn a_whole_step_is_not_heterogeneous() {
-    #[rustfmt::skip]
-    let whole = [
-        Component { nodes: 2, tasks: 4, step_nodes: Some("2"), step_tasks: Some("4"), het_size: None },
-        Component { nodes: 1, tasks: 1, step_nodes: None, step_tasks: None, het_size: None },
-    ];
-    for c in whole {
-        assert_eq!(c.check_whole_step(), Ok(()), "{c:?}");
     }
 }
 

@@ -116,29 +116,6 @@ fn a_node_short_of_gpus_stops_the_whole_step() {
     assert!(elapsed < 15.0, "the step ran {elapsed:.1} s");
 }
 
-/// (what, command with `{r}` for the task program, the core's refusal on n011)
-fn heterogeneous() -> Vec<(&'static str, &'static str, Error)> {
-    #[rustfmt::skip]
-    let rows = vec![
-        ("a heterogeneous job (srun makes one component per ':')",
-         "srun -w n011 -N1 -n2 --tf-cluster {r} : -w n012 -N1 -n1 {r}",
-         Error::HeterogeneousJob { size: "2".into() }),
-        ("a heterogeneous step inside a normal allocation (no SLURM_HET_SIZE)",
-         "salloc -w n011,n012 -N2 -n4 srun -N1 -n2 --tf-cluster=chief:1,worker:* {r} : -N1 -n2 {r}",
-         Error::HeterogeneousStep { nodes: 1, tasks: 2, step_nodes: 2, step_tasks: 4 }),
-    ];
-    rows
-}
-
-#[test]
-#[ignore = "needs the test cluster: run tests/run.sh"]
-fn heterogeneous_jobs_and_steps_are_refused() {
-    for (what, command, error) in heterogeneous() {
-        let run = parse(sh(&command.replace("{r}", &tool("report.sh"))));
-        run.assert_refused(what, &node_error("n011", error));
-    }
-}
-
 #[test]
 #[ignore = "needs the test cluster: run tests/run.sh"]
 fn a_bad_admin_setting_is_named_and_only_affects_the_option() {

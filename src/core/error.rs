@@ -14,11 +14,6 @@ const PLACEMENT_ALTERNATIVES: &str = "run srun with -m cyclic or -m plane=N (pla
     never reorders), or -m arbitrary with the hosts in rank order in a file named by \
     SLURM_HOSTFILE, or ask the admin to add CR_NO_DIST_TOPO_BLOCK to SelectTypeParameters";
 
-/// The supported way to give different nodes different roles, for the heterogeneous refusals.
-const HET_ALTERNATIVE: &str = "run TensorFlow as one srun step over all its nodes; to put some \
-    roles on some nodes (e.g. ps on CPU nodes, workers on GPU nodes), list each task's host in \
-    rank order in a file named by SLURM_HOSTFILE and run srun -m arbitrary";
-
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum Error {
     // ---- --tf-cluster spec ----------------------------------------------------------------
@@ -84,23 +79,48 @@ pub enum Error {
         reason: String,
     },
 
-    // ---- heterogeneous jobs and steps ------------------------------------------------------
+    // ---- heterogeneous jobs and steps ([`super::het`]) --------------------------------------
     #[error(
-        "this step is part of a heterogeneous job (SLURM_HET_SIZE={size}), whose components Slurm \
-         launches separately, so no component knows the others' tasks; {HET_ALTERNATIVE}"
+        "SLURM_HET_SIZE '{value}' is not a count of heterogeneous job components (1 to 128); \
+         this job's environment is inconsistent: run srun inside the allocation salloc or sbatch \
+         made, without setting SLURM_HET_SIZE"
     )]
-    HeterogeneousJob { size: String },
+    HetSize { value: String },
     #[error(
-        "this is one component of a heterogeneous step (srun ... : ...): {tasks} of the step's \
-         {step_tasks} tasks on {nodes} of its {step_nodes} nodes, launched separately, so no \
-         component knows the others' tasks; {HET_ALTERNATIVE}"
+        "this heterogeneous step has no SLURM_STEP_NUM_TASKS, so its task count over all \
+         components is unknown here and no TF_CONFIG can be right; run the step with srun, which \
+         sets it"
     )]
-    HeterogeneousStep {
-        nodes: u32,
-        tasks: u32,
-        step_nodes: u32,
+    HetStepTasks,
+    #[error(
+        "SLURM_JOB_ID_HET_GROUP_{component} is missing or not a job id, so component \
+         {component} of this heterogeneous job cannot be asked where its tasks run; run srun \
+         inside the allocation salloc or sbatch made (they set it)"
+    )]
+    HetJobId { component: u32 },
+    #[error(
+        "slurmctld gave the layouts of components with {found} of the heterogeneous step's \
+         {step_tasks} tasks (components it refused: {refused}), so where the other ranks run \
+         is unknown and no TF_CONFIG can be right; run the step again, and if this persists \
+         ask the admin whether the nodes reach slurmctld"
+    )]
+    HetLayoutsShort {
+        found: u64,
         step_tasks: u32,
+        refused: String,
     },
+    #[error(
+        "the layout slurmctld gave for component {component} of this heterogeneous step is \
+         inconsistent ({reason}), so no TF_CONFIG can be right; report this with the Slurm \
+         release"
+    )]
+    HetLayout { component: u32, reason: String },
+    #[error(
+        "node {host} fits {fitting} components of this heterogeneous step as slurmctld laid \
+         them out, not one, so it cannot tell its tasks' ranks; give the components different \
+         node or task counts, or ask the admin to make each node's NodeName its host name"
+    )]
+    HetOwnComponent { host: String, fitting: usize },
 
     // ---- layout -------------------------------------------------------------------------
     #[error(
@@ -296,7 +316,14 @@ impl Error {
     pub fn plan_is_wrong(&self) -> bool {
         matches!(
             self,
-            Error::LayoutMismatch { .. } | Error::TaskHostCount { .. }
+            Error::LayoutMismatch { .. }
+                | Error::TaskHostCount { .. }
+                | Error::HetSize { .. }
+                | Error::HetStepTasks
+                | Error::HetJobId { .. }
+                | Error::HetLayoutsShort { .. }
+                | Error::HetLayout { .. }
+                | Error::HetOwnComponent { .. }
         )
     }
 

@@ -11,6 +11,9 @@ use super::spec::{Role, RoleTable};
 
 /// The variable CUDA reads: Slurm's GPUs for the step (or the task) in, the task's slice out.
 pub const VAR: &str = "CUDA_VISIBLE_DEVICES";
+/// Slurm's own list of the step's GPUs on a node: gres/gpu sets it beside [`VAR`], and only
+/// where the step has GPUs.
+pub const SLURM_STEP_GPUS: &str = "SLURM_STEP_GPUS";
 
 /// What to do with the task's `CUDA_VISIBLE_DEVICES`.
 #[derive(Debug, Clone, PartialEq, Eq)]

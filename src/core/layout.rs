@@ -89,6 +89,12 @@ impl std::ops::Deref for TaskCounts {
 }
 
 impl TaskCounts {
+    /// Counts known one by one (a heterogeneous step's, [`super::het`]).
+    pub fn from_counts(counts: Vec<u32>) -> TaskCounts {
+        let total = counts.iter().sum();
+        TaskCounts { counts, total }
+    }
+
     /// Parses a compressed count list such as `2(x3),1` (`[2, 2, 2, 1]`); `var` names the
     /// variable it came from, for the message.
     pub fn parse(var: &'static str, value: &str) -> Result<TaskCounts> {

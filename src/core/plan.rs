@@ -11,6 +11,7 @@ use super::container;
 use super::ending::{Decider, EndPolicy, StepEnd};
 use super::error::{Error, Result};
 use super::gpus::{self, GpuAction, GpuInputs, GpuSpread};
+use super::het::HetLayout;
 use super::hostlist;
 use super::isolation::StepFirewall;
 use super::keras;
@@ -50,51 +51,28 @@ pub struct StepInputs<'a> {
     /// Slurm 26.05 and later, when the topology plugin ranks nodes: their ranks, by which
     /// Slurm orders a block step's nodes (`Err`: the ranking plugin could not be read).
     pub topology: Option<&'a Result<NodeRanks>>,
+    /// A heterogeneous job's or step's components, as slurmctld laid them out: then every
+    /// rank's host comes from them, not from the fields above, and ports are never Slurm's
+    /// (its reservation is per component, merged in `SLURM_STEP_RESV_PORTS`).
+    pub het: Option<&'a HetLayout>,
     /// The job's proxy variables ([`proxy::READ`]).
     pub proxies: ProxyEnv,
     pub job_id: u32,
     pub step_id: u32,
 }
 
-/// One slurmstepd's own step (from its SPANK items) next to the whole step srun launched (from
-/// the step's environment). They differ only for a component of a heterogeneous step
-/// (`srun A : B`): Slurm runs each component as a step of its own, with its own task ids from 0,
-/// while the environment describes all components together; planning one component as the whole
-/// step would hand two tasks the same role. `SLURM_HET_SIZE` marks heterogeneous jobs, whose
-/// steps are launched per component too.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Component<'a> {
-    /// `S_JOB_NNODES`
-    pub nodes: u32,
-    /// `S_JOB_TOTAL_TASK_COUNT`
-    pub tasks: u32,
-    /// `SLURM_STEP_NUM_NODES`
-    pub step_nodes: Option<&'a str>,
-    /// `SLURM_STEP_NUM_TASKS`
-    pub step_tasks: Option<&'a str>,
-    /// `SLURM_HET_SIZE`
-    pub het_size: Option<&'a str>,
-}
-
-impl Component<'_> {
-    /// Refuses a step that is one component of a heterogeneous job or step.
-    pub fn check_whole_step(&self) -> Result<()> {
-        if let Some(size) = self.het_size {
-            return Err(Error::HeterogeneousJob { size: size.into() });
+impl StepInputs<'_> {
+    /// The step's hosts and where each rank runs: from its components' layouts for a
+    /// heterogeneous job or step, from the environment otherwise.
+    fn layout(&self) -> Result<(Vec<String>, Layout)> {
+        if let Some(het) = self.het {
+            return Ok((het.hosts.clone(), het.layout()?));
         }
-        let count = |v: Option<&str>| v.and_then(text::decimal::<u32>);
-        let (step_nodes, step_tasks) = (count(self.step_nodes), count(self.step_tasks));
-        if step_nodes.is_some_and(|n| n != self.nodes)
-            || step_tasks.is_some_and(|t| t != self.tasks)
-        {
-            return Err(Error::HeterogeneousStep {
-                nodes: self.nodes,
-                tasks: self.tasks,
-                step_nodes: step_nodes.unwrap_or(self.nodes),
-                step_tasks: step_tasks.unwrap_or(self.tasks),
-            });
-        }
-        Ok(())
+        let hosts = hostlist::step_nodes(self.nodelist)?;
+        let counts = TaskCounts::parse("SLURM_STEP_TASKS_PER_NODE", self.tasks_per_node)?;
+        let dist = Distribution::parse(self.distribution, self.plane_size)?;
+        let layout = Layout::for_step(&hosts, &counts, dist, self.task_hosts, self.topology)?;
+        Ok((hosts, layout))
     }
 }
 
@@ -192,15 +170,12 @@ impl StepPlan {
     /// `settings` are the admin's; the spec's per-job overrides are applied here.
     pub fn new(spec: &Spec, admin: &Settings, step: &StepInputs) -> Result<StepPlan> {
         let settings = admin.with_overrides(&spec.overrides)?;
-        let hosts = hostlist::step_nodes(step.nodelist)?;
-        let counts = TaskCounts::parse("SLURM_STEP_TASKS_PER_NODE", step.tasks_per_node)?;
-        let dist = Distribution::parse(step.distribution, step.plane_size)?;
-        let layout = Layout::for_step(&hosts, &counts, dist, step.task_hosts, step.topology)?;
+        let (hosts, layout) = step.layout()?;
         let roles = spec.resolve(layout.tasks())?;
         let (busiest, max_local) = layout.busiest();
         let ports = StepPorts::plan(
             &settings.ports(),
-            step.resv_ports,
+            step.resv_ports.filter(|_| step.het.is_none()),
             step.job_id,
             step.step_id,
             max_local,

@@ -4,6 +4,7 @@
 pub mod error;
 pub mod ffi;
 pub mod handle;
+pub mod het;
 pub mod hooks;
 pub mod log;
 pub mod nftables;

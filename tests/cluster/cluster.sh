@@ -22,6 +22,10 @@
 #   TFC_NODES   node names, in slurm.conf order (default "n9 n10 n011 n012": Slurm then prints
 #               the step node list as n[9-10,011-012], zero padding and non-lexicographic order)
 #   TFC_DIR     state directory (default /tmp/tfcluster-cluster)
+#   TFC_CPU_NODES  CPU-only nodes (no GPU, no GRES) added after TFC_NODES, in partition `cpu`
+#               (default "cpu1 cpu2"; empty for none). Partitions: debug (the default, exclusive)
+#               and shared hold the GPU nodes (TFC_NODES), gpu too, cpu the CPU-only nodes,
+#               mixed every node (heterogeneous jobs and steps, tests/heterogeneous.rs)
 #   TFC_CPUS    CPUs each node declares (default 8; slurmd accepts more than the machine has)
 #   TFC_TOPOLOGY  a topology plugin and its topology.conf lines, `;`-separated, e.g.
 #               "topology/tree;SwitchName=s1 Nodes=n011,n9;SwitchName=s2 Nodes=n012,n10"
@@ -31,7 +35,10 @@ set -euo pipefail
 
 DIR=${TFC_DIR:-/tmp/tfcluster-cluster}
 # A running cluster keeps the names it was started with, so `down` always undoes what `up` did.
-if [ -s "$DIR/nodes" ] && [ "${1:-}" != up ]; then NODES=($(cat "$DIR/nodes")); else NODES=(${TFC_NODES:-n9 n10 n011 n012}); fi
+if [ -s "$DIR/nodes" ] && [ "${1:-}" != up ]; then NODES=($(cat "$DIR/nodes")); else NODES=(${TFC_NODES:-n9 n10 n011 n012} ${TFC_CPU_NODES-cpu1 cpu2}); fi
+CPU_NODES=" ${TFC_CPU_NODES-cpu1 cpu2} "
+# A CPU-only node: no Gres in slurm.conf, no line in gres.conf.
+is_cpu_node() { [[ "$CPU_NODES" == *" $1 "* ]]; }
 BRIDGE=tfcbr0
 NET=10.77.0
 HOSTS_BEGIN="# >>> tfcluster test cluster"
@@ -99,8 +106,12 @@ write_hosts_block() {
 write_config() {
     local conf=$DIR/etc
     mkdir -p "$conf" "$DIR/state" "$DIR/log" "$DIR/spool"
-    local names
-    names=$(IFS=,; echo "${NODES[*]}")
+    local names gpu_nodes=() cpu_nodes=() all
+    for name in "${NODES[@]}"; do
+        if is_cpu_node "$name"; then cpu_nodes+=("$name"); else gpu_nodes+=("$name"); fi
+    done
+    names=$(IFS=,; echo "${gpu_nodes[*]}")
+    all=$(IFS=,; echo "${NODES[*]}")
     {
         echo "ClusterName=tfc"
         echo "SlurmctldHost=$(hostname -s)($NET.1)"
@@ -132,14 +143,23 @@ write_config() {
         echo "MinJobAge=10"
         echo "KillWait=5"
         echo "InactiveLimit=0"
+        # Heterogeneous jobs are scheduled by the backfill scheduler alone: every second, not 30.
+        echo "SchedulerParameters=bf_interval=1"
         echo "PlugStackConfig=$conf/plugstack.conf"
         if [ -n "${TFC_TOPOLOGY:-}" ]; then echo "TopologyPlugin=${TFC_TOPOLOGY%%;*}"; fi
         if [ -n "${TFC_TOPOLOGY_PARAM:-}" ]; then echo "TopologyParam=$TFC_TOPOLOGY_PARAM"; fi
         for i in "${!NODES[@]}"; do
-            echo "NodeName=${NODES[$i]} NodeAddr=$(node_ip "$i") NodeHostname=${NODES[$i]} CPUs=${TFC_CPUS:-8} RealMemory=4000 Gres=gpu:4 State=UNKNOWN"
+            local gres=" Gres=gpu:4"
+            is_cpu_node "${NODES[$i]}" && gres=""
+            echo "NodeName=${NODES[$i]} NodeAddr=$(node_ip "$i") NodeHostname=${NODES[$i]} CPUs=${TFC_CPUS:-8} RealMemory=4000$gres State=UNKNOWN"
         done
         echo "PartitionName=debug Nodes=$names Default=YES OverSubscribe=EXCLUSIVE MaxTime=INFINITE State=UP"
         echo "PartitionName=shared Nodes=$names Default=NO MaxTime=INFINITE State=UP"
+        if [ ${#cpu_nodes[@]} -gt 0 ]; then
+            echo "PartitionName=gpu Nodes=$names Default=NO MaxTime=INFINITE State=UP"
+            echo "PartitionName=cpu Nodes=$(IFS=,; echo "${cpu_nodes[*]}") Default=NO MaxTime=INFINITE State=UP"
+            echo "PartitionName=mixed Nodes=$all Default=NO MaxTime=INFINITE State=UP"
+        fi
     } > "$conf/slurm.conf"
     rm -f "$conf/topology.conf"
     if [ -n "${TFC_TOPOLOGY:-}" ]; then

@@ -56,7 +56,7 @@ cargo test --test abi
 # Tasks that print and exit would be cut short by end_with_chief (on by default for specs with
 # ps): the cluster runs with it off, and the tests of it turn the default back on.
 cluster_up "$TFC_PLUGIN" end_with_chief=no
-suites=(placement options refusals ending containers install rpm isolation)
+suites=(placement heterogeneous options refusals ending containers install rpm isolation)
 if has tensorflow; then
     : "${TFC_PYTHON:?the TensorFlow virtualenv python (tests/tensorflow/setup.sh)}"
     suites+=(tensorflow)
@@ -98,7 +98,7 @@ fi
 # 64 nodes and 4096 tasks.
 if has scale; then
     cluster down
-    TFC_NODES="$(printf 'tfc-node-%04d ' $(seq 64))" TFC_CPUS=96 cluster_up "$TFC_PLUGIN" end_with_chief=no
+    TFC_NODES="$(printf 'tfc-node-%04d ' $(seq 64))" TFC_CPU_NODES= TFC_CPUS=96 cluster_up "$TFC_PLUGIN" end_with_chief=no
     suite scale
 fi
 if [ ${#failed[@]} -gt 0 ]; then

@@ -4,7 +4,8 @@
 //! |---------------------|------------------------------|-----------------------------------------------|
 //! | srun, sbatch, salloc, slurmstepd | `init`          | read plugstack.conf settings, register `--tf-cluster` |
 //! | same                | option callback              | parse the spec: a syntax error fails srun/sbatch before submission |
-//! | srun                | `local_user_init`            | fit the spec to the step: a mismatch fails srun before launch ([`srun`]) |
+//! | srun (1/component)  | `init_post_opt`              | count the step's components |
+//! | srun                | `local_user_init`            | fit the spec to the step: a mismatch fails srun before launch ([`srun`]); a heterogeneous step's counts are checked on the nodes |
 //! | slurmstepd (1/node) | `init_post_opt`              | plan the whole step once, check it against Slurm's own ids for this node, record the node's GPUs ([`stepd`]); with `isolate=yes`, install the step's firewall ([`isolation`]); a node that cannot keeps every task from starting (`task_init` ends each, the first says why) |
 //! | task (1/task)       | `task_init`                  | `spank_setenv` every variable the plan gives this task (TF_CONFIG, its GPUs, ...) |
 //! | slurmstepd          | `task_exit`                  | when the chief (or worker 0) ends (`end_with_chief`), or another trainer fails (`fail_fast`), say which and end the step (from a thread, once the task's own status is on its way to srun) |
@@ -23,7 +24,7 @@ mod stepd;
 
 pub use isolation::job_epilog;
 pub use srun::local_user_init;
-pub use stepd::{exit, init_post_opt, task_exit, task_init};
+pub use stepd::{exit, task_exit, task_init};
 
 use super::error::ShellError;
 use super::ffi;
@@ -50,6 +51,9 @@ struct State {
     bare: bool,
     /// slurmstepd: the step's plan for this node, or why there is none (reported by each task).
     plan: Option<Result<stepd::Node, ShellError>>,
+    /// srun: the step's components, one per `init_post_opt` (more than one: a heterogeneous
+    /// step or `--het-group` list).
+    components: u32,
 }
 
 static STATE: Mutex<State> = Mutex::new(State {
@@ -57,7 +61,17 @@ static STATE: Mutex<State> = Mutex::new(State {
     option: None,
     bare: false,
     plan: None,
+    components: 0,
 });
+
+/// srun calls it once per component, after its options; slurmstepd once, before the tasks fork.
+pub fn init_post_opt(sp: &Spank) -> c_int {
+    match handle::context() {
+        Context::Local => srun::init_post_opt(),
+        Context::Remote => stepd::init_post_opt(sp),
+        _ => 0,
+    }
+}
 
 /// Locks the state, recovering from a poisoned lock (a panic in an earlier hook is already
 /// reported; it must not make every later hook fail).

@@ -11,18 +11,29 @@ use crate::spank::log;
 use crate::spank::start_env;
 use std::ffi::c_int;
 
+/// srun, once per component of the step, after its options are parsed.
+pub fn init_post_opt() -> c_int {
+    state().components += 1;
+    0
+}
+
 /// srun: the step's task and node counts and its command are known here; reject what cannot
 /// work before anything launches.
 pub fn local_user_init(sp: &Spank) -> c_int {
-    let (option, bare, settings) = {
+    let (option, bare, settings, components) = {
         let state = state();
-        (state.option.clone(), state.bare, settings(&state))
+        (
+            state.option.clone(),
+            state.bare,
+            settings(&state),
+            state.components,
+        )
     };
     // The callback already refused a spec that does not parse.
     let Some(Ok(spec)) = option else {
         return 0;
     };
-    match check_before_launch(sp, &spec, bare, settings) {
+    match check_before_launch(sp, &spec, bare, settings, components) {
         Ok(()) => 0,
         Err(e) => {
             log::error(&e.to_string());
@@ -36,6 +47,7 @@ fn check_before_launch(
     spec: &Spec,
     bare: bool,
     settings: Result<Settings, Error>,
+    components: u32,
 ) -> Result<(), ShellError> {
     let (requested, bundle) = (
         std::env::var(container::REQUEST_VAR).ok(),
@@ -57,6 +69,15 @@ fn check_before_launch(
         if let Some(program) = sp.program().ok().flatten() {
             Spec::check_program(&program)?;
         }
+    }
+    if components > 1 {
+        // srun sees one component's counts only, and a refusal here would leave the other
+        // components' steps allocated until the job ends: the nodes, which ask slurmctld for
+        // every component, check the spec and stop the whole step with the same message.
+        log::debug(&format!(
+            "a heterogeneous step of {components} components: the spec is checked on the nodes"
+        ));
+        return Ok(());
     }
     let (tasks, nodes) = match (
         sp.item_u32(U32Item::TotalTasks),

@@ -3,13 +3,17 @@
 
 use super::{isolation, settings, state};
 use crate::core::container;
+use crate::core::het::Own;
 use crate::core::layout::TASK_HOSTS_VAR;
 use crate::core::plan::{self, UNSET_ON_ERROR};
 use crate::core::tf_config::Renderers;
-use crate::core::{gpus, Component, Error, ProxyEnv, Settings, Spec, StepInputs, StepPlan};
+use crate::core::{
+    gpus, Component, Error, ProxyEnv, Settings, Spec, StepInputs, StepKind, StepPlan,
+};
 use crate::spank::error::ShellError;
 use crate::spank::ffi;
-use crate::spank::handle::{self, Context, Spank, U32Item};
+use crate::spank::handle::{self, Spank, U32Item};
+use crate::spank::het;
 use crate::spank::log;
 use crate::spank::oci::NodeOci;
 use crate::spank::oom;
@@ -20,8 +24,18 @@ use std::thread::JoinHandle;
 /// The plan plus this node's facts, prepared once before the tasks fork.
 pub struct Node {
     plan: StepPlan,
-    job_id: u32,
+    /// Whose step ends when this node ends it: the node's job, or every component's of a
+    /// heterogeneous job.
+    jobs: Vec<u32>,
     step_id: u32,
+    /// Each local task's slot in the plan's node: its local id, except on a node that a
+    /// heterogeneous job's components share.
+    slots: Vec<usize>,
+    /// What to add to Slurm's task ids on this node for the step's ranks: the tasks of the
+    /// heterogeneous components before this node's (0 otherwise).
+    rank_offset: u32,
+    /// A heterogeneous component's node where Slurm gave the step no GPU: its tasks see none.
+    hide_gpus: bool,
     node: usize,
     step_gpus: Option<String>,
     /// srun ran with -v (`SRUN_DEBUG` above info): each task reports what it got.
@@ -43,9 +57,6 @@ pub struct Node {
 /// placement contradicts on this node is wrong for the whole step, and tasks on other nodes may
 /// already be starting with it: the step is stopped on every node at once.
 pub fn init_post_opt(sp: &Spank) -> c_int {
-    if handle::context() != Context::Remote {
-        return 0;
-    }
     let mut state = state();
     let Some(spec) = state.option.clone() else {
         return 0;
@@ -53,13 +64,14 @@ pub fn init_post_opt(sp: &Spank) -> c_int {
     if !is_task_step(sp) {
         return 0;
     }
-    let planned = plan_node(sp, spec, settings(&state));
+    let mut kind = None;
+    let planned = plan_node(sp, spec, settings(&state), &mut kind);
     if let Err(e) = &planned {
         if e.plan_is_wrong() {
             log::error(&e.to_string());
             if let (Ok(job), Ok(step)) = (sp.item_u32(U32Item::JobId), sp.item_u32(U32Item::StepId))
             {
-                stop_step(job, step);
+                stop_step(&het::jobs_to_stop(sp, kind.as_ref(), job), step);
             }
         }
     }
@@ -80,6 +92,7 @@ fn plan_node(
     sp: &Spank,
     spec: Result<Spec, Error>,
     settings: Result<Settings, Error>,
+    kind: &mut Option<StepKind>,
 ) -> Result<Node, ShellError> {
     let env = |name: &'static str| sp.getenv(name).map_err(|err| ShellError::Env { name, err });
     let required = |name: &'static str| env(name)?.ok_or(ShellError::Missing { name });
@@ -88,15 +101,47 @@ fn plan_node(
             .map_err(|err| ShellError::Item { what, err })
     };
     let nodes = item(U32Item::Nodes, "the step's node count")?;
-    Component {
-        nodes,
-        tasks: item(U32Item::TotalTasks, "the step's task count")?,
-        step_nodes: env("SLURM_STEP_NUM_NODES")?.as_deref(),
-        step_tasks: env("SLURM_STEP_NUM_TASKS")?.as_deref(),
-        het_size: env("SLURM_HET_SIZE")?.as_deref(),
-    }
-    .check_whole_step()?;
+    let tasks = item(U32Item::TotalTasks, "the step's task count")?;
+    let (job_id, step_id) = (
+        item(U32Item::JobId, "the job id")?,
+        item(U32Item::StepId, "the step id")?,
+    );
+    let this = kind
+        .insert(
+            Component {
+                nodes,
+                tasks,
+                step_nodes: env("SLURM_STEP_NUM_NODES")?.as_deref(),
+                step_tasks: env("SLURM_STEP_NUM_TASKS")?.as_deref(),
+                het_size: env("SLURM_HET_SIZE")?.as_deref(),
+            }
+            .kind()?,
+        )
+        .clone();
     let (spec, settings) = (spec?, settings?);
+    let node = item(U32Item::NodeId, "this node's index")? as usize;
+    let local = item(U32Item::LocalTasks, "the local task count")?;
+    let gtids = (0..local)
+        .map(|task| {
+            sp.local_to_global(task)
+                .map_err(|err| ShellError::GlobalId { task, err })
+        })
+        .collect::<Result<Vec<u32>, ShellError>>()?;
+    let components = match this {
+        StepKind::Whole => None,
+        _ => {
+            let hostname = het::hostname();
+            let own = Own {
+                job_id,
+                node,
+                nodes,
+                tasks,
+                gtids: &gtids,
+                hostname: hostname.as_deref(),
+            };
+            Some(het::components(sp, &this, step_id, own)?)
+        }
+    };
     let (nodelist, tasks_per_node) = (
         required("SLURM_STEP_NODELIST")?,
         required("SLURM_STEP_TASKS_PER_NODE")?,
@@ -104,10 +149,6 @@ fn plan_node(
     let (distribution, plane_size) = (env("SLURM_DISTRIBUTION")?, env("SLURM_DIST_PLANESIZE")?);
     let resv_ports = env("SLURM_STEP_RESV_PORTS")?;
     let task_hosts = env(TASK_HOSTS_VAR)?;
-    let (job_id, step_id) = (
-        item(U32Item::JobId, "the job id")?,
-        item(U32Item::StepId, "the step id")?,
-    );
     // Read only where Slurm reorders: 26.05 and later, steps on several nodes.
     let topology = (ffi::TOPOLOGY_ORDERS_BLOCK_STEPS && nodes > 1)
         .then(crate::spank::topology::node_ranks)
@@ -123,21 +164,31 @@ fn plan_node(
             resv_ports: resv_ports.as_deref(),
             task_hosts: task_hosts.as_deref(),
             topology: topology.as_ref(),
+            het: components.as_ref(),
             proxies: ProxyEnv::read(env)?,
-            job_id,
+            // A heterogeneous job's components are jobs of their own: ports follow the first's.
+            job_id: components.as_ref().map_or(job_id, |c| c.jobs[0]),
             step_id,
         },
     )?;
-    let node = item(U32Item::NodeId, "this node's index")? as usize;
-    let local = item(U32Item::LocalTasks, "the local task count")?;
-    let gtids = (0..local)
-        .map(|task| {
-            sp.local_to_global(task)
-                .map_err(|err| ShellError::GlobalId { task, err })
-        })
-        .collect::<Result<Vec<u32>, ShellError>>()?;
-    plan.check_node(node, &gtids)?;
-    let step_gpus = env(gpus::VAR)?;
+    let (node, slots, rank_offset) = match &components {
+        // Checked against the node's own tasks when the components were put together.
+        Some(het) => {
+            let at = het.own_node();
+            let slots = het.slots(&plan.layout, &gtids);
+            (at, slots, het.own_offset)
+        }
+        None => {
+            plan.check_node(node, &gtids)?;
+            (node, (0..local as usize).collect(), 0)
+        }
+    };
+    let hide_gpus = components.is_some() && env(gpus::SLURM_STEP_GPUS)?.is_none();
+    // An inherited list is not the step's GPUs: its tasks get none ([`crate::core::het::hide_gpus`]).
+    let step_gpus = match hide_gpus {
+        true => None,
+        false => env(gpus::VAR)?,
+    };
     let verbose = plan::reports_tasks(env("SRUN_DEBUG")?.as_deref());
     let oci = match ffi::CONTAINER_GETS_TASK_ENV {
         true => env(container::BUNDLE_VAR)?.and_then(NodeOci::of_node),
@@ -153,7 +204,10 @@ fn plan_node(
         firewall,
         oci,
         plan,
-        job_id,
+        jobs: components.map_or_else(|| vec![job_id], |c| c.jobs),
+        slots,
+        rank_offset,
+        hide_gpus,
         step_id,
         node,
         step_gpus,
@@ -186,7 +240,10 @@ pub fn task_init(sp: &Spank) -> c_int {
                     if let (Ok(job), Ok(step)) =
                         (sp.item_u32(U32Item::JobId), sp.item_u32(U32Item::StepId))
                     {
-                        stop_step(job, step);
+                        match &state.plan {
+                            Some(Ok(node)) => stop_step(&node.jobs, node.step_id),
+                            _ => stop_step(&[job], step),
+                        }
                     }
                 }
                 handle::end_task(1);
@@ -199,7 +256,7 @@ pub fn task_init(sp: &Spank) -> c_int {
             ));
             if e.starves_peers() {
                 if let Some(Ok(node)) = &state.plan {
-                    stop_step(node.job_id, node.step_id);
+                    stop_step(&node.jobs, node.step_id);
                 }
             }
             -1
@@ -208,17 +265,18 @@ pub fn task_init(sp: &Spank) -> c_int {
 }
 
 fn apply(sp: &Spank, node: &mut Node) -> Result<(), ShellError> {
-    let slot = sp.task_id().map_err(|err| ShellError::Item {
+    let local = sp.task_id().map_err(|err| ShellError::Item {
         what: "the local task id",
         err,
     })? as usize;
+    let slot = node.slots.get(local).copied().unwrap_or(local);
     let task_gpus = sp.getenv(gpus::VAR).map_err(|err| ShellError::Env {
         name: gpus::VAR,
         err,
     })?;
     // The task's program, for apptainer_env=auto; unknown counts as not Apptainer.
     let program = sp.program().ok().flatten();
-    let env = node.plan.task(
+    let mut env = node.plan.task(
         node.node,
         slot,
         node.step_gpus.as_deref(),
@@ -226,6 +284,9 @@ fn apply(sp: &Spank, node: &mut Node) -> Result<(), ShellError> {
         program.as_deref(),
         &mut node.renderers,
     )?;
+    if node.hide_gpus {
+        crate::core::het::hide_gpus(&mut env);
+    }
     for &name in env.unset {
         let _ = sp.unsetenv(name);
     }
@@ -233,7 +294,7 @@ fn apply(sp: &Spank, node: &mut Node) -> Result<(), ShellError> {
         sp.setenv_nul(name, value)
             .map_err(|err| ShellError::SetEnv { name, err })?;
     }
-    if let (0, Some(oci)) = (slot, &node.oci) {
+    if let (0, Some(oci)) = (local, &node.oci) {
         // Once per node: Slurm would keep some of them from the program.
         if let Some(warning) = oci.warning(&node.plan.hosts[node.node], &env.set) {
             log::user(&format!("warning: {warning}"));
@@ -268,6 +329,7 @@ pub fn task_exit(sp: &Spank) -> c_int {
     let Ok(rank) = sp.item_u32(U32Item::TaskGlobalId) else {
         return 0;
     };
+    let rank = rank + node.rank_offset;
     let status = sp.task_exit_status().ok();
     let before = node.oom_kills;
     let Some(end) = node.plan.ending(rank, status, || oom::killed_since(before)) else {
@@ -279,7 +341,7 @@ pub fn task_exit(sp: &Spank) -> c_int {
         log::user(&end.message);
     }
     node.stopping = true;
-    stop_step_after_return(node.job_id, node.step_id);
+    stop_step_after_return(node.jobs.clone(), node.step_id);
     0
 }
 
@@ -292,15 +354,16 @@ static STOPPER: Mutex<Option<JoinHandle<()>>> = Mutex::new(None);
 /// Slurm's stop makes every status it sends afterwards a success (`KILL_NO_SIG_FAIL`): a stop
 /// from inside the hook turned a crashed task's signal into srun's exit 0. When no thread can
 /// be started, the step is ended from the hook.
-fn stop_step_after_return(job_id: u32, step_id: u32) {
+fn stop_step_after_return(jobs: Vec<u32>, step_id: u32) {
+    let stopping = jobs.clone();
     let spawned = std::thread::Builder::new()
         .name("tfcluster-stop".into())
         .spawn(move || {
-            let _ = std::panic::catch_unwind(|| stop_step(job_id, step_id));
+            let _ = std::panic::catch_unwind(|| stop_step(&stopping, step_id));
         });
     match spawned {
         Ok(stopper) => *STOPPER.lock().unwrap_or_else(|p| p.into_inner()) = Some(stopper),
-        Err(_) => stop_step(job_id, step_id),
+        Err(_) => stop_step(&jobs, step_id),
     }
 }
 
@@ -336,9 +399,14 @@ const FORWARD_TIME: std::time::Duration = std::time::Duration::from_millis(250);
 ///   its first task), in `task_init`, synchronously: that process ends without its program;
 /// - the decider's end or a failed trainer, in `task_exit`, from a thread
 ///   ([`stop_step_after_return`]): slurmstepd must send that task's own status first.
-fn stop_step(job_id: u32, step_id: u32) {
+///
+/// `jobs`: the step's job, or every component's of a heterogeneous job ([`Node::jobs`]).
+fn stop_step(jobs: &[u32], step_id: u32) {
     log::wait_until_forwarded(FORWARD_TIME);
-    if let Err(reason) = handle::kill_step(job_id, step_id, libc::SIGKILL) {
-        log::error(&ShellError::Kill { reason }.to_string());
+    for &job_id in jobs {
+        if let Err(reason) = handle::kill_step(job_id, step_id, libc::SIGKILL) {
+            let reason = format!("{reason}, step {job_id}.{step_id}");
+            log::error(&ShellError::Kill { reason }.to_string());
+        }
     }
 }

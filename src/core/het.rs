@@ -1,0 +1,298 @@
+//! Heterogeneous jobs and steps: one TF cluster over every component.
+//!
+//! Slurm launches each component of a heterogeneous step (`srun A : B`) or of a heterogeneous
+//! job's step (`srun --het-group=0,1`) as a step of its own: a node's SPANK items describe only
+//! its own component (task ids from 0), while the environment has only the union of the nodes.
+//! Where each rank runs is known only to slurmctld, which made every component's layout. So each
+//! node asks it for every component's layout (`slurm_job_step_layout_get`, once per component),
+//! and rebuilds the same global map: the ranks srun hands out (`SLURM_PROCID`) are the
+//! components' task ids, offset by the task counts of the components before them. Everything
+//! here is pure: the shell does the asking ([`Component::kind`] says whether it must).
+
+use super::error::{Error, Result};
+use super::gpus::{self, GpuAction};
+use super::hostlist;
+use super::layout::{Layout, TaskCounts};
+use super::plan::TaskEnv;
+use super::text;
+
+/// One component's layout, as slurmctld made it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ComponentLayout {
+    /// Its nodes, a Slurm host list (`n[9-10]`).
+    pub node_list: String,
+    /// The component's task ids on each node of `node_list`, in its order.
+    pub tids: Vec<Vec<u32>>,
+    /// Its task count.
+    pub tasks: u32,
+}
+
+/// One slurmstepd's own step (from its SPANK items) next to the whole step srun launched (from
+/// the step's environment). `SLURM_HET_SIZE` marks a heterogeneous job, whose components are jobs
+/// of their own; a component of a heterogeneous step inside a normal allocation shows only as
+/// counts that differ from the environment's.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Component<'a> {
+    /// `S_JOB_NNODES`
+    pub nodes: u32,
+    /// `S_JOB_TOTAL_TASK_COUNT`
+    pub tasks: u32,
+    /// `SLURM_STEP_NUM_NODES`
+    pub step_nodes: Option<&'a str>,
+    /// `SLURM_STEP_NUM_TASKS`
+    pub step_tasks: Option<&'a str>,
+    /// `SLURM_HET_SIZE`
+    pub het_size: Option<&'a str>,
+}
+
+/// How the shell learns where every rank of the step runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StepKind {
+    /// A whole step: from the environment, as always.
+    Whole,
+    /// A step of a heterogeneous job of `size` components (`SLURM_HET_SIZE`): each is a job of
+    /// its own, whose ids are in [`job_ids`]; the step may cover some of them (`--het-group`).
+    HetJob { size: u32, step_tasks: u32 },
+    /// A component of a heterogeneous step: the components are 0, 1, ... of this job's step,
+    /// until their tasks add up to the step's.
+    HetStep { step_tasks: u32 },
+}
+
+/// The most components asked for: Slurm numbers a step's components, and no allocation has more
+/// (a bound for a broken environment, not a policy).
+pub const MAX_COMPONENTS: u32 = 128;
+
+impl Component<'_> {
+    pub fn kind(&self) -> Result<StepKind> {
+        let count = |v: Option<&str>| v.and_then(text::decimal::<u32>);
+        let (step_nodes, step_tasks) = (count(self.step_nodes), count(self.step_tasks));
+        if let Some(size) = self.het_size {
+            let size = text::decimal::<u32>(size)
+                .filter(|s| (1..=MAX_COMPONENTS).contains(s))
+                .ok_or_else(|| Error::HetSize { value: size.into() })?;
+            let step_tasks = step_tasks.ok_or(Error::HetStepTasks)?;
+            return Ok(StepKind::HetJob { size, step_tasks });
+        }
+        if step_nodes.is_some_and(|n| n != self.nodes)
+            || step_tasks.is_some_and(|t| t != self.tasks)
+        {
+            let step_tasks = step_tasks.ok_or(Error::HetStepTasks)?;
+            return Ok(StepKind::HetStep { step_tasks });
+        }
+        Ok(StepKind::Whole)
+    }
+}
+
+/// The job id of each component of a heterogeneous job: `SLURM_JOB_ID_HET_GROUP_g`, or the
+/// older `SLURM_JOB_ID_PACK_GROUP_g` that srun alone sets when it makes the job itself.
+pub fn job_ids(size: u32, env: impl Fn(&str) -> Option<String>) -> Result<Vec<u32>> {
+    (0..size)
+        .map(|g| {
+            ["HET", "PACK"]
+                .iter()
+                .find_map(|kind| env(&format!("SLURM_JOB_ID_{kind}_GROUP_{g}")))
+                .and_then(|id| text::decimal::<u32>(&id))
+                .ok_or(Error::HetJobId { component: g })
+        })
+        .collect()
+}
+
+/// What slurmctld answered for one component: its layout, or why it has none (a component that
+/// is not part of this step, or a failed request).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer {
+    /// The component: its index in the heterogeneous step, or its group in the job.
+    pub component: u32,
+    /// The job the component's step belongs to.
+    pub job_id: u32,
+    pub layout: std::result::Result<ComponentLayout, String>,
+}
+
+/// This slurmstepd's own component, from its SPANK items: the component whose layout has
+/// these tasks at this node index. slurmstepd knows no node name before the tasks start, and a
+/// heterogeneous step's components all have the node's job id: two components of equal shape
+/// (say one node and two tasks each) are told apart by the machine's host name.
+#[derive(Debug, Clone, Copy)]
+pub struct Own<'a> {
+    /// `S_JOB_ID`
+    pub job_id: u32,
+    /// `S_JOB_NODEID`: this node's index in its component.
+    pub node: usize,
+    /// `S_JOB_NNODES`, `S_JOB_TOTAL_TASK_COUNT`: its component's.
+    pub nodes: u32,
+    pub tasks: u32,
+    /// The component's task ids on this node (`S_JOB_LOCAL_TO_GLOBAL_ID`).
+    pub gtids: &'a [u32],
+    /// The machine's host name (short), when it can be read.
+    pub hostname: Option<&'a str>,
+}
+
+impl Own<'_> {
+    /// Whether `layout` (of `job_id`, over `nodes`) can be this node's component; `by_name`
+    /// also requires the node at this index to have the machine's host name.
+    fn fits(&self, job_id: u32, nodes: &[String], layout: &ComponentLayout, by_name: bool) -> bool {
+        job_id == self.job_id
+            && nodes.len() == self.nodes as usize
+            && layout.tasks == self.tasks
+            && layout.tids.get(self.node).is_some_and(|t| t == self.gtids)
+            && (!by_name || nodes.get(self.node).map(String::as_str) == self.hostname)
+    }
+}
+
+/// Every rank of a heterogeneous step, rebuilt from its components' layouts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HetLayout {
+    /// The step's hosts: each component's nodes in its order, each host once.
+    pub hosts: Vec<String>,
+    /// Every rank's host index in `hosts`, in rank order.
+    rank_hosts: Vec<usize>,
+    /// This node's component: its index among the step's components, and its first rank.
+    pub own_component: usize,
+    pub own_offset: u32,
+    /// This node's index in `hosts`.
+    own_node: usize,
+    /// Every job whose step must end when the step ends (one for a heterogeneous step).
+    pub jobs: Vec<u32>,
+}
+
+impl HetLayout {
+    /// The step's components in order: those slurmctld had a layout for, each rank
+    /// `offset + task id`, until their tasks add up to `step_tasks`. A missing component whose
+    /// tasks the step lacks, a layout that does not add up, or a node whose own tasks differ
+    /// from the rebuilt map is an error: the step stops rather than run a wrong cluster.
+    pub fn new(answers: &[Answer], step_tasks: u32, own: Own) -> Result<HetLayout> {
+        let present: Vec<&Answer> = answers.iter().filter(|a| a.layout.is_ok()).collect();
+        let total: u64 = present
+            .iter()
+            .filter_map(|a| a.layout.as_ref().ok())
+            .map(|l| u64::from(l.tasks))
+            .sum();
+        if total != u64::from(step_tasks) {
+            let refused = answers
+                .iter()
+                .filter_map(|a| Some(format!("{}: {}", a.component, a.layout.as_ref().err()?)))
+                .collect::<Vec<_>>()
+                .join("; ");
+            return Err(Error::HetLayoutsShort {
+                found: total,
+                step_tasks,
+                refused: if refused.is_empty() {
+                    "none".into()
+                } else {
+                    refused
+                },
+            });
+        }
+        let mut hosts: Vec<String> = Vec::new();
+        let mut index = std::collections::HashMap::<String, usize>::new();
+        let mut rank_hosts = vec![usize::MAX; step_tasks as usize];
+        let mut offset = 0u32;
+        let mut jobs = Vec::new();
+        // Every component that fits this node: (index, first rank, its node's host index),
+        // and whether its node at this index has the machine's name.
+        let mut fitting: Vec<(usize, u32, usize, bool)> = Vec::new();
+        for (i, answer) in present.iter().enumerate() {
+            let layout = answer.layout.as_ref().expect("present");
+            let nodes = hostlist::expand(&layout.node_list)?;
+            let bad = |reason: String| Error::HetLayout {
+                component: answer.component,
+                reason,
+            };
+            if nodes.len() != layout.tids.len() {
+                return Err(bad(format!(
+                    "{} nodes ({}) but task ids for {}",
+                    nodes.len(),
+                    layout.node_list,
+                    layout.tids.len()
+                )));
+            }
+            let mut seen = vec![false; layout.tasks as usize];
+            for (node, tids) in nodes.iter().zip(&layout.tids) {
+                let at = *index.entry(node.clone()).or_insert_with(|| {
+                    hosts.push(node.clone());
+                    hosts.len() - 1
+                });
+                for &tid in tids {
+                    match seen.get_mut(tid as usize) {
+                        Some(s) if !*s => *s = true,
+                        _ => {
+                            return Err(bad(format!(
+                                "task id {tid} is out of its {} tasks or listed twice",
+                                layout.tasks
+                            )))
+                        }
+                    }
+                    rank_hosts[(offset + tid) as usize] = at;
+                }
+            }
+            if seen.iter().any(|s| !*s) {
+                return Err(bad("some task ids are on no node".into()));
+            }
+            if own.fits(answer.job_id, &nodes, layout, false) {
+                let named = own.fits(answer.job_id, &nodes, layout, true);
+                fitting.push((i, offset, index[&nodes[own.node]], named));
+            }
+            if !jobs.contains(&answer.job_id) {
+                jobs.push(answer.job_id);
+            }
+            offset += layout.tasks;
+        }
+        let named: Vec<_> = fitting.iter().filter(|f| f.3).copied().collect();
+        let (own_component, own_offset, own_node, _) = match (fitting.as_slice(), named.as_slice())
+        {
+            ([only], _) | (_, [only]) => *only,
+            _ => {
+                return Err(Error::HetOwnComponent {
+                    host: own.hostname.unwrap_or("?").into(),
+                    fitting: fitting.len(),
+                })
+            }
+        };
+        Ok(HetLayout {
+            hosts,
+            rank_hosts,
+            own_component,
+            own_offset,
+            own_node,
+            jobs,
+        })
+    }
+
+    /// The step's layout over `hosts`: each host's ranks in rank order.
+    pub fn layout(&self) -> Result<Layout> {
+        let mut counts = vec![0u32; self.hosts.len()];
+        for &h in &self.rank_hosts {
+            counts[h] += 1;
+        }
+        let task_hosts: Vec<String> = self
+            .rank_hosts
+            .iter()
+            .map(|&h| self.hosts[h].clone())
+            .collect();
+        Layout::from_task_hosts(&self.hosts, &TaskCounts::from_counts(counts), &task_hosts)
+    }
+
+    /// This node's index in [`Self::hosts`].
+    pub fn own_node(&self) -> usize {
+        self.own_node
+    }
+
+    /// The slot in `layout` (this step's, from [`Self::layout`]) of each of this node's tasks,
+    /// given their component task ids: components that share the node share its slots.
+    pub fn slots(&self, layout: &Layout, gtids: &[u32]) -> Vec<usize> {
+        gtids
+            .iter()
+            .map(|&t| layout.ranks[(self.own_offset + t) as usize].slot as usize)
+            .collect()
+    }
+}
+
+/// A heterogeneous component's task on a node where Slurm gave its step no GPU (no
+/// [`gpus::SLURM_STEP_GPUS`]): Slurm neither sets nor clears `CUDA_VISIBLE_DEVICES` on a node
+/// without GPU GRES, so a value srun's environment had (from a GPU login or batch node) would
+/// reach it. It gets the variable empty: no GPU, whatever it inherited.
+pub fn hide_gpus(env: &mut TaskEnv) {
+    env.set.retain(|(name, _)| *name != gpus::VAR);
+    env.set.push((gpus::VAR, std::borrow::Cow::Borrowed("\0")));
+    env.gpus = GpuAction::Set(String::new());
+}

@@ -1,0 +1,420 @@
+//! Heterogeneous jobs and steps (docs/user-guide.md, parameter servers on CPU nodes): one TF
+//! cluster over every component, each node rebuilding it from the layouts slurmctld made
+//! (src/core/het.rs). First the rules, as tables; then, on the test cluster's CPU-only nodes
+//! `cpu1 cpu2` (partition `cpu`, no GRES) and its GPU nodes (partition `gpu`), the jobs and
+//! steps as users write them, every task checked against where Slurm really ran it.
+
+#![allow(clippy::type_complexity)] // tables of cases
+
+mod common;
+use common::cluster::{dir, node_error, parse, sh, stop_line, summary, tool, PlugStack};
+use common::release;
+use common::{plan, step};
+use std::process::Output;
+use tfcluster::core::het::{self, Answer, ComponentLayout, HetLayout, Own, StepKind};
+use tfcluster::core::{Component, Error};
+
+// ---- the rules ------------------------------------------------------------------------------
+
+/// A component's layout: its node list and each node's task ids.
+fn layout(node_list: &str, tids: &[&[u32]]) -> ComponentLayout {
+    ComponentLayout {
+        node_list: node_list.into(),
+        tids: tids.iter().map(|t| t.to_vec()).collect(),
+        tasks: tids.iter().map(|t| t.len() as u32).sum(),
+    }
+}
+
+fn answer(component: u32, job_id: u32, layout: ComponentLayout) -> Answer {
+    Answer {
+        component,
+        job_id,
+        layout: Ok(layout),
+    }
+}
+
+fn refused(component: u32, job_id: u32) -> Answer {
+    Answer {
+        component,
+        job_id,
+        layout: Err("Invalid job id specified".into()),
+    }
+}
+
+/// What a slurmstepd's SPANK items and environment say, and how it must get the step's ranks.
+#[rustfmt::skip]
+#[test]
+fn the_step_kind_comes_from_slurms_counts() {
+    struct Row { what: &'static str, c: Component<'static>, kind: Result<StepKind, Error> }
+    let rows = [
+        Row { what: "a whole step",
+              c: Component { nodes: 2, tasks: 4, step_nodes: Some("2"), step_tasks: Some("4"), het_size: None },
+              kind: Ok(StepKind::Whole) },
+        Row { what: "a whole step, counts not in the environment",
+              c: Component { nodes: 1, tasks: 1, step_nodes: None, step_tasks: None, het_size: None },
+              kind: Ok(StepKind::Whole) },
+        Row { what: "a component of a heterogeneous step: fewer tasks than the step",
+              c: Component { nodes: 1, tasks: 2, step_nodes: Some("2"), step_tasks: Some("4"), het_size: None },
+              kind: Ok(StepKind::HetStep { step_tasks: 4 }) },
+        Row { what: "a component of a heterogeneous step: same tasks, fewer nodes",
+              c: Component { nodes: 1, tasks: 4, step_nodes: Some("2"), step_tasks: Some("4"), het_size: None },
+              kind: Ok(StepKind::HetStep { step_tasks: 4 }) },
+        Row { what: "a step of a heterogeneous job",
+              c: Component { nodes: 1, tasks: 2, step_nodes: Some("2"), step_tasks: Some("4"), het_size: Some("2") },
+              kind: Ok(StepKind::HetJob { size: 2, step_tasks: 4 }) },
+        Row { what: "a step of one component of a heterogeneous job",
+              c: Component { nodes: 1, tasks: 2, step_nodes: Some("1"), step_tasks: Some("2"), het_size: Some("3") },
+              kind: Ok(StepKind::HetJob { size: 3, step_tasks: 2 }) },
+        Row { what: "SLURM_HET_SIZE not a count",
+              c: Component { nodes: 1, tasks: 2, step_nodes: Some("1"), step_tasks: Some("2"), het_size: Some("two") },
+              kind: Err(Error::HetSize { value: "two".into() }) },
+        Row { what: "SLURM_HET_SIZE 0",
+              c: Component { nodes: 1, tasks: 2, step_nodes: Some("1"), step_tasks: Some("2"), het_size: Some("0") },
+              kind: Err(Error::HetSize { value: "0".into() }) },
+        Row { what: "a heterogeneous step without its task count",
+              c: Component { nodes: 1, tasks: 2, step_nodes: Some("2"), step_tasks: None, het_size: None },
+              kind: Err(Error::HetStepTasks) },
+    ];
+    for row in rows {
+        assert_eq!(row.c.kind(), row.kind, "{}", row.what);
+    }
+}
+
+#[rustfmt::skip]
+#[test]
+fn a_heterogeneous_jobs_component_ids_come_from_the_allocation() {
+    // (what, the environment, the component count, the job ids or the error)
+    let rows: [(&str, &[(&str, &str)], u32, Result<Vec<u32>, Error>); 4] = [
+        ("salloc and sbatch set HET_GROUP", &[("SLURM_JOB_ID_HET_GROUP_0", "7"), ("SLURM_JOB_ID_HET_GROUP_1", "8")], 2, Ok(vec![7, 8])),
+        ("srun's own het job sets only PACK_GROUP", &[("SLURM_JOB_ID_PACK_GROUP_0", "7"), ("SLURM_JOB_ID_PACK_GROUP_1", "8")], 2, Ok(vec![7, 8])),
+        ("HET_GROUP wins", &[("SLURM_JOB_ID_HET_GROUP_0", "7"), ("SLURM_JOB_ID_PACK_GROUP_0", "9")], 1, Ok(vec![7])),
+        ("a component missing", &[("SLURM_JOB_ID_HET_GROUP_0", "7")], 2, Err(Error::HetJobId { component: 1 })),
+    ];
+    for (what, vars, size, want) in rows {
+        let env = |name: &str| vars.iter().find(|(n, _)| *n == name).map(|(_, v)| v.to_string());
+        assert_eq!(het::job_ids(size, env), want, "{what}");
+    }
+}
+
+/// One row of [`the_components_make_one_step`]: slurmctld's answers, the node that asks, and
+/// the step it rebuilds (each rank's host, the node's first rank and its slots) or the error.
+struct Rebuild {
+    what: &'static str,
+    answers: Vec<Answer>,
+    step_tasks: u32,
+    own: Own<'static>,
+    want: Result<Rebuilt, Error>,
+}
+
+#[derive(Debug, PartialEq)]
+struct Rebuilt {
+    rank_hosts: Vec<&'static str>,
+    own_offset: u32,
+    own_host: &'static str,
+    slots: Vec<usize>,
+    jobs: Vec<u32>,
+}
+
+/// This node: job 7 unless said otherwise, one node and `gtids` there, its host name.
+fn own(
+    node: usize,
+    nodes: u32,
+    tasks: u32,
+    gtids: &'static [u32],
+    hostname: &'static str,
+) -> Own<'static> {
+    Own {
+        job_id: 7,
+        node,
+        nodes,
+        tasks,
+        gtids,
+        hostname: Some(hostname),
+    }
+}
+
+#[rustfmt::skip]
+#[test]
+fn the_components_make_one_step() {
+    let rows = vec![
+        Rebuild { what: "ps on a CPU node, workers on two GPU nodes: the GPU node",
+            answers: vec![answer(0, 7, layout("cpu1", &[&[0, 1, 2]])),
+                          answer(1, 7, layout("n[011-012]", &[&[0, 1, 2], &[3]]))],
+            step_tasks: 7, own: own(1, 2, 4, &[3], "n012"),
+            want: Ok(Rebuilt { rank_hosts: vec!["cpu1", "cpu1", "cpu1", "n011", "n011", "n011", "n012"],
+                               own_offset: 3, own_host: "n012", slots: vec![0], jobs: vec![7] }) },
+        Rebuild { what: "the same step: the CPU node",
+            answers: vec![answer(0, 7, layout("cpu1", &[&[0, 1, 2]])),
+                          answer(1, 7, layout("n[011-012]", &[&[0, 1, 2], &[3]]))],
+            step_tasks: 7, own: own(0, 1, 3, &[0, 1, 2], "cpu1"),
+            want: Ok(Rebuilt { rank_hosts: vec!["cpu1", "cpu1", "cpu1", "n011", "n011", "n011", "n012"],
+                               own_offset: 0, own_host: "cpu1", slots: vec![0, 1, 2], jobs: vec![7] }) },
+        Rebuild { what: "a cyclic component: task ids are not in node order",
+            answers: vec![answer(0, 7, layout("cpu1", &[&[0]])),
+                          answer(1, 7, layout("n9,n10", &[&[0, 2], &[1, 3]]))],
+            step_tasks: 5, own: own(1, 2, 4, &[1, 3], "n10"),
+            want: Ok(Rebuilt { rank_hosts: vec!["cpu1", "n9", "n10", "n9", "n10"],
+                               own_offset: 1, own_host: "n10", slots: vec![0, 1], jobs: vec![7] }) },
+        Rebuild { what: "a heterogeneous job: components are jobs of their own, told apart by job id",
+            answers: vec![answer(0, 7, layout("cpu1", &[&[0, 1]])),
+                          answer(1, 8, layout("n9", &[&[0, 1]]))],
+            step_tasks: 4, own: Own { job_id: 8, ..own(0, 1, 2, &[0, 1], "whatever") },
+            want: Ok(Rebuilt { rank_hosts: vec!["cpu1", "cpu1", "n9", "n9"],
+                               own_offset: 2, own_host: "n9", slots: vec![0, 1], jobs: vec![7, 8] }) },
+        Rebuild { what: "--het-group=0,2: the component not in the step is refused and skipped",
+            answers: vec![answer(0, 7, layout("cpu1", &[&[0, 1]])), refused(1, 8),
+                          answer(2, 9, layout("n9", &[&[0, 1]]))],
+            step_tasks: 4, own: Own { job_id: 9, ..own(0, 1, 2, &[0, 1], "n9") },
+            want: Ok(Rebuilt { rank_hosts: vec!["cpu1", "cpu1", "n9", "n9"],
+                               own_offset: 2, own_host: "n9", slots: vec![0, 1], jobs: vec![7, 9] }) },
+        Rebuild { what: "two components share a node: ports and slots count every rank on it",
+            answers: vec![answer(0, 7, layout("n9", &[&[0]])),
+                          answer(1, 8, layout("n9,n10", &[&[0, 1], &[2]]))],
+            step_tasks: 4, own: Own { job_id: 8, ..own(0, 2, 3, &[0, 1], "n9") },
+            want: Ok(Rebuilt { rank_hosts: vec!["n9", "n9", "n9", "n10"],
+                               own_offset: 1, own_host: "n9", slots: vec![1, 2], jobs: vec![7, 8] }) },
+        Rebuild { what: "components of equal shape: the host name decides",
+            answers: vec![answer(0, 7, layout("cpu1", &[&[0, 1]])),
+                          answer(1, 7, layout("cpu2", &[&[0, 1]]))],
+            step_tasks: 4, own: own(0, 1, 2, &[0, 1], "cpu2"),
+            want: Ok(Rebuilt { rank_hosts: vec!["cpu1", "cpu1", "cpu2", "cpu2"],
+                               own_offset: 2, own_host: "cpu2", slots: vec![0, 1], jobs: vec![7] }) },
+        Rebuild { what: "components of equal shape and a host name that is not the node's",
+            answers: vec![answer(0, 7, layout("cpu1", &[&[0, 1]])),
+                          answer(1, 7, layout("cpu2", &[&[0, 1]]))],
+            step_tasks: 4, own: own(0, 1, 2, &[0, 1], "login3"),
+            want: Err(Error::HetOwnComponent { host: "login3".into(), fitting: 2 }) },
+        Rebuild { what: "no component has this node's tasks",
+            answers: vec![answer(0, 7, layout("cpu1", &[&[0, 1]]))],
+            step_tasks: 2, own: own(0, 1, 1, &[0], "cpu1"),
+            want: Err(Error::HetOwnComponent { host: "cpu1".into(), fitting: 0 }) },
+        Rebuild { what: "a component slurmctld refused holds tasks of the step",
+            answers: vec![answer(0, 7, layout("cpu1", &[&[0, 1]])), refused(1, 7)],
+            step_tasks: 4, own: own(0, 1, 2, &[0, 1], "cpu1"),
+            want: Err(Error::HetLayoutsShort { found: 2, step_tasks: 4, refused: "1: Invalid job id specified".into() }) },
+        Rebuild { what: "more tasks than the step (a job id that names another component)",
+            answers: vec![answer(0, 7, layout("cpu1", &[&[0, 1]])), answer(1, 7, layout("cpu1", &[&[0, 1]]))],
+            step_tasks: 3, own: own(0, 1, 2, &[0, 1], "cpu1"),
+            want: Err(Error::HetLayoutsShort { found: 4, step_tasks: 3, refused: "none".into() }) },
+        Rebuild { what: "a layout whose task ids repeat",
+            answers: vec![answer(0, 7, ComponentLayout { node_list: "n9,n10".into(), tids: vec![vec![0], vec![0]], tasks: 2 })],
+            step_tasks: 2, own: own(0, 2, 2, &[0], "n9"),
+            want: Err(Error::HetLayout { component: 0, reason: "task id 0 is out of its 2 tasks or listed twice".into() }) },
+        Rebuild { what: "a layout with fewer nodes than task lists",
+            answers: vec![answer(0, 7, ComponentLayout { node_list: "n9".into(), tids: vec![vec![0], vec![1]], tasks: 2 })],
+            step_tasks: 2, own: own(0, 1, 2, &[0], "n9"),
+            want: Err(Error::HetLayout { component: 0, reason: "1 nodes (n9) but task ids for 2".into() }) },
+    ];
+    for row in rows {
+        let got = HetLayout::new(&row.answers, row.step_tasks, row.own).and_then(|het| {
+            let layout = het.layout()?;
+            Ok(Rebuilt {
+                rank_hosts: layout.ranks.iter().map(|p| leak(&het.hosts[p.node as usize])).collect(),
+                own_offset: het.own_offset,
+                own_host: leak(&het.hosts[het.own_node()]),
+                slots: het.slots(&layout, row.own.gtids),
+                jobs: het.jobs.clone(),
+            })
+        });
+        assert_eq!(got, row.want, "{}", row.what);
+    }
+}
+
+fn leak(s: &str) -> &'static str {
+    Box::leak(s.to_string().into_boxed_str())
+}
+
+// ---- on the test cluster ----------------------------------------------------------------------
+
+fn report() -> String {
+    tool("report.sh")
+}
+
+/// (what, command with `{r}` for the task program, what each rank got: `role:index@node gpus`,
+/// `none` for an empty CUDA_VISIBLE_DEVICES). Every command runs with CUDA_VISIBLE_DEVICES=7
+/// in srun's environment, as on a GPU login node: the CPU components' tasks must not keep it.
+#[rustfmt::skip]
+const STEPS: &[(&str, &str, &[&str])] = &[
+    ("salloc's het job: chief and ps on a CPU node, workers on two GPU nodes",
+     "salloc -p cpu -w cpu1 -n3 : -p gpu -w n011,n012 -N2 --ntasks-per-node=2 --gres=gpu:4 \
+      srun --het-group=0,1 --tf-cluster=chief:1,ps:2,worker:* {r}",
+     &["chief:0@cpu1 none", "ps:0@cpu1 none", "ps:1@cpu1 none",
+       "worker:0@n011 0,1", "worker:1@n011 2,3", "worker:2@n012 0,1", "worker:3@n012 2,3"]),
+    ("srun's own het job (srun A : B outside an allocation)",
+     "srun -p cpu -w cpu2 -n2 --tf-cluster=chief:1,ps:1,worker:* {r} : -p gpu -w n9 -n2 --gres=gpu:2 {r}",
+     &["chief:0@cpu2 none", "ps:0@cpu2 none", "worker:0@n9 0", "worker:1@n9 1"]),
+    ("a het step inside one allocation of CPU and GPU nodes",
+     "salloc -p mixed -w cpu1,n9,n10 -N3 --exclusive \
+      srun -N1 -n3 -w cpu1 --tf-cluster=chief:1,ps:2,worker:* {r} : -N2 -n4 -w n9,n10 --gres=gpu:2 {r}",
+     &["chief:0@cpu1 none", "ps:0@cpu1 none", "ps:1@cpu1 none",
+       "worker:0@n9 0", "worker:1@n9 1", "worker:2@n10 0", "worker:3@n10 1"]),
+    ("--het-group=0,2 of three components",
+     "salloc -p cpu -w cpu1 -n2 : -p cpu -w cpu2 -n1 : -p gpu -w n9 -n2 --gres=gpu:2 \
+      srun --het-group=0,2 --tf-cluster=chief:1,ps:1,worker:* {r}",
+     &["chief:0@cpu1 none", "ps:0@cpu1 none", "worker:0@n9 0", "worker:1@n9 1"]),
+    ("a plain srun in a het allocation (component 0 alone)",
+     "salloc -p cpu -w cpu1 -n2 : -p gpu -w n9 -n1 srun --tf-cluster=ps:1,worker:* {r}",
+     &["ps:0@cpu1 none", "worker:0@cpu1 none"]),
+    ("components of equal shape (one node, two tasks each): told apart by host name",
+     "salloc -p cpu -w cpu1,cpu2 -N2 --exclusive srun -N1 -n2 -w cpu1 --tf-cluster=ps:1,worker:* {r} : -N1 -n2 -w cpu2 {r}",
+     &["ps:0@cpu1 none", "worker:0@cpu1 none", "worker:1@cpu2 none", "worker:2@cpu2 none"]),
+    ("a cyclic GPU component",
+     "salloc -p cpu -w cpu1 -n1 : -p gpu -w n9,n10 -N2 --ntasks-per-node=2 --gres=gpu:2 \
+      srun --het-group=0,1 -m cyclic --tf-cluster=chief:1,worker:* {r}",
+     &["chief:0@cpu1 none", "worker:0@n9 0", "worker:1@n10 0", "worker:2@n9 1", "worker:3@n10 1"]),
+];
+
+fn with_inherited_gpus(command: &str) -> String {
+    format!(
+        "CUDA_VISIBLE_DEVICES=7 {}",
+        command.replace("{r}", &report())
+    )
+}
+
+#[test]
+#[ignore = "needs the test cluster: run tests/run.sh"]
+fn every_component_gets_one_cluster_and_its_own_gpus() {
+    for (what, command, want) in STEPS {
+        let run = parse(sh(&with_inherited_gpus(command)));
+        assert_eq!(
+            summary(&run, what),
+            *want,
+            "{what}: {command}\n{}",
+            run.stderr
+        );
+        assert!(
+            !run.stderr.contains("tfcluster"),
+            "{what}: nothing to say\n{}",
+            run.stderr
+        );
+    }
+}
+
+/// `#SBATCH hetjob` separates the components of a batch script; the step takes both.
+#[test]
+#[ignore = "needs the test cluster: run tests/run.sh"]
+fn a_batch_script_with_hetjob_components() {
+    let script = dir().join("hetjob.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/bash\n#SBATCH -p cpu -w cpu1 -n2\n#SBATCH hetjob\n\
+             #SBATCH -p gpu -w n011 -n2 --gres=gpu:4\n\
+             srun --het-group=0,1 --tf-cluster=chief:1,ps:1,worker:* {}\n",
+            report()
+        ),
+    )
+    .unwrap();
+    let out = dir().join("hetjob.out");
+    let run = sh(&format!(
+        "sbatch --wait -o {} {}",
+        out.display(),
+        script.display()
+    ));
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let run = parse(Output {
+        stdout: std::fs::read(&out).unwrap(),
+        ..run
+    });
+    assert_eq!(
+        summary(&run, "#SBATCH hetjob"),
+        [
+            "chief:0@cpu1 none",
+            "ps:0@cpu1 none",
+            "worker:0@n011 0,1",
+            "worker:1@n011 2,3"
+        ]
+    );
+}
+
+/// A component's layout that cannot be known stops every component, with what happened: here a
+/// component job id that names no job.
+#[test]
+#[ignore = "needs the test cluster: run tests/run.sh"]
+fn a_component_slurmctld_cannot_lay_out_stops_the_whole_step() {
+    let started = std::time::Instant::now();
+    let run = parse(sh(&format!(
+        "salloc -p cpu -w cpu1 -n2 : -p gpu -w n9 -n2 bash -c \
+         'SLURM_JOB_ID_HET_GROUP_1=999999 srun --het-group=0,1 --tf-cluster bash -c \"sleep 30; exec {}\"'",
+        report()
+    )));
+    let elapsed = started.elapsed().as_secs_f64();
+    let short = Error::HetLayoutsShort {
+        found: 2,
+        step_tasks: 4,
+        refused: "1: Invalid job id specified".into(),
+    };
+    for node in ["cpu1", "n9"] {
+        run.assert_refused("job id 999999", &node_error(node, &short));
+    }
+    assert!(run.tasks.is_empty(), "{}", run.stdout);
+    eprintln!("the step ended after {elapsed:.2} s");
+    assert!(elapsed < 25.0, "the step ran {elapsed:.1} s");
+}
+
+/// (what, command with `{p}` for the program: tests/cluster/decider.sh, with the role whose
+/// index 0 ends first, its exit code and how long the others sleep; the plan the nodes make,
+/// as a block step over the same hosts: its node list and task counts)
+#[rustfmt::skip]
+const ENDINGS: &[(&str, &str, &str, i32, (&str, &str))] = &[
+    ("het job: the chief's exit ends every component",
+     "salloc -p cpu -w cpu1 -n2 : -p gpu -w n9,n10 -N2 -n2 srun --het-group=0,1 --tf-cluster=chief:1,ps:1,worker:* {p}",
+     "chief", 0, ("cpu1,n9,n10", "2,1,1")),
+    ("het job: a failed worker ends every component",
+     "salloc -p cpu -w cpu1 -n2 : -p gpu -w n9,n10 -N2 -n2 srun --het-group=0,1 --tf-cluster=chief:1,ps:1,worker:* {p}",
+     "worker", 3, ("cpu1,n9,n10", "2,1,1")),
+    ("het step: the chief's exit ends every component",
+     "salloc -p mixed -w cpu1,n9 -N2 --exclusive srun -N1 -n2 -w cpu1 --tf-cluster=chief:1,ps:1,worker:* {p} : -N1 -n2 -w n9 {p}",
+     "chief", 0, ("cpu1,n9", "2,2")),
+    ("het step: a failed worker ends every component",
+     "salloc -p mixed -w cpu1,n9 -N2 --exclusive srun -N1 -n2 -w cpu1 --tf-cluster=chief:1,ps:1,worker:* {p} : -N1 -n2 -w n9 {p}",
+     "worker", 3, ("cpu1,n9", "2,2")),
+];
+
+#[test]
+#[ignore = "needs the test cluster: run tests/run.sh"]
+fn the_chief_or_a_failure_ends_every_component() {
+    let release = release::current();
+    let _defaults = PlugStack::defaults();
+    for (what, command, role, code, (nodes, counts)) in ENDINGS {
+        let program = format!("{} {role} {code} 299", tool("decider.sh"));
+        let started = std::time::Instant::now();
+        let out = sh(&command.replace("{p}", &program));
+        let elapsed = started.elapsed().as_secs_f64();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let plan = plan("chief:1,ps:1,worker:*", &[], &step(nodes, counts, None));
+        let rank = (0..plan.tasks())
+            .find(|&r| {
+                plan.roles
+                    .of_rank(r)
+                    .is_some_and(|(r, i)| r.to_string() == *role && i == 0)
+            })
+            .unwrap();
+        let line = stop_line(&plan, rank, code << 8, false).expect("the core stops the step");
+        assert!(
+            release.printed(&stderr, &line),
+            "{what}: {line:?} in\n{stderr}"
+        );
+        let statuses = match code {
+            0 => vec![release.stopped_step_status(0)],
+            _ => release.failed_step_statuses(*code),
+        };
+        assert!(
+            statuses.contains(&out.status.code().unwrap_or(-1)),
+            "{what}: srun exited {:?}\n{stderr}",
+            out.status.code()
+        );
+        eprintln!("{what}: the job ended {elapsed:.2} s after its start");
+        assert!(elapsed < 60.0, "{what}: the step ran {elapsed:.1} s");
+        assert!(
+            !stderr.contains("could not stop"),
+            "{what}: every stop reached its component\n{stderr}"
+        );
+        let left = sh("pgrep -f '^sleep 299$' || true");
+        assert!(left.stdout.is_empty(), "{what}: tasks left behind");
+    }
+}
