@@ -34,6 +34,10 @@ fn main() {
     println!("cargo::rustc-check-cfg=cfg(tfc_kill_step, values(\"job_step\", \"job_step_flags\", \"step_id\"))");
     println!("cargo:rustc-cfg=tfc_kill_step=\"{}\"", api.kill_step);
     println!("cargo::rustc-check-cfg=cfg(tfc_step_id_sluid)");
+    println!("cargo::rustc-check-cfg=cfg(tfc_het_leader_signal)");
+    if api.het_leader_signal {
+        println!("cargo:rustc-cfg=tfc_het_leader_signal");
+    }
     if api.step_id_has_sluid {
         println!("cargo:rustc-cfg=tfc_step_id_sluid");
     }
@@ -132,6 +136,12 @@ struct ReleaseApi {
     /// `alias_addrs`; 25.05 removed `front_end`.
     step_layout_compact: bool,
     step_layout_front_end: bool,
+    /// 25.11 (25.11.7 tested): slurmctld turns a SIGKILL to a step of a heterogeneous job's
+    /// first component into the cancellation of every component's whole job
+    /// (`kill_job_step` rewrites the step id with `STEP_ID_FROM_JOB_RECORD`, whose step is
+    /// NO_VAL; 25.05 and 26.05 stop the step). There the plugin signals that component's tasks
+    /// instead (`slurm_signal_job_step`, a `slurm_step_id_t *` in 25.11).
+    het_leader_signal: bool,
 }
 
 impl ReleaseApi {
@@ -148,6 +158,7 @@ impl ReleaseApi {
             step_id_has_sluid: (major, minor) >= (24, 11),
             step_layout_compact: (major, minor) >= (23, 11),
             step_layout_front_end: (major, minor) < (25, 5),
+            het_leader_signal: (major, minor) == (25, 11),
         }
     }
 
@@ -158,6 +169,7 @@ impl ReleaseApi {
             (self.step_id_has_sluid, "TFC_STEP_ID_SLUID"),
             (self.step_layout_compact, "TFC_STEP_LAYOUT_COMPACT"),
             (self.step_layout_front_end, "TFC_STEP_LAYOUT_FRONT_END"),
+            (self.het_leader_signal, "TFC_HET_LEADER_SIGNAL"),
         ];
         defines.extend(
             flags

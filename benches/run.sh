@@ -53,7 +53,7 @@ echo "| \`python -c 'import tensorflow'\` | $(median_ms "$python" -c 'import ten
 echo
 
 trap '"$root/tests/cluster/cluster.sh" down' EXIT
-tests/cluster/cluster.sh up "$plugin" 2>/dev/null
+TFC_CPU_NODES= tests/cluster/cluster.sh up "$plugin" 2>/dev/null
 bash benches/e2e.sh "$plugin" "${BENCH_RUNS:-15}" > "$tmp/e2e.jsonl"
 "$python" - "$tmp/e2e.jsonl" <<'PY'
 import json, sys

@@ -22,7 +22,7 @@ if [ "$seconds" = smoke ]; then
     corpora=$(mktemp -d)
     trap 'rm -rf "$corpora"' EXIT
 fi
-all=(spec hostlist counts distribution resv_ports settings hostfile topology plan)
+all=(spec hostlist counts distribution resv_ports settings hostfile topology plan het)
 targets=("${@:-${all[@]}}")
 [ $# -gt 0 ] || targets=("${all[@]}")
 

@@ -42,6 +42,11 @@ seeds = {
                  "TopologyPlugin=topology/block\n\0BlockName=b1 Nodes=n[1-2]\nBlockName=b2 Nodes=n[3-4]\n\0n[1-4]",
                  "Include /etc/slurm/x.conf\nSelectTypeParameters=CR_Core,CR_NO_DIST_TOPO_BLOCK\n\0\0n1"],
 }
+# Heterogeneous steps: the components' layouts slurmctld gave on the test cluster.
+seeds["het"] = ["7 7 1 2 4 n012\n3\n7|cpu1|0,1,2\n7|n[011-012]|0,1,2;3",
+                "4 8 0 1 2 n9\n0,1\n7|cpu1|0,1\n8|!\n9|n9|0,1",
+                "4 7 0 1 2 cpu2\n0,1\n7|cpu1|0,1\n7|cpu2|0,1",
+                "5 7 1 2 4 n10\n1,3\n7|cpu1|0\n7|n9,n10|0,2;1,3"]
 # Whole plans: each layout the tests observed on Slurm, with the specs above.
 observed = rows("layout.rs", "OBSERVED")
 specs = ["", "chief:1,ps:2,worker:*", "chief:1,evaluator:1,worker:*,dtensor=yes", "ps:1,worker:*,even_gpus=yes"]

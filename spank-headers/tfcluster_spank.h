@@ -182,6 +182,10 @@ typedef struct tfc_step_layout {
     uint32_t **tids;
 } tfc_step_layout_t;
 tfc_step_layout_t *slurm_job_step_layout_get(tfc_step_id_t *step_id);
+#if defined(TFC_HET_LEADER_SIGNAL)
+/* 25.11: a signal to every task of a step, sent to its nodes (see build.rs). */
+int slurm_signal_job_step(tfc_step_id_t *step_id, uint32_t signal);
+#endif
 void slurm_job_step_layout_free(tfc_step_layout_t *layout);
 
 #endif

@@ -142,6 +142,12 @@ fn c_checks() -> String {
         ),
         ("slurm_job_step_layout_free", "void (slurm_step_layout_t *)"),
     ];
+    #[cfg(tfc_het_leader_signal)]
+    let prototypes = [
+        prototypes.as_slice(),
+        &[("slurm_signal_job_step", "int (slurm_step_id_t *, uint32_t)")],
+    ]
+    .concat();
     for (function, p) in prototypes {
         writeln!(
             c,

@@ -9,7 +9,7 @@ cd "$root"
 cargo build --release --quiet
 plugin=$PWD/target/release/libtfcluster.so
 
-export TFC_NODES="node1 node2 node3 node4"
+export TFC_NODES="node1 node2 node3 node4" TFC_CPU_NODES=""
 trap '"$root/tests/cluster/cluster.sh" down' EXIT
 tests/cluster/cluster.sh up "$plugin"
 

@@ -226,8 +226,11 @@ fn leak(s: &str) -> &'static str {
 
 // ---- on the test cluster ----------------------------------------------------------------------
 
+/// The task program: tests/cluster/report.sh, 2 s after the start. A component whose tasks have
+/// all ended has no layout left at slurmctld, so a component that ended before another's nodes
+/// started would stop the step (as a TensorFlow task does not: each waits for the others).
 fn report() -> String {
-    tool("report.sh")
+    format!("bash -c 'sleep 2; exec {}'", tool("report.sh"))
 }
 
 /// (what, command with `{r}` for the task program, what each rank got: `role:index@node gpus`,
@@ -340,7 +343,7 @@ fn a_component_slurmctld_cannot_lay_out_stops_the_whole_step() {
     let run = parse(sh(&format!(
         "salloc -p cpu -w cpu1 -n2 : -p gpu -w n9 -n2 bash -c \
          'SLURM_JOB_ID_HET_GROUP_1=999999 srun --het-group=0,1 --tf-cluster bash -c \"sleep 30; exec {}\"'",
-        report()
+        tool("report.sh")
     )));
     let elapsed = started.elapsed().as_secs_f64();
     let short = Error::HetLayoutsShort {
@@ -356,23 +359,30 @@ fn a_component_slurmctld_cannot_lay_out_stops_the_whole_step() {
     assert!(elapsed < 25.0, "the step ran {elapsed:.1} s");
 }
 
+/// Whether a row's step is a heterogeneous job's (components are jobs) or a heterogeneous step.
+#[derive(Clone, Copy, PartialEq)]
+enum Het {
+    Job,
+    Step,
+}
+
 /// (what, command with `{p}` for the program: tests/cluster/decider.sh, with the role whose
-/// index 0 ends first, its exit code and how long the others sleep; the plan the nodes make,
-/// as a block step over the same hosts: its node list and task counts)
+/// index 0 ends first, its exit code and how long the others sleep; a job's or a step's; the
+/// plan the nodes make, as a block step over the same hosts: its node list and task counts)
 #[rustfmt::skip]
-const ENDINGS: &[(&str, &str, &str, i32, (&str, &str))] = &[
+const ENDINGS: &[(&str, &str, &str, i32, Het, (&str, &str))] = &[
     ("het job: the chief's exit ends every component",
      "salloc -p cpu -w cpu1 -n2 : -p gpu -w n9,n10 -N2 -n2 srun --het-group=0,1 --tf-cluster=chief:1,ps:1,worker:* {p}",
-     "chief", 0, ("cpu1,n9,n10", "2,1,1")),
+     "chief", 0, Het::Job, ("cpu1,n9,n10", "2,1,1")),
     ("het job: a failed worker ends every component",
      "salloc -p cpu -w cpu1 -n2 : -p gpu -w n9,n10 -N2 -n2 srun --het-group=0,1 --tf-cluster=chief:1,ps:1,worker:* {p}",
-     "worker", 3, ("cpu1,n9,n10", "2,1,1")),
+     "worker", 3, Het::Job, ("cpu1,n9,n10", "2,1,1")),
     ("het step: the chief's exit ends every component",
      "salloc -p mixed -w cpu1,n9 -N2 --exclusive srun -N1 -n2 -w cpu1 --tf-cluster=chief:1,ps:1,worker:* {p} : -N1 -n2 -w n9 {p}",
-     "chief", 0, ("cpu1,n9", "2,2")),
+     "chief", 0, Het::Step, ("cpu1,n9", "2,2")),
     ("het step: a failed worker ends every component",
      "salloc -p mixed -w cpu1,n9 -N2 --exclusive srun -N1 -n2 -w cpu1 --tf-cluster=chief:1,ps:1,worker:* {p} : -N1 -n2 -w n9 {p}",
-     "worker", 3, ("cpu1,n9", "2,2")),
+     "worker", 3, Het::Step, ("cpu1,n9", "2,2")),
 ];
 
 #[test]
@@ -380,7 +390,7 @@ const ENDINGS: &[(&str, &str, &str, i32, (&str, &str))] = &[
 fn the_chief_or_a_failure_ends_every_component() {
     let release = release::current();
     let _defaults = PlugStack::defaults();
-    for (what, command, role, code, (nodes, counts)) in ENDINGS {
+    for (what, command, role, code, het, (nodes, counts)) in ENDINGS {
         let program = format!("{} {role} {code} 299", tool("decider.sh"));
         let started = std::time::Instant::now();
         let out = sh(&command.replace("{p}", &program));
@@ -399,9 +409,10 @@ fn the_chief_or_a_failure_ends_every_component() {
             release.printed(&stderr, &line),
             "{what}: {line:?} in\n{stderr}"
         );
-        let statuses = match code {
-            0 => vec![release.stopped_step_status(0)],
-            _ => release.failed_step_statuses(*code),
+        let statuses = match (het, code) {
+            (Het::Job, _) => release.het_job_stopped_statuses(*code),
+            (Het::Step, 0) => vec![release.stopped_step_status(0)],
+            (Het::Step, _) => release.failed_step_statuses(*code),
         };
         assert!(
             statuses.contains(&out.status.code().unwrap_or(-1)),

@@ -140,7 +140,15 @@ fn keras_fit_trains_with_parameter_server_strategy() {
             work.join("ckpt").exists(),
             "{what}: ModelCheckpoint saved nothing"
         );
-        ended_with_the_chief(&what, &stdout, &stderr, 0, result[0][2], "keras_ps.py");
+        let statuses = [common::release::current().stopped_step_status(0)];
+        ended_with_the_chief(
+            &what,
+            &stdout,
+            &stderr,
+            &statuses,
+            result[0][2],
+            "keras_ps.py",
+        );
     }
 }
 

@@ -141,24 +141,30 @@ fn multi_worker_mirrored_strategy_trains_in_slurms_container() {
 }
 
 /// ParameterServerStrategy as TensorFlow documents it: servers join() forever, tfcluster ends the
-/// step when the chief is done. (what, srun arguments, every task's role, the chief's exit code)
+/// step when the chief is done. (what, srun arguments, `{p}` standing for the program where a
+/// heterogeneous job's first component needs it, every task's role, the chief's exit code,
+/// whether srun makes a heterogeneous job)
 #[rustfmt::skip]
-const PS: &[(&str, &str, &[&str], i32)] = &[
+const PS: &[(&str, &str, &[&str], i32, bool)] = &[
     ("two parameter servers", "-w n011,n012,n9 -N3 -n5 --tf-cluster=chief:1,ps:2,worker:*",
-     &["chief|0", "ps|0", "ps|1", "worker|0", "worker|1"], 0),
+     &["chief|0", "ps|0", "ps|1", "worker|0", "worker|1"], 0, false),
     ("a chief that fails",    "-w n011,n012 -N2 -n4 --tf-cluster=chief:1,ps:1,worker:*",
-     &["chief|0", "ps|0", "worker|0", "worker|1"], 3),
+     &["chief|0", "ps|0", "worker|0", "worker|1"], 3, false),
+    ("chief and ps on a CPU node, workers on GPU nodes (a heterogeneous job)",
+     "-p cpu -w cpu1 -n3 --tf-cluster=chief:1,ps:2,worker:* {p} : -p gpu -w n011,n012 -N2 -n2 --gres=gpu:1",
+     &["chief|0", "ps|0", "ps|1", "worker|0", "worker|1"], 0, true),
 ];
 
 #[test]
 #[ignore = "needs the test cluster and TensorFlow: run tests/run.sh"]
 fn parameter_server_strategy_trains_and_the_step_ends_with_the_chief() {
     let _defaults = PlugStack::defaults();
-    for (what, args, roles, code) in PS {
+    let release = common::release::current();
+    for (what, args, roles, code, het_job) in PS {
+        let program = format!("{} {}", python(), tool("ps_join.py"));
         let out = sh(&format!(
-            "srun -t 5 --export=ALL,TFC_CHIEF_EXIT={code} {args} {} {}; echo \"SRUN|$?|$(date +%s.%N)\"",
-            python(),
-            tool("ps_join.py")
+            "srun -t 5 --export=ALL,TFC_CHIEF_EXIT={code} {} {program}; echo \"SRUN|$?|$(date +%s.%N)\"",
+            args.replace("{p}", &program)
         ));
         let (stdout, stderr) = (
             String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -181,7 +187,18 @@ fn parameter_server_strategy_trains_and_the_step_ends_with_the_chief() {
             loss < 0.5,
             "{what}: training did not converge (loss {loss})"
         );
-        ended_with_the_chief(what, &stdout, &stderr, *code, result[0][2], "ps_join.py");
+        let statuses = match het_job {
+            true => release.het_job_stopped_statuses(*code),
+            false => vec![release.stopped_step_status(*code)],
+        };
+        ended_with_the_chief(
+            what,
+            &stdout,
+            &stderr,
+            &statuses,
+            result[0][2],
+            "ps_join.py",
+        );
     }
 }
 
@@ -200,7 +217,7 @@ fn training_runs_with_isolate_yes() {
     let (what, args, roles) = MWMS[2];
     let (stdout, _) = tf_step_as(owner, args, "mwms_train.py");
     trained_together(&format!("isolate=yes, {what}"), &stdout, roles);
-    let (what, args, _, _) = PS[0];
+    let (what, args, _, _, _) = PS[0];
     let out = sh(&format!(
         "{owner} srun -t 5 {args} {} {}",
         python(),

@@ -56,6 +56,7 @@ fuzz_target!(|data: &[u8]| {
         resv_ports: resv.as_deref(),
         task_hosts: order.as_deref(),
         topology: None,
+        het: None,
         proxies: ProxyEnv::from_pairs(&[("http_proxy", "x")]),
         job_id: 42,
         step_id: 1,

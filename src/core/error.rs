@@ -101,8 +101,9 @@ pub enum Error {
     #[error(
         "slurmctld gave the layouts of components with {found} of the heterogeneous step's \
          {step_tasks} tasks (components it refused: {refused}), so where the other ranks run \
-         is unknown and no TF_CONFIG can be right; run the step again, and if this persists \
-         ask the admin whether the nodes reach slurmctld"
+         is unknown and no TF_CONFIG can be right; a component whose tasks had all ended \
+         before this node started has no layout left, so look for its error first; else run \
+         the step again, and if this persists ask the admin whether the nodes reach slurmctld"
     )]
     HetLayoutsShort {
         found: u64,

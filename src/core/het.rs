@@ -12,7 +12,7 @@
 use super::error::{Error, Result};
 use super::gpus::{self, GpuAction};
 use super::hostlist;
-use super::layout::{Layout, TaskCounts};
+use super::layout::{Layout, TaskCounts, MAX_TASKS};
 use super::plan::TaskEnv;
 use super::text;
 
@@ -161,6 +161,14 @@ impl HetLayout {
     /// tasks the step lacks, a layout that does not add up, or a node whose own tasks differ
     /// from the rebuilt map is an error: the step stops rather than run a wrong cluster.
     pub fn new(answers: &[Answer], step_tasks: u32, own: Own) -> Result<HetLayout> {
+        // Bounded before anything is allocated from a count.
+        if u64::from(step_tasks) > MAX_TASKS {
+            return Err(Error::TooManyTasks {
+                var: "SLURM_STEP_NUM_TASKS",
+                value: step_tasks.to_string(),
+                limit: MAX_TASKS,
+            });
+        }
         let present: Vec<&Answer> = answers.iter().filter(|a| a.layout.is_ok()).collect();
         let total: u64 = present
             .iter()

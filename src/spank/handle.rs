@@ -378,6 +378,26 @@ pub fn kill_step(job_id: u32, step_id: u32, signal: c_int) -> Result<(), String>
     Err(slurm_error_text())
 }
 
+/// Ends every task of step `step_id` of a heterogeneous job's first component (`job_id`), on
+/// every node: as [`kill_step`], except on 25.11, where slurmctld would cancel every component's
+/// whole job for it (build.rs, `het_leader_signal`): there its tasks get the signal from Slurm
+/// directly (`slurm_signal_job_step`), and srun reports them killed.
+pub fn kill_het_leader_step(job_id: u32, step_id: u32, signal: c_int) -> Result<(), String> {
+    #[cfg(tfc_het_leader_signal)]
+    {
+        let mut id = step_id_of(job_id, ffi::TFC_NO_VAL as u32, step_id);
+        // SAFETY: `id` is a valid slurm_step_id_t (tests/abi.rs checks the layout and the
+        // prototype) that outlives the call.
+        let rc = unsafe { ffi::slurm_signal_job_step(&mut id, signal as u32) };
+        match rc {
+            0 => Ok(()),
+            _ => Err(slurm_error_text()),
+        }
+    }
+    #[cfg(not(tfc_het_leader_signal))]
+    kill_step(job_id, step_id, signal)
+}
+
 /// A `slurm_step_id_t` (its `sluid`, from 24.11, left 0: slurmctld then compares the rest).
 // Before 24.11 there is no sluid, and every field is named.
 #[allow(clippy::needless_update)]

@@ -71,3 +71,11 @@ pub fn hostname() -> Option<String> {
     let short = name.trim().split('.').next()?;
     (!short.is_empty()).then(|| short.to_string())
 }
+
+/// A heterogeneous job's first component's job (its leader): `SLURM_JOB_ID_HET_GROUP_0`.
+pub fn leader(sp: &Spank, kind: &StepKind) -> Option<u32> {
+    match kind {
+        StepKind::HetJob { .. } => het::job_ids(1, |name| env(sp, name)).ok()?.first().copied(),
+        _ => None,
+    }
+}

@@ -36,6 +36,9 @@ pub struct Release {
     /// 23.02 and later: a `--container` task gets the environment plugins set; before, srun
     /// refuses `--tf-cluster` with `--container`.
     pub container_gets_task_env: bool,
+    /// 25.11: a heterogeneous job's first component is stopped by a signal to its tasks, which
+    /// srun reports killed (a stop of that component's step would cancel the whole job there).
+    pub het_leader_signalled: bool,
 }
 
 /// How Slurm came onto the release's system.
@@ -60,35 +63,35 @@ pub const RELEASES: &[Release] = &[
     Release { version: "22.05", root: "bookworm", stepd_line: StepdLine::NodeName,
               optional_other_release: INCOMPATIBLE, install: Install::DebianPackage,
               stopped_tasks_succeed: false, topology_orders_block_steps: false,
-              container_gets_task_env: false },
+              container_gets_task_env: false, het_leader_signalled: false },
     Release { version: "23.02", root: "slurm-23.02.8", stepd_line: StepdLine::Bare,
               optional_other_release: INCOMPATIBLE, install: Install::FromSource,
               stopped_tasks_succeed: false, topology_orders_block_steps: false,
-              container_gets_task_env: true },
+              container_gets_task_env: true, het_leader_signalled: false },
     Release { version: "23.11", root: "slurm-23.11.11", stepd_line: StepdLine::Bare,
               optional_other_release: INCOMPATIBLE, install: Install::FromSource,
               stopped_tasks_succeed: true, topology_orders_block_steps: false,
-              container_gets_task_env: true },
+              container_gets_task_env: true, het_leader_signalled: false },
     Release { version: "24.05", root: "slurm-24.05.8", stepd_line: StepdLine::Bare,
               optional_other_release: INCOMPATIBLE, install: Install::FromSource,
               stopped_tasks_succeed: true, topology_orders_block_steps: false,
-              container_gets_task_env: true },
+              container_gets_task_env: true, het_leader_signalled: false },
     Release { version: "24.11", root: "trixie", stepd_line: StepdLine::NodeName,
               optional_other_release: INCOMPATIBLE, install: Install::DebianPackage,
               stopped_tasks_succeed: true, topology_orders_block_steps: false,
-              container_gets_task_env: true },
+              container_gets_task_env: true, het_leader_signalled: false },
     Release { version: "25.05", root: "slurm-25.05.8", stepd_line: StepdLine::Timestamp,
               optional_other_release: INCOMPATIBLE, install: Install::FromSource,
               stopped_tasks_succeed: true, topology_orders_block_steps: false,
-              container_gets_task_env: true },
+              container_gets_task_env: true, het_leader_signalled: false },
     Release { version: "25.11", root: "slurm-25.11.7-rpm", stepd_line: StepdLine::Timestamp,
               optional_other_release: INCOMPATIBLE_VERSION, install: Install::Rpm,
               stopped_tasks_succeed: true, topology_orders_block_steps: false,
-              container_gets_task_env: true },
+              container_gets_task_env: true, het_leader_signalled: true },
     Release { version: "26.05", root: "sid", stepd_line: StepdLine::Timestamp,
               optional_other_release: INCOMPATIBLE_VERSION, install: Install::DebianPackage,
               stopped_tasks_succeed: true, topology_orders_block_steps: true,
-              container_gets_task_env: true },
+              container_gets_task_env: true, het_leader_signalled: false },
 ];
 
 /// The release under test (TFC_RELEASE; Debian 12's 22.05 when unset).
@@ -162,6 +165,18 @@ impl Release {
             vec![code]
         } else {
             vec![code, 128 + 9]
+        }
+    }
+
+    /// srun's exit statuses when tfcluster stops a heterogeneous job's step after a task ended
+    /// with `code` (0: the chief's success): as for a plain step ([`Self::stopped_step_status`],
+    /// [`Self::failed_step_statuses`]), or, where the first component is signalled, 137 (its
+    /// killed tasks) or the failed task's own.
+    pub fn het_job_stopped_statuses(&self, code: i32) -> Vec<i32> {
+        match (self.het_leader_signalled, code) {
+            (true, _) => vec![code, 128 + 9],
+            (false, 0) => vec![self.stopped_step_status(0)],
+            (false, _) => self.failed_step_statuses(code),
         }
     }
 

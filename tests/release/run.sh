@@ -4,7 +4,8 @@
 #   1. enters the release's root (made once, then cached; a source release is built there);
 #   2. builds the plugin from that release's own headers and checks our header against its
 #      <slurm/spank.h> and <slurm/slurm.h> (tests/abi.rs);
-#   3. starts the 4-node test cluster with that release's slurmctld and slurmd, loading the plugin;
+#   3. starts the test cluster (4 GPU nodes, 2 CPU-only nodes) with that release's slurmctld and
+#      slurmd, loading the plugin;
 #   4. runs the end-to-end, container and install/packaging tests against it, the TensorFlow
 #      tests on the releases marked `tensorflow` and the Apptainer tests on those marked
 #      `apptainer`;

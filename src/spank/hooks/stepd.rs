@@ -25,8 +25,9 @@ use std::thread::JoinHandle;
 pub struct Node {
     plan: StepPlan,
     /// Whose step ends when this node ends it: the node's job, or every component's of a
-    /// heterogeneous job.
+    /// heterogeneous job, whose first component's job is `het_leader`.
     jobs: Vec<u32>,
+    het_leader: Option<u32>,
     step_id: u32,
     /// Each local task's slot in the plan's node: its local id, except on a node that a
     /// heterogeneous job's components share.
@@ -71,7 +72,8 @@ pub fn init_post_opt(sp: &Spank) -> c_int {
             log::error(&e.to_string());
             if let (Ok(job), Ok(step)) = (sp.item_u32(U32Item::JobId), sp.item_u32(U32Item::StepId))
             {
-                stop_step(&het::jobs_to_stop(sp, kind.as_ref(), job), step);
+                let leader = kind.as_ref().and_then(|k| het::leader(sp, k));
+                stop_step(&het::jobs_to_stop(sp, kind.as_ref(), job), leader, step);
             }
         }
     }
@@ -204,6 +206,7 @@ fn plan_node(
         firewall,
         oci,
         plan,
+        het_leader: het::leader(sp, &this),
         jobs: components.map_or_else(|| vec![job_id], |c| c.jobs),
         slots,
         rank_offset,
@@ -241,8 +244,8 @@ pub fn task_init(sp: &Spank) -> c_int {
                         (sp.item_u32(U32Item::JobId), sp.item_u32(U32Item::StepId))
                     {
                         match &state.plan {
-                            Some(Ok(node)) => stop_step(&node.jobs, node.step_id),
-                            _ => stop_step(&[job], step),
+                            Some(Ok(node)) => stop_step(&node.jobs, node.het_leader, node.step_id),
+                            _ => stop_step(&[job], None, step),
                         }
                     }
                 }
@@ -256,7 +259,7 @@ pub fn task_init(sp: &Spank) -> c_int {
             ));
             if e.starves_peers() {
                 if let Some(Ok(node)) = &state.plan {
-                    stop_step(&node.jobs, node.step_id);
+                    stop_step(&node.jobs, node.het_leader, node.step_id);
                 }
             }
             -1
@@ -341,7 +344,7 @@ pub fn task_exit(sp: &Spank) -> c_int {
         log::user(&end.message);
     }
     node.stopping = true;
-    stop_step_after_return(node.jobs.clone(), node.step_id);
+    stop_step_after_return(node.jobs.clone(), node.het_leader, node.step_id);
     0
 }
 
@@ -354,16 +357,16 @@ static STOPPER: Mutex<Option<JoinHandle<()>>> = Mutex::new(None);
 /// Slurm's stop makes every status it sends afterwards a success (`KILL_NO_SIG_FAIL`): a stop
 /// from inside the hook turned a crashed task's signal into srun's exit 0. When no thread can
 /// be started, the step is ended from the hook.
-fn stop_step_after_return(jobs: Vec<u32>, step_id: u32) {
+fn stop_step_after_return(jobs: Vec<u32>, het_leader: Option<u32>, step_id: u32) {
     let stopping = jobs.clone();
     let spawned = std::thread::Builder::new()
         .name("tfcluster-stop".into())
         .spawn(move || {
-            let _ = std::panic::catch_unwind(|| stop_step(&stopping, step_id));
+            let _ = std::panic::catch_unwind(|| stop_step(&stopping, het_leader, step_id));
         });
     match spawned {
         Ok(stopper) => *STOPPER.lock().unwrap_or_else(|p| p.into_inner()) = Some(stopper),
-        Err(_) => stop_step(&jobs, step_id),
+        Err(_) => stop_step(&jobs, het_leader, step_id),
     }
 }
 
@@ -400,11 +403,16 @@ const FORWARD_TIME: std::time::Duration = std::time::Duration::from_millis(250);
 /// - the decider's end or a failed trainer, in `task_exit`, from a thread
 ///   ([`stop_step_after_return`]): slurmstepd must send that task's own status first.
 ///
-/// `jobs`: the step's job, or every component's of a heterogeneous job ([`Node::jobs`]).
-fn stop_step(jobs: &[u32], step_id: u32) {
+/// `jobs`: the step's job, or every component's of a heterogeneous job, the first's
+/// `het_leader` ([`Node::jobs`]).
+fn stop_step(jobs: &[u32], het_leader: Option<u32>, step_id: u32) {
     log::wait_until_forwarded(FORWARD_TIME);
     for &job_id in jobs {
-        if let Err(reason) = handle::kill_step(job_id, step_id, libc::SIGKILL) {
+        let stopped = match het_leader == Some(job_id) {
+            true => handle::kill_het_leader_step(job_id, step_id, libc::SIGKILL),
+            false => handle::kill_step(job_id, step_id, libc::SIGKILL),
+        };
+        if let Err(reason) = stopped {
             let reason = format!("{reason}, step {job_id}.{step_id}");
             log::error(&ShellError::Kill { reason }.to_string());
         }
