@@ -12,7 +12,7 @@ use common::release;
 use common::{plan, step};
 use std::process::Output;
 use tfcluster::core::het::{self, Answer, ComponentLayout, HetLayout, Own, StepKind};
-use tfcluster::core::{Component, Error};
+use tfcluster::core::{Component, Error, GpuAction};
 
 // ---- the rules ------------------------------------------------------------------------------
 
@@ -218,6 +218,26 @@ fn the_components_make_one_step() {
         });
         assert_eq!(got, row.want, "{}", row.what);
     }
+}
+
+/// A task of a component to which Slurm gave no GPU gets CUDA_VISIBLE_DEVICES empty, whatever
+/// the plan would have left it.
+#[test]
+fn a_component_without_gpus_hides_them() {
+    let plan = plan("chief:1,ps:1,worker:*", &[], &step("cpu1,n9", "2,2", None));
+    let mut renderers = plan.renderers();
+    let mut env = plan
+        .task(0, 1, None, Some("7"), None, &mut renderers)
+        .unwrap();
+    assert_eq!(env.gpus, GpuAction::Leave);
+    env.hide_gpus();
+    assert_eq!(env.gpus, GpuAction::Set(String::new()));
+    assert_eq!(env.get("CUDA_VISIBLE_DEVICES"), Some(""));
+    assert!(
+        env.report(Some("7")).ends_with("GPUs none"),
+        "{}",
+        env.report(Some("7"))
+    );
 }
 
 fn leak(s: &str) -> &'static str {

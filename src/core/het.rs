@@ -10,10 +10,8 @@
 //! here is pure: the shell does the asking ([`Component::kind`] says whether it must).
 
 use super::error::{Error, Result};
-use super::gpus::{self, GpuAction};
 use super::hostlist;
 use super::layout::{Layout, TaskCounts, MAX_TASKS};
-use super::plan::TaskEnv;
 use super::text;
 
 /// One component's layout, as slurmctld made it.
@@ -293,14 +291,4 @@ impl HetLayout {
             .map(|&t| layout.ranks[(self.own_offset + t) as usize].slot as usize)
             .collect()
     }
-}
-
-/// A heterogeneous component's task on a node where Slurm gave its step no GPU (no
-/// [`gpus::SLURM_STEP_GPUS`]): Slurm neither sets nor clears `CUDA_VISIBLE_DEVICES` on a node
-/// without GPU GRES, so a value srun's environment had (from a GPU login or batch node) would
-/// reach it. It gets the variable empty: no GPU, whatever it inherited.
-pub fn hide_gpus(env: &mut TaskEnv) {
-    env.set.retain(|(name, _)| *name != gpus::VAR);
-    env.set.push((gpus::VAR, std::borrow::Cow::Borrowed("\0")));
-    env.gpus = GpuAction::Set(String::new());
 }

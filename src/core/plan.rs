@@ -127,6 +127,17 @@ impl TaskEnv<'_> {
         )
     }
 
+    /// For a heterogeneous component's task on a node where Slurm gave its step no GPU (no
+    /// [`gpus::SLURM_STEP_GPUS`], [`super::het`]): Slurm neither sets nor clears
+    /// `CUDA_VISIBLE_DEVICES` on a node without GPU GRES, so a value srun's environment had
+    /// (from a GPU login or batch node) would reach the task. It gets the variable empty: no
+    /// GPU, whatever it inherited.
+    pub fn hide_gpus(&mut self) {
+        self.set.retain(|(name, _)| *name != gpus::VAR);
+        self.set.push((gpus::VAR, Cow::Borrowed("\0")));
+        self.gpus = GpuAction::Set(String::new());
+    }
+
     /// The value `set` gives `name` (without its NUL).
     pub fn get(&self, name: &str) -> Option<&str> {
         self.set

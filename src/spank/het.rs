@@ -4,7 +4,8 @@
 //! One request per component, from each node, when the step starts (K requests per node for K
 //! components); slurmstepd runs as root, which slurmctld's rate limit exempts.
 
-use super::handle::{self, Spank};
+use super::handle::Spank;
+use super::slurm;
 use crate::core::het::{self, Answer, HetLayout, Own, StepKind, MAX_COMPONENTS};
 use crate::core::Error;
 
@@ -21,7 +22,7 @@ pub fn components(sp: &Spank, kind: &StepKind, step_id: u32, own: Own) -> Result
                 .map(|(job_id, component)| Answer {
                     component,
                     job_id,
-                    layout: handle::step_layout(job_id, step_id, None),
+                    layout: slurm::step_layout(job_id, step_id, None),
                 })
                 .collect();
             (answers, step_tasks)
@@ -30,7 +31,7 @@ pub fn components(sp: &Spank, kind: &StepKind, step_id: u32, own: Own) -> Result
             let mut answers: Vec<Answer> = Vec::new();
             let mut found = 0u64;
             for component in 0..MAX_COMPONENTS {
-                let layout = handle::step_layout(own.job_id, step_id, Some(component));
+                let layout = slurm::step_layout(own.job_id, step_id, Some(component));
                 let refused = layout.is_err();
                 found += layout.as_ref().map_or(0, |l| u64::from(l.tasks));
                 answers.push(Answer {

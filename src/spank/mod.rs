@@ -11,5 +11,6 @@ pub mod nftables;
 pub mod oci;
 pub mod oom;
 pub mod regex;
+pub mod slurm;
 pub mod start_env;
 pub mod topology;

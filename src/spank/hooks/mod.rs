@@ -21,6 +21,7 @@
 mod isolation;
 mod srun;
 mod stepd;
+mod stop;
 
 pub use isolation::job_epilog;
 pub use srun::local_user_init;

@@ -1,6 +1,7 @@
 //! slurmstepd (remote context): plan the step once per node, hand each task its part, and end
 //! the step when the chief is done, when a trainer fails, or when the plan turns out wrong.
 
+use super::stop::{self, Stop};
 use super::{isolation, settings, state};
 use crate::core::container;
 use crate::core::het::Own;
@@ -18,17 +19,12 @@ use crate::spank::log;
 use crate::spank::oci::NodeOci;
 use crate::spank::oom;
 use std::ffi::c_int;
-use std::sync::Mutex;
-use std::thread::JoinHandle;
 
 /// The plan plus this node's facts, prepared once before the tasks fork.
 pub struct Node {
     plan: StepPlan,
-    /// Whose step ends when this node ends it: the node's job, or every component's of a
-    /// heterogeneous job, whose first component's job is `het_leader`.
-    jobs: Vec<u32>,
-    het_leader: Option<u32>,
-    step_id: u32,
+    /// What ends when this node ends the step.
+    stop: Stop,
     /// Each local task's slot in the plan's node: its local id, except on a node that a
     /// heterogeneous job's components share.
     slots: Vec<usize>,
@@ -72,8 +68,12 @@ pub fn init_post_opt(sp: &Spank) -> c_int {
             log::error(&e.to_string());
             if let (Ok(job), Ok(step)) = (sp.item_u32(U32Item::JobId), sp.item_u32(U32Item::StepId))
             {
-                let leader = kind.as_ref().and_then(|k| het::leader(sp, k));
-                stop_step(&het::jobs_to_stop(sp, kind.as_ref(), job), leader, step);
+                Stop {
+                    jobs: het::jobs_to_stop(sp, kind.as_ref(), job),
+                    het_leader: kind.as_ref().and_then(|k| het::leader(sp, k)),
+                    step_id: step,
+                }
+                .now();
             }
         }
     }
@@ -186,7 +186,7 @@ fn plan_node(
         }
     };
     let hide_gpus = components.is_some() && env(gpus::SLURM_STEP_GPUS)?.is_none();
-    // An inherited list is not the step's GPUs: its tasks get none ([`crate::core::het::hide_gpus`]).
+    // An inherited list is not the step's GPUs: its tasks get none (`TaskEnv::hide_gpus`).
     let step_gpus = match hide_gpus {
         true => None,
         false => env(gpus::VAR)?,
@@ -206,12 +206,14 @@ fn plan_node(
         firewall,
         oci,
         plan,
-        het_leader: het::leader(sp, &this),
-        jobs: components.map_or_else(|| vec![job_id], |c| c.jobs),
+        stop: Stop {
+            het_leader: het::leader(sp, &this),
+            jobs: components.map_or_else(|| vec![job_id], |c| c.jobs),
+            step_id,
+        },
         slots,
         rank_offset,
         hide_gpus,
-        step_id,
         node,
         step_gpus,
         verbose,
@@ -244,8 +246,13 @@ pub fn task_init(sp: &Spank) -> c_int {
                         (sp.item_u32(U32Item::JobId), sp.item_u32(U32Item::StepId))
                     {
                         match &state.plan {
-                            Some(Ok(node)) => stop_step(&node.jobs, node.het_leader, node.step_id),
-                            _ => stop_step(&[job], None, step),
+                            Some(Ok(node)) => node.stop.now(),
+                            _ => Stop {
+                                jobs: vec![job],
+                                het_leader: None,
+                                step_id: step,
+                            }
+                            .now(),
                         }
                     }
                 }
@@ -259,7 +266,7 @@ pub fn task_init(sp: &Spank) -> c_int {
             ));
             if e.starves_peers() {
                 if let Some(Ok(node)) = &state.plan {
-                    stop_step(&node.jobs, node.het_leader, node.step_id);
+                    node.stop.now();
                 }
             }
             -1
@@ -288,7 +295,7 @@ fn apply(sp: &Spank, node: &mut Node) -> Result<(), ShellError> {
         &mut node.renderers,
     )?;
     if node.hide_gpus {
-        crate::core::het::hide_gpus(&mut env);
+        env.hide_gpus();
     }
     for &name in env.unset {
         let _ = sp.unsetenv(name);
@@ -344,39 +351,14 @@ pub fn task_exit(sp: &Spank) -> c_int {
         log::user(&end.message);
     }
     node.stopping = true;
-    stop_step_after_return(node.jobs.clone(), node.het_leader, node.step_id);
+    node.stop.after_return();
     0
-}
-
-/// The stop a task's end started, running beside slurmstepd's main thread until
-/// [`exit`] waits for it.
-static STOPPER: Mutex<Option<JoinHandle<()>>> = Mutex::new(None);
-
-/// Ends the step from a thread of its own, so that [`task_exit`] returns first. slurmstepd
-/// sends the ended task's status to srun after the hook returns (within 100 ms), and from 23.11
-/// Slurm's stop makes every status it sends afterwards a success (`KILL_NO_SIG_FAIL`): a stop
-/// from inside the hook turned a crashed task's signal into srun's exit 0. When no thread can
-/// be started, the step is ended from the hook.
-fn stop_step_after_return(jobs: Vec<u32>, het_leader: Option<u32>, step_id: u32) {
-    let stopping = jobs.clone();
-    let spawned = std::thread::Builder::new()
-        .name("tfcluster-stop".into())
-        .spawn(move || {
-            let _ = std::panic::catch_unwind(|| stop_step(&stopping, het_leader, step_id));
-        });
-    match spawned {
-        Ok(stopper) => *STOPPER.lock().unwrap_or_else(|p| p.into_inner()) = Some(stopper),
-        Err(_) => stop_step(&jobs, het_leader, step_id),
-    }
 }
 
 /// slurmstepd, before it exits (the node's last task may end before the stop is sent): wait
 /// for the stop [`task_exit`] started, then remove the step's firewall. Elsewhere nothing to do.
 pub fn exit() -> c_int {
-    let stopper = STOPPER.lock().unwrap_or_else(|p| p.into_inner()).take();
-    if let Some(stopper) = stopper {
-        let _ = stopper.join();
-    }
+    stop::wait_for_the_stopper();
     if let Some(Ok(node)) = &mut state().plan {
         if let Some(firewall) = &mut node.firewall {
             isolation::remove(firewall);
@@ -384,37 +366,4 @@ pub fn exit() -> c_int {
         node.firewall = None;
     }
     0
-}
-
-/// How long a node waits after its line before ending the step. srun stops reading the nodes'
-/// output once every task has ended after a stop, so a line still on its way is lost: without
-/// a wait one line in four was, on the test cluster; with 250 ms none in 60 runs, loaded or
-/// not. The ended task's own status reaches srun in this time too ([`stop_step_after_return`]).
-/// Paid only when a step is ended.
-const FORWARD_TIME: std::time::Duration = std::time::Duration::from_millis(250);
-
-/// Ends every task of the step on every node, through Slurm, once the line that says why has
-/// had time to reach srun; says so when Slurm refuses. The one way tfcluster stops a step; each
-/// cause calls it where it is found:
-/// - a wrong plan, in `init_post_opt`, synchronously: before this node's tasks fork, since other
-///   nodes' tasks may already run with it;
-/// - a task that cannot get its GPUs (in that task), or a node that cannot isolate the step (in
-///   its first task), in `task_init`, synchronously: that process ends without its program;
-/// - the decider's end or a failed trainer, in `task_exit`, from a thread
-///   ([`stop_step_after_return`]): slurmstepd must send that task's own status first.
-///
-/// `jobs`: the step's job, or every component's of a heterogeneous job, the first's
-/// `het_leader` ([`Node::jobs`]).
-fn stop_step(jobs: &[u32], het_leader: Option<u32>, step_id: u32) {
-    log::wait_until_forwarded(FORWARD_TIME);
-    for &job_id in jobs {
-        let stopped = match het_leader == Some(job_id) {
-            true => handle::kill_het_leader_step(job_id, step_id, libc::SIGKILL),
-            false => handle::kill_step(job_id, step_id, libc::SIGKILL),
-        };
-        if let Err(reason) = stopped {
-            let reason = format!("{reason}, step {job_id}.{step_id}");
-            log::error(&ShellError::Kill { reason }.to_string());
-        }
-    }
 }

@@ -1,0 +1,138 @@
+//! The libslurm calls slurmstepd makes for tfcluster, through slurmctld: ending a step, and
+//! asking where a heterogeneous step's components run. libslurm is loaded in every process
+//! that runs the hooks (the plugin links none of it); each call's form per release comes from
+//! build.rs, and tests/abi.rs checks it against the release's `<slurm/slurm.h>`.
+
+use super::ffi;
+use crate::core::het::ComponentLayout;
+use std::ffi::{c_int, CStr};
+
+/// Ends every task of a step on every node, through slurmctld (`slurm_kill_job_step`, which
+/// Slurm's own MPI plugins call from slurmstepd too). Blocks until slurmctld answers. A step
+/// that has ended already is not an error: a heterogeneous job's component whose tasks are all
+/// done has nothing left to stop.
+pub fn kill_step(job_id: u32, step_id: u32, signal: c_int) -> Result<(), String> {
+    let signal = signal as u16;
+    #[cfg(tfc_kill_step = "job_step")]
+    // SAFETY: plain integers; libslurm is loaded in every process that runs our hooks.
+    let rc = unsafe { ffi::slurm_kill_job_step(job_id, step_id, signal) };
+    #[cfg(tfc_kill_step = "job_step_flags")]
+    // SAFETY: as above.
+    let rc = unsafe {
+        ffi::slurm_kill_job_step(job_id, step_id, signal, ffi::TFC_KILL_NO_SIG_FAIL as u16)
+    };
+    #[cfg(tfc_kill_step = "step_id")]
+    let rc = {
+        let mut id = step_id_of(job_id, ffi::TFC_NO_VAL as u32, step_id);
+        // SAFETY: `id` is a valid slurm_step_id_t (tests/abi.rs checks the layout) that
+        // outlives the call.
+        unsafe { ffi::slurm_kill_job_step(&mut id, signal, ffi::TFC_KILL_NO_SIG_FAIL as u16) }
+    };
+    if rc == 0 {
+        return Ok(());
+    }
+    let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+    if matches!(
+        errno,
+        ffi::TFC_ESLURM_INVALID_JOB_ID | ffi::TFC_ESLURM_ALREADY_DONE
+    ) {
+        return Ok(());
+    }
+    Err(slurm_error_text())
+}
+
+/// Ends every task of step `step_id` of a heterogeneous job's first component (`job_id`), on
+/// every node: as [`kill_step`], except on 25.11, where slurmctld would cancel every component's
+/// whole job for it (build.rs, `het_leader_signal`): there its tasks get the signal from Slurm
+/// directly (`slurm_signal_job_step`), and srun reports them killed.
+pub fn kill_het_leader_step(job_id: u32, step_id: u32, signal: c_int) -> Result<(), String> {
+    #[cfg(tfc_het_leader_signal)]
+    {
+        let mut id = step_id_of(job_id, ffi::TFC_NO_VAL as u32, step_id);
+        // SAFETY: `id` is a valid slurm_step_id_t (tests/abi.rs checks the layout and the
+        // prototype) that outlives the call.
+        let rc = unsafe { ffi::slurm_signal_job_step(&mut id, signal as u32) };
+        match rc {
+            0 => Ok(()),
+            _ => Err(slurm_error_text()),
+        }
+    }
+    #[cfg(not(tfc_het_leader_signal))]
+    kill_step(job_id, step_id, signal)
+}
+
+/// A `slurm_step_id_t` (its `sluid`, from 24.11, left 0: slurmctld then compares the rest).
+// Before 24.11 there is no sluid, and every field is named.
+#[allow(clippy::needless_update)]
+fn step_id_of(job_id: u32, step_het_comp: u32, step_id: u32) -> ffi::tfc_step_id_t {
+    ffi::tfc_step_id_t {
+        job_id,
+        step_het_comp,
+        step_id,
+        ..Default::default()
+    }
+}
+
+/// The layout slurmctld made for one component of a step (`slurm_job_step_layout_get`):
+/// `het_comp` picks the component of a heterogeneous step; `None` takes the whole step of
+/// `job_id` (a heterogeneous job's components are jobs of their own). Blocks until slurmctld
+/// answers; its refusal (no such step or component) is the error's text.
+pub fn step_layout(
+    job_id: u32,
+    step_id: u32,
+    het_comp: Option<u32>,
+) -> Result<ComponentLayout, String> {
+    let mut id = step_id_of(job_id, het_comp.unwrap_or(ffi::TFC_NO_VAL as u32), step_id);
+    // SAFETY: `id` is a valid slurm_step_id_t for this release (tests/abi.rs checks the layout)
+    // that outlives the call; libslurm is loaded in slurmstepd.
+    let layout = unsafe { ffi::slurm_job_step_layout_get(&mut id) };
+    if layout.is_null() {
+        return Err(slurm_error_text());
+    }
+    // SAFETY: non-NULL, as libslurm made it: `node_cnt` nodes, `tasks[n]` ids in `tids[n]`
+    // (tests/abi.rs checks the offsets of every field read); each pointer is checked for NULL.
+    let read = unsafe {
+        let l = &*layout;
+        let node_list = (!l.node_list.is_null())
+            .then(|| CStr::from_ptr(l.node_list).to_string_lossy().into_owned());
+        let nodes = l.node_cnt as usize;
+        let tids = (!l.tasks.is_null() && !l.tids.is_null()).then(|| {
+            (0..nodes)
+                .map(|n| {
+                    let (count, ids) = (*l.tasks.add(n) as usize, *l.tids.add(n));
+                    match ids.is_null() {
+                        true => Vec::new(),
+                        false => std::slice::from_raw_parts(ids, count).to_vec(),
+                    }
+                })
+                .collect::<Vec<Vec<u32>>>()
+        });
+        (node_list, tids, l.task_cnt)
+    };
+    // SAFETY: made by slurm_job_step_layout_get and not used after this.
+    unsafe { ffi::slurm_job_step_layout_free(layout) };
+    match read {
+        (Some(node_list), Some(tids), tasks) => Ok(ComponentLayout {
+            node_list,
+            tids,
+            tasks,
+        }),
+        _ => Err("slurmctld's layout has no node list or no task ids".into()),
+    }
+}
+
+/// Slurm's text for the error number the last libslurm call left.
+fn slurm_error_text() -> String {
+    let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+    // SAFETY: slurm_strerror returns a static string for any number.
+    let text = unsafe { ffi::slurm_strerror(errno) };
+    let text = if text.is_null() {
+        format!("error {errno}")
+    } else {
+        // SAFETY: non-NULL and NUL-terminated, owned by Slurm.
+        unsafe { CStr::from_ptr(text) }
+            .to_string_lossy()
+            .into_owned()
+    };
+    text
+}
