@@ -6,10 +6,12 @@
 #   3. end to end on the 4-node test cluster: launch time with/without the option/plugin, and
 #      slurmstepd's memory (benches/e2e.sh); what the job epilog hook costs every job
 #      (benches/epilog.sh);
-#   4. cost at scale on a 64-node test cluster, on every release in its Debian root:
+#   4. the size of the plugin;
+#   5. cost at scale on a 64-node test cluster, on every release in its Debian root:
 #      `srun -N64 -n4096 true` with and without the plugin and against the floors any TF_CONFIG
 #      delivery pays, and with isolate=yes (benches/scale-release.sh, benches/scale.sh);
-#   5. the size of the plugin.
+#   6. a heterogeneous step's start on every release: slurmctld's layout requests, srun's time
+#      (benches/het-release.sh).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -92,4 +94,10 @@ for release in ${BENCH_SCALE_RELEASES:-$(awk '!/^#/ && NF {print $1}' tests/rele
     bash benches/scale-release.sh "$release" "${BENCH_SCALE_RUNS:-7}" 2>/dev/null
 done > "$tmp/scale.jsonl"
 "$python" benches/scale-table.py "$tmp/scale.jsonl"
+echo
+# A heterogeneous step's start, on every release.
+for release in ${BENCH_HET_RELEASES:-$(awk '!/^#/ && NF {print $1}' tests/releases.tsv)}; do
+    bash benches/het-release.sh "$release" "${BENCH_HET_RUNS:-11}" 2>/dev/null | sed "s/^{/{\"release\": \"$release\", /"
+done > "$tmp/het.jsonl"
+"$python" benches/het-table.py "$tmp/het.jsonl"
 rm -rf "$tmp"

@@ -12,7 +12,7 @@ use common::release;
 use common::{plan, step};
 use std::process::Output;
 use tfcluster::core::het::{self, Answer, ComponentLayout, HetLayout, Own, StepKind};
-use tfcluster::core::{Component, Error, GpuAction};
+use tfcluster::core::{Component, Error, GpuAction, Spec};
 
 // ---- the rules ------------------------------------------------------------------------------
 
@@ -246,11 +246,11 @@ fn leak(s: &str) -> &'static str {
 
 // ---- on the test cluster ----------------------------------------------------------------------
 
-/// The task program: tests/cluster/report.sh, 2 s after the start. A component whose tasks have
+/// The task program: tests/cluster/report.sh, 1 s after the start. A component whose tasks have
 /// all ended has no layout left at slurmctld, so a component that ended before another's nodes
 /// started would stop the step (as a TensorFlow task does not: each waits for the others).
 fn report() -> String {
-    format!("bash -c 'sleep 2; exec {}'", tool("report.sh"))
+    format!("bash -c 'sleep 1; exec {}'", tool("report.sh"))
 }
 
 /// (what, command with `{r}` for the task program, what each rank got: `role:index@node gpus`,
@@ -377,6 +377,23 @@ fn a_component_slurmctld_cannot_lay_out_stops_the_whole_step() {
     assert!(run.tasks.is_empty(), "{}", run.stdout);
     eprintln!("the step ended after {elapsed:.2} s");
     assert!(elapsed < 25.0, "the step ran {elapsed:.1} s");
+}
+
+/// srun sees one component's counts, so a spec that does not fit the whole step is refused on
+/// the nodes, with the message srun gives for a plain step, and no task gets a TF_CONFIG.
+#[test]
+#[ignore = "needs the test cluster: run tests/run.sh"]
+fn a_spec_that_does_not_fit_is_refused_on_every_node() {
+    let run = parse(sh(&format!(
+        "srun -p cpu -w cpu1 -n1 --tf-cluster=ps:1,worker:5 {r} : -p gpu -w n9 -n1 {r}",
+        r = report()
+    )));
+    let error = Spec::parse(Some("ps:1,worker:5"))
+        .and_then(|spec| spec.resolve(2).map(|_| ()))
+        .unwrap_err();
+    for node in ["cpu1", "n9"] {
+        run.assert_refused("ps:1,worker:5 over 1 + 1 tasks", &node_error(node, &error));
+    }
 }
 
 /// Whether a row's step is a heterogeneous job's (components are jobs) or a heterogeneous step.
