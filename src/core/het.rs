@@ -56,8 +56,10 @@ pub enum StepKind {
     HetStep { step_tasks: u32 },
 }
 
-/// The most components asked for: Slurm numbers a step's components, and no allocation has more
-/// (a bound for a broken environment, not a policy).
+/// The most components a node asks slurmctld about: `SLURM_HET_SIZE` comes from the step's
+/// environment, and each component costs every node one request. Slurm documents no maximum;
+/// 128 is a bound for a broken environment, far above the two or three components of the
+/// shapes heterogeneous jobs are for.
 pub const MAX_COMPONENTS: u32 = 128;
 
 impl Component<'_> {
