@@ -267,6 +267,48 @@ echo \"LEFT|$left\"",
     }
 }
 
+/// A heterogeneous job's components (one on a CPU-only node, one on a GPU node) reach each
+/// other's servers with isolate=yes, another user reaches none, each component's node holds
+/// one table while the step runs, and none is left after it.
+#[test]
+#[ignore = "needs the test cluster: run tests/run.sh"]
+fn a_heterogeneous_jobs_components_reach_each_other_and_no_one_else() {
+    let probe = format!("/usr/bin/python3 {}", tool("isolation_probe.py"));
+    let _plugstack = isolated("");
+    let d = dir().join("isolation-het");
+    let d = d.display();
+    let tables = "for n in cpu1 n9 n10; do echo \"TABLES|$n|$(nsenter --net=/run/netns/tfc-$n nft list tables | grep -c tfcluster_)\"; done";
+    let out = sh(&format!(
+        "rm -rf {d}; mkdir -m 1777 {d}
+runuser -u {OWNER} -- srun -p cpu -w cpu1 -n2 -t 2 --tf-cluster {probe} serve {d} : -p gpu -w n9 -n2 {probe} serve {d} >{d}/step.out 2>{d}/step.err &
+step=$!
+for i in $(seq 600); do [ -e {d}/endpoints ] && break; kill -0 $step 2>/dev/null || break; sleep 0.1; done
+{tables}
+runuser -u {OTHER} -- srun -p gpu -w n10 -N1 -n1 -t 1 {probe} probe {d} other
+touch {d}/stop; wait $step; echo \"SRUN|$?\"
+cat {d}/step.out; cat {d}/step.err >&2
+for i in $(seq 100); do left=$({tables} | grep -vc '|0$'); [ \"$left\" = 0 ] && break; sleep 0.1; done
+echo \"LEFT|$left\""
+    ));
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    let what = format!("{stdout}\n{stderr}");
+    assert_eq!(records(&stdout, "SRUN"), [["0"]], "{what}");
+    let step = records(&stdout, "STEP");
+    assert_eq!(step.len(), 16, "4 tasks x 4 endpoints: {what}");
+    assert!(step.iter().all(|r| r[2] == "open"), "{what}");
+    let other: Vec<&str> = records(&stdout, "other").iter().map(|r| r[1]).collect();
+    assert_eq!(other, ["refused"; 4], "{what}");
+    let during: Vec<String> = records(&stdout, "TABLES")
+        .iter()
+        .map(|r| r.join("|"))
+        .collect();
+    assert_eq!(during, ["cpu1|1", "n9|1", "n10|0"], "{what}");
+    assert_eq!(records(&stdout, "LEFT"), [["0"]], "{what}: rules left");
+}
+
 /// Hides the nodes' libnftables for a test (the root's file is renamed back when dropped).
 struct NoLibnftables(String);
 
