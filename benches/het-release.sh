@@ -6,24 +6,15 @@
 # task `sleep 1`, with and then without --tf-cluster, RUNS steps each. Each node of a
 # --tf-cluster step asks slurmctld for every component's layout: slurmctld's own count of those
 # requests (sdiag, REQUEST_STEP_LAYOUT) and their mean time there, and srun's wall time, median.
-# Prints one JSON line per (K, mode).
+# Prints one JSON line per (K, mode), with the release (benches/het-table.py makes the table).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 release=${1:?usage: benches/het-release.sh RELEASE [RUNS]}
 runs=${2:-11}
 . benches/lib.sh
-suite=$(awk -v r="$release" '$1 == r {print $2}' tests/releases.tsv)
-[ -n "$suite" ] || die "release $release is not in tests/releases.tsv"
-root=tests/release/root.sh
-out=$repo/target/bench-$release
-mkdir -p "$out"
-
-"$root" up "$suite" >&2
-trap '"$root" exec "$suite" bash "$repo/tests/cluster/cluster.sh" down >/dev/null 2>&1 || true; "$root" down "$suite" >&2' EXIT
-TFCLUSTER_SLURM_INCLUDE=$("$root" include "$suite") cargo build --release --quiet
-cp target/release/libtfcluster.so "$out/libtfcluster.so"
-"$root" exec "$suite" bash "$repo/tests/cluster/cluster.sh" up "$out/libtfcluster.so" end_with_chief=no >&2
+enter_release "$release"
+"$root" exec "$suite" bash "$repo/tests/cluster/cluster.sh" up "$plugin" end_with_chief=no >&2
 
 # The measuring runs inside the allocation, in the root (its srun, its sdiag).
 cat > "$out/het-steps.sh" <<'EOF'
@@ -55,4 +46,5 @@ for k in 2 4; do
 done
 EOF
 "$root" exec "$suite" salloc -p mixed -w cpu1,cpu2,n9,n10,n011 -N5 --exclusive bash "$out/het-steps.sh" "$runs" \
-    2>/dev/null | tee "$out/het.jsonl"
+    2>/dev/null > "$out/het.jsonl"
+sed "s/^{/{\"release\": \"$release\", /" "$out/het.jsonl"

@@ -12,3 +12,23 @@ die() {
     echo "bench: $*" >&2
     exit 1
 }
+
+# enter_release RELEASE: enters the release's Debian root (its line of tests/releases.tsv:
+# $suite, through $root = tests/release/root.sh) and builds the plugin from that root's headers
+# into $plugin (in $out = target/bench-RELEASE); on exit the test cluster there is brought down
+# and the root left. Needs $repo, the checkout, as the working directory.
+enter_release() {
+    suite=$(awk -v r="$1" '$1 == r {print $2}' tests/releases.tsv)
+    [ -n "$suite" ] || die "release $1 is not in tests/releases.tsv"
+    root=tests/release/root.sh
+    out=$repo/target/bench-$1
+    mkdir -p "$out"
+    "$root" up "$suite" >&2
+    trap '"$root" exec "$suite" bash "$repo/tests/cluster/cluster.sh" down >/dev/null 2>&1 || true; "$root" down "$suite" >&2' EXIT
+    TFCLUSTER_SLURM_INCLUDE=$("$root" include "$suite") cargo build --release --quiet
+    cp target/release/libtfcluster.so "$out/libtfcluster.so"
+    plugin=$out/libtfcluster.so
+    local built
+    built=$(packaging/plugin-version.sh "$plugin")
+    [ "$built" = "$1" ] || die "the plugin was built for Slurm $built, not $1"
+}

@@ -97,7 +97,7 @@ done > "$tmp/scale.jsonl"
 echo
 # A heterogeneous step's start, on every release.
 for release in ${BENCH_HET_RELEASES:-$(awk '!/^#/ && NF {print $1}' tests/releases.tsv)}; do
-    bash benches/het-release.sh "$release" "${BENCH_HET_RUNS:-11}" 2>/dev/null | sed "s/^{/{\"release\": \"$release\", /"
+    bash benches/het-release.sh "$release" "${BENCH_HET_RUNS:-11}" 2>/dev/null
 done > "$tmp/het.jsonl"
 "$python" benches/het-table.py "$tmp/het.jsonl"
 rm -rf "$tmp"

@@ -15,21 +15,8 @@ cd "$repo"
 release=${1:?usage: benches/scale-release.sh RELEASE [RUNS]}
 runs=${2:-5}
 . benches/lib.sh
-suite=$(awk -v r="$release" '$1 == r {print $2}' tests/releases.tsv)
-[ -n "$suite" ] || die "release $release is not in tests/releases.tsv"
-root=tests/release/root.sh
-out=$repo/target/bench-$release
 stack=${TFC_DIR:-/tmp/tfcluster-cluster}/etc/plugstack.conf
-mkdir -p "$out"
-
-"$root" up "$suite" >&2
-trap '"$root" exec "$suite" bash "$repo/tests/cluster/cluster.sh" down >/dev/null 2>&1 || true; "$root" down "$suite" >&2' EXIT
-
-TFCLUSTER_SLURM_INCLUDE=$("$root" include "$suite") cargo build --release --quiet
-cp target/release/libtfcluster.so "$out/libtfcluster.so"
-plugin=$out/libtfcluster.so
-built=$(packaging/plugin-version.sh "$plugin")
-[ "$built" = "$release" ] || die "the plugin was built for Slurm $built, not $release"
+enter_release "$release"
 cc -shared -fPIC -O2 -I spank-headers \
     -DPLUGIN_VERSION="$(( (10#${release%.*} << 16) | (10#${release#*.} << 8) ))" \
     -o "$out/setenv_floor.so" benches/setenv_floor.c

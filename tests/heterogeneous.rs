@@ -7,10 +7,9 @@
 #![allow(clippy::type_complexity)] // tables of cases
 
 mod common;
-use common::cluster::{dir, node_error, parse, sh, stop_line, summary, tool, PlugStack};
+use common::cluster::{dir, node_error, parse, sbatch, sh, stop_line, summary, tool, PlugStack};
 use common::release;
 use common::{plan, step};
-use std::process::Output;
 use tfcluster::core::het::{self, Answer, ComponentLayout, HetLayout, Own, StepKind};
 use tfcluster::core::{Component, Error, GpuAction, Spec};
 
@@ -328,21 +327,7 @@ fn a_batch_script_with_hetjob_components() {
         ),
     )
     .unwrap();
-    let out = dir().join("hetjob.out");
-    let run = sh(&format!(
-        "sbatch --wait -o {} {}",
-        out.display(),
-        script.display()
-    ));
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let run = parse(Output {
-        stdout: std::fs::read(&out).unwrap(),
-        ..run
-    });
+    let run = sbatch("hetjob", &script.display().to_string());
     assert_eq!(
         summary(&run, "#SBATCH hetjob"),
         [

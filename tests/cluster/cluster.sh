@@ -220,6 +220,9 @@ start_network() {
         local ns=tfc-${NODES[$i]} host=tfcv$i
         ip netns list | grep -qw "^$ns" && continue
         ip netns add "$ns"
+        # A node's end of a veth whose namespace the kernel has not freed yet (a socket of the
+        # last cluster can hold it) would make this add fail with "File exists": it is ours.
+        ip link delete "$host" 2>/dev/null || true
         ip link add "$host" type veth peer name eth0 netns "$ns"
         ip link set "$host" master "$BRIDGE" up
         ip -n "$ns" addr add "$(node_ip "$i")/24" dev eth0
@@ -374,6 +377,8 @@ down() {
             ip netns delete "$ns"
         fi
     done
+    # The nodes' ends of their veths go with their namespaces, unless the kernel keeps one.
+    for i in "${!NODES[@]}"; do ip link delete "tfcv$i" 2>/dev/null || true; done
     kill_pidfiles "$DIR/slurmctld.run.pid" "$DIR/munged.pid"
     ip link show "$BRIDGE" >/dev/null 2>&1 && ip link delete "$BRIDGE"
     write_hosts_block remove

@@ -193,6 +193,21 @@ pub fn stop_line(
     })
 }
 
+/// Runs `sbatch --wait -o FILE ARGS` and reads the tasks' lines from the job's output.
+pub fn sbatch(name: &str, args: &str) -> Run {
+    let out = dir().join(format!("{name}.out"));
+    let run = sh(&format!("sbatch --wait -o {} {args}", out.display()));
+    assert!(
+        run.status.success(),
+        "sbatch {args}: {}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    parse(Output {
+        stdout: std::fs::read(&out).unwrap(),
+        ..run
+    })
+}
+
 pub fn parse(out: Output) -> Run {
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let mut tasks: Vec<Task> = stdout
