@@ -151,8 +151,9 @@ fn plan_node(
     let (distribution, plane_size) = (env("SLURM_DISTRIBUTION")?, env("SLURM_DIST_PLANESIZE")?);
     let resv_ports = env("SLURM_STEP_RESV_PORTS")?;
     let task_hosts = env(TASK_HOSTS_VAR)?;
-    // Read only where Slurm reorders: 26.05 and later, steps on several nodes.
-    let topology = (ffi::TOPOLOGY_ORDERS_BLOCK_STEPS && nodes > 1)
+    // Read only where Slurm reorders: 26.05 and later, steps on several nodes (not a
+    // heterogeneous step's, whose ranks come from its components' layouts).
+    let topology = (ffi::TOPOLOGY_ORDERS_BLOCK_STEPS && nodes > 1 && components.is_none())
         .then(crate::spank::topology::node_ranks)
         .flatten();
     let plan = StepPlan::new(
