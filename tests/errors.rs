@@ -4,6 +4,7 @@
 mod common;
 use common::*;
 use tfcluster::core::hostlist;
+use tfcluster::core::isolation;
 use tfcluster::core::layout::{Distribution, Layout, TaskCounts};
 
 fn hosts(names: &[&str]) -> Vec<String> {
@@ -240,6 +241,10 @@ fn messages() -> Vec<(Result<()>, &'static str)> {
         (plan("worker:*", &["isolate=yes"], &StepInputs { resv_ports: Some("12000-12001"), ..step("n9", "2", None) })
             .firewall(7, 0, 1000, 0, |_| Ok(vec![[10, 0, 0, 9].into()])).map(|_| ()),
          "isolate=yes: port 12000 is outside the site's port_range 20000-32767, the only ports tfcluster's firewall covers (so that no step can close another service's port); drop port_base, or ask the admin to make port_range cover the ports Slurm reserves (MpiParams=ports)"),
+        (isolation::check_unclaimed(&[20000, 20001], &[("tfcluster_57_0", vec![20001])], &[]),
+         "port 20001 is already a port of another step here (nftables table inet tfcluster_57_0): the two steps' ports overlap, and the rules of one would act on the other's connections; drop port_base, or submit the step again (tfcluster's own ports follow the job and step ids)"),
+        (isolation::check_unclaimed(&[20000], &[], &[isolation::Listener { port: 20000, uid: 61002 }]),
+         "port 20000 is already in use here (a program of uid 61002 listens on it), and the step's tasks would connect to it; drop port_base, or submit the step again (tfcluster's own ports follow the job and step ids)"),
         (step_err("worker:*,port_base=0", &[], "a", "1", None),
          "--tf-cluster: port_base='0' is invalid: expected a port number 1-65535"),
     ]
@@ -372,7 +377,8 @@ variants!(variant, VARIANTS, Error:
     TaskOrderMissing, HostfileTooShort, TaskHostNotInStep, TaskHostCount, UnknownDistribution,
     BadPlaneSize, LayoutMismatch, TopologyUnreadable, NodeOutOfRange, SlotOutOfRange,
     NotEnoughReservedPorts, ReservedPortList, PortOverflow, PortRangeTooSmall, NotEnoughGpus,
-    UnevenGpus, EnvTooLarge, BadGpuList, AddressUnresolved, PortOutsideIsolatedRange, RepeatedGpu,
+    UnevenGpus, EnvTooLarge, BadGpuList, AddressUnresolved, PortOutsideIsolatedRange, PortInOtherTable,
+    PortListened, RepeatedGpu,
     UnknownSetting, BadSetting,
 );
 

@@ -7,7 +7,10 @@ mod common;
 use common::cluster::{dir, plugin, records, sh, sh_ok, tool, PlugStack};
 use common::*;
 use std::net::IpAddr;
-use tfcluster::core::isolation::{job_tables, removal, table_name};
+use tfcluster::core::isolation::{
+    check_unclaimed, component_table_name, job_tables, listeners, other_tables, persistent,
+    removal, set_ports, table_name, Listener, OWNED, OWNED_PERSISTENT,
+};
 use tfcluster::spank::nftables::LIBRARY;
 
 /// The test cluster's addresses (tests/cluster/cluster.sh), one IPv6 address, and a duplicate
@@ -22,16 +25,17 @@ fn resolve(address: &str) -> Result<Vec<IpAddr>, String> {
 }
 
 /// The whole script node n9 runs for job 12's step 3 of 3 tasks (2 on n9, 1 on n10), owned by
-/// uid 61001: n9's own ports admit only the step's nodes, and only uid 61001 may open
-/// connections to any endpoint of the step (the nodes with one task at the first slot's port,
-/// those with two at both), or to n9's ports over loopback.
+/// uid 61001, in a table the installing process owns: n9's own ports admit new connections only
+/// at n9's own step address and from the step's nodes; no connection to an endpoint of the step
+/// is forwarded through n9; and only uid 61001 may open connections to any endpoint of the step
+/// (the nodes with one task at the first slot's port, those with two at both), or to n9's ports
+/// at any address over loopback.
 #[test]
 fn the_firewall_of_one_node_of_a_step() {
     let plan = plan("worker:*", &["isolate=yes"], &step("n9,n10", "2,1", None));
     let expected = format!(
-        "add table inet tfcluster_12_3
-delete table inet tfcluster_12_3
-table inet tfcluster_12_3 {{
+        "table inet tfcluster_12_3 {{
+flags owner
 set peers4 {{
 type ipv4_addr
 elements = {{ 10.77.0.11, 10.77.0.12 }}
@@ -39,6 +43,13 @@ elements = {{ 10.77.0.11, 10.77.0.12 }}
 set peers6 {{
 type ipv6_addr
 elements = {{ fd00::12 }}
+}}
+set self4 {{
+type ipv4_addr
+elements = {{ 10.77.0.11 }}
+}}
+set self6 {{
+type ipv6_addr
 }}
 set ports {{
 type inet_service
@@ -70,8 +81,16 @@ elements = {{ {a}, {b} }}
 chain input {{
 type filter hook input priority 0; policy accept;
 iif \"lo\" accept
-tcp dport @ports ip saddr != @peers4 reject with tcp reset
-tcp dport @ports ip6 saddr != @peers6 reject with tcp reset
+ip daddr @self4 ip saddr @peers4 accept
+ip6 daddr @self6 ip6 saddr @peers6 accept
+tcp flags & (syn | ack) == syn tcp dport @ports reject with tcp reset
+}}
+chain forward {{
+type filter hook forward priority 0; policy accept;
+tcp flags & (syn | ack) == syn ip daddr @hosts4_0 tcp dport @ports_0 reject with tcp reset
+tcp flags & (syn | ack) == syn ip6 daddr @hosts6_0 tcp dport @ports_0 reject with tcp reset
+tcp flags & (syn | ack) == syn ip daddr @hosts4_1 tcp dport @ports_1 reject with tcp reset
+tcp flags & (syn | ack) == syn ip6 daddr @hosts6_1 tcp dport @ports_1 reject with tcp reset
 }}
 chain output {{
 type filter hook output priority 0; policy accept;
@@ -141,6 +160,9 @@ fn the_job_epilog_removes_every_table_of_its_job_and_no_other() {
     let cases: &[(&str, bool)] = &[
         ("table inet tfcluster_12_0",          true),
         ("table inet tfcluster_12_4294967290", true),
+        ("table inet tfcluster_12_3_1",        true),
+        ("table inet tfcluster_12_3_",         false),
+        ("table inet tfcluster_12_3_1_2",      false),
         ("table inet tfcluster_123_0",         false),
         ("table inet tfcluster_1_2",           false),
         ("table inet tfcluster_12_",           false),
@@ -153,9 +175,105 @@ fn the_job_epilog_removes_every_table_of_its_job_and_no_other() {
         assert_eq!(!job_tables(line, 12).is_empty(), *removed, "{line}");
     }
     let listing: String = cases.iter().map(|(l, _)| format!("{l}\n")).collect();
-    assert_eq!(job_tables(&listing, 12), ["tfcluster_12_0", "tfcluster_12_4294967290"]);
+    assert_eq!(job_tables(&listing, 12), ["tfcluster_12_0", "tfcluster_12_4294967290", "tfcluster_12_3_1"]);
     assert_eq!(table_name(12, 4294967290), "tfcluster_12_4294967290");
-    assert_eq!(removal("tfcluster_12_0"), "add table inet tfcluster_12_0\ndelete table inet tfcluster_12_0\n");
+    assert_eq!(component_table_name(12, 3, 0), "tfcluster_12_3");
+    assert_eq!(component_table_name(12, 3, 1), "tfcluster_12_3_1");
+    assert_eq!(removal("tfcluster_12_0"), "delete table inet tfcluster_12_0\n");
+}
+
+/// Where libnftables and the kernel can, the table outlives a killed owner: the same script,
+/// with the one flags line changed.
+#[test]
+fn a_persistent_table_is_the_same_script_with_persist() {
+    let plan = plan("worker:*", &["isolate=yes"], &step("n9,n10", "2,1", None));
+    let script = plan.firewall(12, 3, 61001, 0, resolve).unwrap().unwrap();
+    assert_eq!(script.matches(OWNED).count(), 1);
+    assert_eq!(persistent(&script), script.replace(OWNED, OWNED_PERSISTENT));
+    assert_ne!(persistent(&script), script);
+}
+
+/// The listening sockets of `/proc/net/tcp` and `/proc/net/tcp6` as Linux writes them: (a
+/// line, the listener it is). Only state 0A (LISTEN) counts.
+#[rustfmt::skip]
+#[test]
+fn listening_sockets_from_proc_net_tcp() {
+    let cases: &[(&str, Option<Listener>)] = &[
+        ("   0: 00000000:4E20 00000000:0000 0A 00000000:00000000 00:00000000 00000000 61002        0 2811 1 0000000000000000 100 0 0 10 0", Some(Listener { port: 20000, uid: 61002 })),
+        ("   1: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 2812 1 0000000000000000 100 0 0 10 0", Some(Listener { port: 8080, uid: 0 })),
+        ("   0: 00000000000000000000000000000000:4E21 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000 61001        0 99 1 0000000000000000 100 0 0 10 0", Some(Listener { port: 20001, uid: 61001 })),
+        ("   2: 0B4D0A0A:4E20 0C4D0A0A:B2C4 01 00000000:00000000 00:00000000 00000000 61001        0 2813 1 0000000000000000 20 4 30 10 -1", None),
+        ("   3: 0B4D0A0A:4E20 0C4D0A0A:B2C6 06 00000000:00000000 03:00000CC4 00000000     0        0 0 3 0000000000000000", None),
+        ("  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode", None),
+        ("", None),
+    ];
+    for (line, expected) in cases {
+        assert_eq!(listeners(line), expected.iter().copied().collect::<Vec<_>>(), "{line}");
+    }
+}
+
+/// The ports of another step's table, from `list set inet TABLE ports` as nft prints it: (the
+/// listing, its ports).
+#[rustfmt::skip]
+#[test]
+fn a_tables_ports_from_its_listing() {
+    let cases: &[(&str, &[u16])] = &[
+        ("table inet tfcluster_57_0 {\n\tset ports {\n\t\ttype inet_service\n\t\telements = { 20000, 20001 }\n\t}\n}\n", &[20000, 20001]),
+        ("table inet tfcluster_57_0 {\n\tset ports {\n\t\ttype inet_service\n\t\telements = { 20000, 20001, 20002,\n\t\t\t     20003 }\n\t}\n}\n", &[20000, 20001, 20002, 20003]),
+        ("table inet tfcluster_57_0 {\n\tset ports {\n\t\ttype inet_service\n\t}\n}\n", &[]),
+        ("", &[]),
+    ];
+    for (listing, ports) in cases {
+        assert_eq!(set_ports(listing), *ports, "{listing}");
+    }
+}
+
+/// The tables a node compares its ports with: every other step's, not its own step's (nor, in
+/// a heterogeneous job or step, its other components' of the same step), and no one else's. Job 12's
+/// step 3, whose components are jobs 12 and 13: (a line of `nft list tables`, compared).
+#[rustfmt::skip]
+#[test]
+fn the_tables_a_step_compares_its_ports_with() {
+    let cases: &[(&str, bool)] = &[
+        ("table inet tfcluster_57_0",  true),
+        ("table inet tfcluster_12_2",  true),
+        ("table inet tfcluster_13_0",  true),
+        ("table inet tfcluster_12_3",  false),
+        ("table inet tfcluster_13_3",  false),
+        ("table inet tfcluster_12_3_1", false),
+        ("table inet tfcluster_12_31", true),
+        ("table inet filter",          false),
+        ("table ip nat",               false),
+    ];
+    for (line, compared) in cases {
+        assert_eq!(!other_tables(line, &[12, 13], 3).is_empty(), *compared, "{line}");
+    }
+}
+
+/// Which claim on a node's step ports refuses the step: (what, the step's ports here, other
+/// steps' tables, other users' listeners, the port refused or None).
+#[rustfmt::skip]
+#[test]
+fn a_port_another_step_or_program_holds_refuses_the_step() {
+    let other = |port| Listener { port, uid: 61002 };
+    let table = |ports: &[u16]| vec![("tfcluster_57_0", ports.to_vec())];
+    type Case<'a> = (&'a str, &'a [u16], Vec<(&'a str, Vec<u16>)>, Vec<Listener>, Option<u16>);
+    let cases: Vec<Case> = vec![
+        ("nothing else here",                  &[20000, 20001], vec![],                   vec![],             None),
+        ("another step's table, other ports",  &[20000, 20001], table(&[20064, 20065]),   vec![],             None),
+        ("another step's table over one port", &[20000, 20001], table(&[20001, 20002]),   vec![],             Some(20001)),
+        ("a listener on another port",         &[20000, 20001], vec![],                   vec![other(22)],    None),
+        ("a listener on a step port",          &[20000, 20001], vec![],                   vec![other(20001)], Some(20001)),
+        ("the first port held is named",       &[20000, 20001], table(&[20001]),          vec![other(20000)], Some(20000)),
+        ("no port on this node",               &[],             table(&[20000]),          vec![other(20000)], None),
+    ];
+    for (what, ports, tables, listening, refused) in &cases {
+        let got = check_unclaimed(ports, tables, listening).err().map(|e| match e {
+            tfcluster::core::Error::PortInOtherTable { port, .. } | tfcluster::core::Error::PortListened { port, .. } => port,
+            e => panic!("{what}: {e}"),
+        });
+        assert_eq!(got, *refused, "{what}");
+    }
 }
 
 // ---- on the test cluster ---------------------------------------------------------------------
@@ -188,31 +306,114 @@ fn tables_script() -> String {
     )
 }
 
+/// Where an attempt comes from.
+#[derive(Clone, Copy)]
+enum From {
+    /// A job of the row's user on that node (srun).
+    Node(&'static str),
+    /// A network namespace behind n10 whose traffic n10 forwards and NATs to its own address:
+    /// a container, VM or pod network of another user on a node of the step.
+    NatBehindN10,
+}
+
 /// Who tries to connect to every endpoint of the owner's step (4 tasks on n9 and n10, in
-/// partition `shared`, so that others' jobs can run beside it), from where, and what each
-/// attempt gets with isolate=yes and without.
+/// partition `shared`, so that others' jobs can run beside it), from where, to which address,
+/// and what each attempt gets with isolate=yes and without. Every path another user can take:
+/// the step's own addresses, n9's other addresses (which TensorFlow listens on too: every
+/// endpoint's port, at that address), forwarded traffic, and a ruleset flushed by the admin's
+/// firewall service ([`OtherPaths`] makes the addresses and the NAT'd network).
 struct Reach {
     /// The label the probe prints.
     who: &'static str,
     user: &'static str,
-    /// The node the attempts come from.
-    node: &'static str,
+    from: From,
+    /// The address dialled instead of each endpoint's own, and the source address bound.
+    at: Option<&'static str>,
+    source: Option<&'static str>,
+    /// A command run as root on the host before the attempt (in the nodes' namespaces).
+    before: &'static str,
     isolated: &'static str,
     open: &'static str,
 }
 
+const N9_SECOND_V4: &str = "10.77.0.250";
+const N9_V6: &str = "fd77::11";
+const N9_OTHER_NETWORK: &str = "10.78.0.11";
+const N10_STEP_ADDRESS: &str = "10.77.0.12";
+const FLUSH_N9: &str = "nsenter --net=/run/netns/tfc-n9 nft flush ruleset";
+
 #[rustfmt::skip]
 const WHO_REACHES: &[Reach] = &[
-    Reach { who: "another user on a node of the step",          user: OTHER, node: "n9",   isolated: "refused", open: "open" },
-    Reach { who: "another user on a node outside the step",     user: OTHER, node: "n011", isolated: "refused", open: "open" },
-    Reach { who: "the owner's other job on a node of the step", user: OWNER, node: "n10",  isolated: "open",    open: "open" },
-    Reach { who: "the owner's other job outside the step",      user: OWNER, node: "n012", isolated: "refused", open: "open" },
+    Reach { who: "another user on a node of the step",          user: OTHER, from: From::Node("n9"),   at: None,                   source: None,                   before: "",       isolated: "refused", open: "open" },
+    Reach { who: "another user on a node outside the step",     user: OTHER, from: From::Node("n011"), at: None,                   source: None,                   before: "",       isolated: "refused", open: "open" },
+    Reach { who: "the owner's other job on a node of the step", user: OWNER, from: From::Node("n10"),  at: None,                   source: None,                   before: "",       isolated: "open",    open: "open" },
+    Reach { who: "the owner's other job outside the step",      user: OWNER, from: From::Node("n012"), at: None,                   source: None,                   before: "",       isolated: "refused", open: "open" },
+    Reach { who: "another user on n10, to n9's second IPv4",    user: OTHER, from: From::Node("n10"),  at: Some(N9_SECOND_V4),     source: None,                   before: "",       isolated: "refused", open: "open" },
+    Reach { who: "another user on n9, to its second IPv4",      user: OTHER, from: From::Node("n9"),   at: Some(N9_SECOND_V4),     source: None,                   before: "",       isolated: "refused", open: "open" },
+    Reach { who: "another user on n10, to n9's IPv6",           user: OTHER, from: From::Node("n10"),  at: Some(N9_V6),            source: None,                   before: "",       isolated: "refused", open: "open" },
+    Reach { who: "another user on n10, to n9's other network",  user: OTHER, from: From::Node("n10"),  at: Some(N9_OTHER_NETWORK), source: Some(N10_STEP_ADDRESS), before: "",       isolated: "refused", open: "open" },
+    Reach { who: "another user in a NAT'd network on n10",      user: OTHER, from: From::NatBehindN10, at: None,                   source: None,                   before: "",       isolated: "refused", open: "open" },
+    Reach { who: "another user outside, after a flush on n9",   user: OTHER, from: From::Node("n011"), at: None,                   source: None,                   before: FLUSH_N9, isolated: "refused", open: "open" },
 ];
+
+/// The other ways into n9 that a real cluster has, made for one test and removed after it: a
+/// second IPv4 address on its step network; IPv6 on n9 and n10; another network on n9 (an
+/// InfiniBand or management network) that n10 routes to through n9, with reverse-path filtering
+/// off on n9 (the kernel's default); and a network namespace behind n10, forwarded and NAT'd to
+/// n10's address (rootful Docker or Podman, libvirt, a CNI network).
+struct OtherPaths;
+
+const NAT_NETNS: &str = "tfc-nat";
+
+impl OtherPaths {
+    fn make() -> OtherPaths {
+        let paths = OtherPaths;
+        sh_ok(&format!(
+            "set -e
+ip -n tfc-n9 addr add {N9_SECOND_V4}/24 dev eth0
+ip -n tfc-n9 addr add {N9_V6}/64 dev eth0 nodad
+ip -n tfc-n10 addr add fd77::12/64 dev eth0 nodad
+ip -n tfc-n9 link add ib0 type veth peer name ib0peer
+ip -n tfc-n9 addr add {N9_OTHER_NETWORK}/24 dev ib0
+ip -n tfc-n9 link set ib0 up
+ip -n tfc-n9 link set ib0peer up
+ip -n tfc-n10 route add {N9_OTHER_NETWORK}/32 via 10.77.0.11
+nsenter --net=/run/netns/tfc-n9 sh -c 'for f in /proc/sys/net/ipv4/conf/*/rp_filter; do echo 0 > $f; done'
+ip netns add {NAT_NETNS}
+ip -n tfc-n10 link add nat0 type veth peer name eth0 netns {NAT_NETNS}
+ip -n tfc-n10 addr add 10.79.0.1/24 dev nat0
+ip -n tfc-n10 link set nat0 up
+ip -n {NAT_NETNS} addr add 10.79.0.2/24 dev eth0
+ip -n {NAT_NETNS} link set eth0 up
+ip -n {NAT_NETNS} link set lo up
+ip -n {NAT_NETNS} route add default via 10.79.0.1
+nsenter --net=/run/netns/tfc-n10 sh -c 'echo 1 > /proc/sys/net/ipv4/ip_forward'
+nsenter --net=/run/netns/tfc-n10 nft 'add table ip tfctest_nat; add chain ip tfctest_nat post {{ type nat hook postrouting priority 100; }}; add rule ip tfctest_nat post ip saddr 10.79.0.0/24 oif eth0 masquerade'"
+        ));
+        paths
+    }
+}
+
+impl Drop for OtherPaths {
+    fn drop(&mut self) {
+        sh(&format!(
+            "ip -n tfc-n9 addr del {N9_SECOND_V4}/24 dev eth0
+ip -n tfc-n9 addr del {N9_V6}/64 dev eth0
+ip -n tfc-n10 addr del fd77::12/64 dev eth0
+ip -n tfc-n9 link del ib0
+ip -n tfc-n10 route del {N9_OTHER_NETWORK}/32
+ip -n tfc-n10 link del nat0
+ip netns del {NAT_NETNS}
+nsenter --net=/run/netns/tfc-n10 sh -c 'echo 0 > /proc/sys/net/ipv4/ip_forward; nft delete table ip tfctest_nat'"
+        ));
+    }
+}
 
 #[test]
 #[ignore = "needs the test cluster: run tests/run.sh"]
 fn only_the_jobs_own_processes_on_its_nodes_reach_its_servers() {
     let probe = format!("/usr/bin/python3 {}", tool("isolation_probe.py"));
+    let _paths = OtherPaths::make();
     for isolate in [true, false] {
         let _plugstack = isolate.then(|| isolated(""));
         let d = dir().join(format!("isolation-{isolate}"));
@@ -220,10 +421,21 @@ fn only_the_jobs_own_processes_on_its_nodes_reach_its_servers() {
         let attempts: String = WHO_REACHES
             .iter()
             .map(|r| {
-                format!(
-                    "runuser -u {} -- srun -p shared -w {} -N1 -n1 -t 1 {probe} probe {d} \"{}\"\n",
-                    r.user, r.node, r.who
-                )
+                let (user, who) = (r.user, r.who);
+                let args = [r.at, r.source]
+                    .iter()
+                    .flatten()
+                    .fold(String::new(), |a, s| a + " " + s);
+                let run = format!("{probe} probe {d} \"{who}\"{args}");
+                let attempt = match r.from {
+                    From::Node(node) => {
+                        format!("runuser -u {user} -- srun -p shared -w {node} -N1 -n1 -t 1 {run}")
+                    }
+                    From::NatBehindN10 => {
+                        format!("nsenter --net=/run/netns/{NAT_NETNS} runuser -u {user} -- {run}")
+                    }
+                };
+                format!("{}\n{attempt}\n", r.before)
             })
             .collect();
         let out = sh(&format!(
@@ -232,7 +444,8 @@ runuser -u {OWNER} -- srun -p shared -w n9,n10 -N2 -n4 -t 2 --tf-cluster {probe}
 step=$!
 for i in $(seq 600); do [ -e {d}/endpoints ] && break; kill -0 $step 2>/dev/null || break; sleep 0.1; done
 {tables}
-{attempts}touch {d}/stop; wait $step; echo \"SRUN|$?\"
+{attempts}{tables}
+touch {d}/stop; wait $step; echo \"SRUN|$?\"
 cat {d}/step.out; cat {d}/step.err >&2
 for i in $(seq 100); do left=$({tables} | grep -vc '|0$'); [ \"$left\" = 0 ] && break; sleep 0.1; done
 echo \"LEFT|$left\"",
@@ -248,21 +461,25 @@ echo \"LEFT|$left\"",
         let step = records(&stdout, "STEP");
         assert_eq!(step.len(), 16, "{what}");
         assert!(step.iter().all(|r| r[2] == "open"), "{what}");
+        // No task inherits the socket that owns its node's table (root's, to nftables).
+        let netlink: Vec<&str> = records(&stdout, "NETLINK").iter().map(|r| r[1]).collect();
+        assert_eq!(netlink, ["0"; 4], "{what}");
         for r in WHO_REACHES {
             let expected = if isolate { r.isolated } else { r.open };
             let got: Vec<&str> = records(&stdout, r.who).iter().map(|f| f[1]).collect();
             assert_eq!(got, [expected; 4], "{}: {what}", r.who);
         }
-        // While the step runs its nodes hold one table each, the others none.
+        // While the step runs its nodes hold one table each, the others none, before the
+        // attempts and after them (a flushed ruleset included).
         let tables: Vec<String> = records(&stdout, "TABLES")
             .iter()
             .map(|r| r.join("|"))
             .collect();
-        let expected: Vec<String> = NODES
+        let held: Vec<String> = NODES
             .iter()
             .map(|n| format!("{n}|{}", u8::from(isolate && ["n9", "n10"].contains(n))))
             .collect();
-        assert_eq!(tables, expected, "{what}");
+        assert_eq!(tables, [held.clone(), held].concat(), "{what}");
         assert_eq!(records(&stdout, "LEFT"), [["0"]], "{what}: rules left");
     }
 }
@@ -383,6 +600,73 @@ fn a_port_outside_the_sites_range_is_refused_before_launch() {
     assert!(stderr.contains(&line), "expected {line}\n{stderr}");
 }
 
+/// What already holds port 20000 on n9 when the owner's isolated step asks for it there
+/// (`port_base=20000`), held by a job of the other user in partition `shared`.
+struct Holder {
+    what: &'static str,
+    /// The holding job's program (`{probe}`: the probe script, `{d}`: the test's directory).
+    holds: &'static str,
+    /// Why n9 refuses, from the holding job's id and the other user's uid.
+    refusal: fn(job: u32, uid: u32) -> tfcluster::core::Error,
+}
+
+#[rustfmt::skip]
+const HOLDERS: &[Holder] = &[
+    Holder { what: "another job's isolated step on the same ports",
+             holds: "--tf-cluster=worker:*,port_base=20000 {probe} serve {d}",
+             refusal: |job, _| tfcluster::core::Error::PortInOtherTable { port: 20000, table: table_name(job, 0) } },
+    Holder { what: "another user's program listening on the port first",
+             holds: "{probe} listen {d} 20000",
+             refusal: |_, uid| tfcluster::core::Error::PortListened { port: 20000, uid } },
+];
+
+/// A node never installs rules over ports that another step's rules or another user's program
+/// hold: the owner's step is refused before any of its tasks starts, with one line naming the
+/// node, the port and why; the holding job runs on undisturbed and ends well.
+#[test]
+#[ignore = "needs the test cluster: run tests/run.sh"]
+fn a_port_another_job_holds_refuses_the_step_before_any_task_starts() {
+    let probe = format!("/usr/bin/python3 {}", tool("isolation_probe.py"));
+    let _plugstack = isolated("");
+    let uid: u32 = sh_ok(&format!("id -u {OTHER}")).trim().parse().unwrap();
+    for holder in HOLDERS {
+        let d = dir().join("isolation-held");
+        let d = d.display();
+        let holds = holder
+            .holds
+            .replace("{probe}", &probe)
+            .replace("{d}", &d.to_string());
+        let out = sh(&format!(
+            "rm -rf {d}; mkdir -m 1777 {d}
+runuser -u {OTHER} -- srun -p shared -w n9 -N1 -n1 -t 2 -J holder {holds} >{d}/holder.out 2>{d}/holder.err &
+holder=$!
+for i in $(seq 600); do [ -e {d}/endpoints ] && break; kill -0 $holder 2>/dev/null || break; sleep 0.1; done
+echo \"JOB|$(squeue -h -n holder -o %i)\"
+runuser -u {OWNER} -- srun -p shared -w n9 -N1 -n1 -t 1 --tf-cluster=worker:*,port_base=20000 sh -c 'echo RAN'
+echo \"OWNER|$?\"
+touch {d}/stop; wait $holder; echo \"HOLDER|$?\""
+        ));
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        let what = format!("{}:\n{stdout}\n{stderr}", holder.what);
+        let job: u32 = records(&stdout, "JOB")[0][0].parse().expect(&what);
+        assert!(!stdout.contains("RAN"), "a task ran: {what}");
+        assert_ne!(records(&stdout, "OWNER"), [["0"]], "{what}");
+        assert_eq!(records(&stdout, "HOLDER"), [["0"]], "{what}");
+        let line = tfcluster::spank::error::ShellError::Isolation {
+            node: "n9".into(),
+            reason: (holder.refusal)(job, uid).to_string(),
+        };
+        assert_eq!(
+            stderr.matches(&format!("tfcluster: {line}")).count(),
+            1,
+            "{what}"
+        );
+    }
+}
+
 /// The owner's 4-task step on n9 and n10 with `--tf-cluster{spec}`, which must fail with no task
 /// started; srun's stderr.
 fn no_task_runs(what: &str, spec: &str) -> String {
@@ -402,8 +686,9 @@ fn no_task_runs(what: &str, spec: &str) -> String {
 }
 
 /// 50 steps of one job: 48 that end, one whose slurmstepd is killed with SIGKILL (it removes
-/// nothing: its rules stay until the job's epilog), and one cancelled with scancel (its
-/// slurmstepd removes its rules). Once the job is cancelled, nothing of it is left on any node.
+/// nothing: its table stays until the job's epilog where libnftables can keep it after its
+/// owner, else goes with it), and one cancelled with scancel (its slurmstepd removes its rules).
+/// Once the job is cancelled, nothing of it is left on any node.
 #[test]
 #[ignore = "needs the test cluster: run tests/run.sh"]
 fn no_rule_outlives_its_job() {
@@ -458,17 +743,16 @@ fn no_rule_outlives_its_job() {
     assert!(pids.len() >= 2, "no slurmstepd of {killed}: {pids:?}");
     sh_ok(&format!("kill -9 {}", pids.join(" ")));
     std::thread::sleep(std::time::Duration::from_secs(2));
-    assert_eq!(
-        count(&table_of(&killed)),
-        both(1),
-        "a killed slurmstepd removes nothing"
-    );
+    // A killed slurmstepd removes nothing: its table stays for the epilog where it persists,
+    // and goes with the slurmstepd's socket where it is only owned.
+    let kept = u8::from(release::current().firewall_persists);
+    assert_eq!(count(&table_of(&killed)), both(kept), "after SIGKILL");
     sh_ok(&format!("scancel {cancelled}"));
     assert!(
         within(30, || count(&table_of(&cancelled)) == both(0)),
         "the cancelled step's rules stayed"
     );
-    assert_eq!(count(&table_of(&killed)), both(1));
+    assert_eq!(count(&table_of(&killed)), both(kept));
     sh_ok(&format!("scancel {job}"));
     let left = || {
         sh_ok(&tables_script())

@@ -297,6 +297,19 @@ pub enum Error {
          (MpiParams=ports)"
     )]
     PortOutsideIsolatedRange { port: u32, lo: u16, hi: u16 },
+    #[error(
+        "port {port} is already a port of another step here (nftables table inet {table}): the \
+         two steps' ports overlap, and the rules of one would act on the other's connections; \
+         drop port_base, or submit the step again (tfcluster's own ports follow the job and step \
+         ids)"
+    )]
+    PortInOtherTable { port: u16, table: String },
+    #[error(
+        "port {port} is already in use here (a program of uid {uid} listens on it), and the \
+         step's tasks would connect to it; drop port_base, or submit the step again \
+         (tfcluster's own ports follow the job and step ids)"
+    )]
+    PortListened { port: u16, uid: u32 },
 
     // ---- settings -----------------------------------------------------------------------
     #[error("plugstack.conf: unknown tfcluster setting '{key}'; known: {known}")]

@@ -4,20 +4,37 @@
 //! TensorFlow's gRPC servers listen on every interface, with no authentication, and run any graph
 //! they are sent (TensorFlow's SECURITY.md), so on a shared cluster anyone who reaches a port can
 //! run code as the job's owner. Each node of the step gets an nftables table of its own, named
-//! after the job and step ([`table_name`]), before any task starts:
-//! - **input**: a connection to one of this node's step ports is refused unless it comes from an
-//!   address of one of the step's nodes (or from this node itself, over loopback);
+//! after the job and step ([`table_name`]), before any task starts. Only connection attempts
+//! (TCP SYN without ACK) are matched, so no connection tracking is needed and established
+//! connections, the step's or anyone else's, are never touched:
+//! - **input**: a connection to one of this node's step ports is refused unless it is addressed
+//!   to this node's own step address (as TF_CONFIG names it, resolved: IPv4 and IPv6) and comes
+//!   from a step node's address, or arrives over loopback. TensorFlow listens on every address,
+//!   so without the destination check a node's other addresses (a second IPv4 address, IPv6, an
+//!   InfiniBand or management network with the source bound to a step address) were open;
+//! - **forward**: a connection forwarded through this node (a container, VM or pod network NAT'd
+//!   to the node's address) to any endpoint of the step is refused: it has no local socket, so no
+//!   uid to check, and after NAT it would come from a step node's address;
 //! - **output**: a connection from this node to any endpoint of the step (and, over loopback, to
-//!   this node's step ports) is refused unless its socket belongs to the job's uid.
+//!   this node's step ports at any address) is refused unless its socket belongs to the job's
+//!   uid.
 //!
-//! Together: a connection reaches a step's server only from the job's uid on a node of the step.
-//! Only connection attempts (TCP SYN without ACK) are matched, so no connection tracking is needed
-//! and nothing else on the node is touched. The admin's own tables are never edited: a packet
+//! Together: a connection reaches a step's server only from the job's uid on a node of the step,
+//! and only at the step's own addresses. The admin's own tables are never edited: a packet
 //! refused by any table is refused, so ours only adds refusals.
 //!
+//! The table is owned by the slurmstepd that installs it (nftables `flags owner`, Linux 5.12):
+//! `flush ruleset` (Debian's nftables.service on start, reload and stop) leaves it, and no other
+//! process can delete it; with `persist` (Linux 6.9, libnftables 1.1) it also outlives a
+//! slurmstepd killed with SIGKILL until the job's epilog removes it ([`persistent`]).
+//!
+//! Before the rules go in, a node refuses a step whose ports another step's table or another
+//! program's listening socket already holds ([`check_unclaimed`]): the rules would act on the
+//! other job's connections, or the step's tasks would connect to someone else's server.
+//!
 //! The shell runs the scripts this module writes through libnftables; this module only writes
-//! them, from plain values, with name resolution passed in as a closure (table-tested in
-//! tests/isolation.rs).
+//! them and reads what the node says, from plain values, with name resolution passed in as a
+//! closure (table-tested in tests/isolation.rs).
 
 use super::address::Endpoints;
 use super::error::{Error, Result};
@@ -35,23 +52,44 @@ pub fn table_name(job_id: u32, step_id: u32) -> String {
     format!("{TABLE_PREFIX}{job_id}_{step_id}")
 }
 
-/// A script that removes `table` whether or not it exists (nftables 1.0.6, Debian 12's, has no
-/// `destroy`; adding the table first makes the delete always succeed, in one transaction).
+/// The table of component `component` of a heterogeneous step (the components share the job
+/// and step ids, and may share a node, where each slurmstepd owns a table of its own):
+/// [`table_name`] for the first, `_COMPONENT` after it for the others.
+pub fn component_table_name(job_id: u32, step_id: u32, component: usize) -> String {
+    match component {
+        0 => table_name(job_id, step_id),
+        c => format!("{}_{c}", table_name(job_id, step_id)),
+    }
+}
+
+/// The script that removes `table`, which must exist. The usual way to remove a table whether
+/// or not it exists (add it, then delete it, in one transaction; nftables 1.0.6, Debian 12's,
+/// has no `destroy`) fails on an owned table, even for its owner (the add would change its
+/// flags): the shell removes only tables it has seen listed, or made.
 pub fn removal(table: &str) -> String {
-    format!("add table inet {table}\ndelete table inet {table}\n")
+    format!("delete table inet {table}\n")
+}
+
+/// The names of the `inet` tables in the text of `list tables` (`table inet NAME` per line).
+pub fn listed(listing: &str) -> impl Iterator<Item = &str> {
+    listing
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("table inet "))
+        .map(str::trim)
 }
 
 /// The tables of job `job_id` in the text of `list tables` (`table inet tfcluster_12_0` per
 /// line): what the job epilog removes, whichever of the job's steps left them.
 pub fn job_tables(listing: &str, job_id: u32) -> Vec<&str> {
     let prefix = format!("{TABLE_PREFIX}{job_id}_");
-    listing
-        .lines()
-        .filter_map(|line| line.trim().strip_prefix("table inet "))
-        .map(str::trim)
+    let number = |n: &str| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit());
+    listed(listing)
         .filter(|name| {
             name.strip_prefix(&prefix)
-                .is_some_and(|step| !step.is_empty() && step.bytes().all(|b| b.is_ascii_digit()))
+                .is_some_and(|rest| match rest.split_once('_') {
+                    Some((step, component)) => number(step) && number(component),
+                    None => number(rest),
+                })
         })
         .collect()
 }
@@ -72,6 +110,18 @@ pub fn check_ports(range: (u16, u16), ports: impl IntoIterator<Item = u32>) -> R
     }
 }
 
+/// The table's flags as the core writes them: owned by the process that installs it.
+pub const OWNED: &str = "flags owner\n";
+/// [`OWNED`], and kept after its owner exits until something deletes it (Linux 6.9,
+/// libnftables 1.1; older libnftables refuse the word).
+pub const OWNED_PERSISTENT: &str = "flags owner, persist\n";
+
+/// `script` (from [`StepFirewall::script`]) with a table that outlives its owner: a slurmstepd
+/// killed with SIGKILL leaves it to the job's epilog instead of taking it away.
+pub fn persistent(script: &str) -> String {
+    script.replacen(OWNED, OWNED_PERSISTENT, 1)
+}
+
 /// Everything one node's firewall for one step is made of.
 pub struct StepFirewall<'a> {
     pub job_id: u32,
@@ -80,134 +130,252 @@ pub struct StepFirewall<'a> {
     pub uid: u32,
     /// This node's index in the step.
     pub node: usize,
+    /// The heterogeneous step's component this node's slurmstepd serves (0 otherwise): its
+    /// table's name ([`component_table_name`]).
+    pub component: usize,
     pub layout: &'a Layout,
     pub endpoints: &'a Endpoints,
     /// The site's `port_range`: every port of the step must be in it ([`check_ports`]).
     pub port_range: (u16, u16),
 }
 
+/// The endpoints of every node with the same number of tasks: their addresses times the ports
+/// of the first `count` slots (a slot's port is the same on every node).
+struct Group<'p> {
+    hosts: BTreeSet<IpAddr>,
+    ports: Vec<&'p str>,
+}
+
 impl StepFirewall<'_> {
-    /// The nftables script that installs this node's rules for the step, replacing a table of
-    /// the same name if one was left. `resolve` gives the addresses a node's address (as
+    /// The nftables script that installs this node's rules for the step (a table of the same
+    /// name that a killed slurmstepd left must be removed first: [`removal`]). `resolve` gives the addresses a node's address (as
     /// TF_CONFIG names it) resolves to; an address that resolves to nothing is an error, never a
     /// peer silently left out (its tasks could not connect) or let in.
     pub fn script(
         &self,
-        mut resolve: impl FnMut(&str) -> std::result::Result<Vec<IpAddr>, String>,
+        resolve: impl FnMut(&str) -> std::result::Result<Vec<IpAddr>, String>,
     ) -> Result<String> {
-        let slots = self.layout.busiest().1;
+        let busiest = self.layout.busiest().1;
         check_ports(
             self.port_range,
-            (0..slots).map(|slot| decimal::<u32>(self.endpoints.port(slot)).unwrap_or(0)),
+            (0..busiest).map(|slot| decimal::<u32>(self.endpoints.port(slot)).unwrap_or(0)),
         )?;
-        // Each distinct address once (a template may make several nodes one address).
-        let mut resolved: HashMap<&str, Vec<IpAddr>> = HashMap::new();
+        let resolved = self.resolve(resolve)?;
+        let groups = self.groups(&resolved);
+        Ok(self.write(&resolved, &groups))
+    }
+
+    /// The name of this node's table for the step.
+    pub fn table(&self) -> String {
+        component_table_name(self.job_id, self.step_id, self.component)
+    }
+
+    /// This node's own step ports: the ports of its first slots, one per task here.
+    pub fn own_ports(&self) -> Vec<u16> {
+        let local = self.layout.node(self.node).map_or(0, <[u32]>::len);
+        (0..local)
+            .filter_map(|slot| decimal(self.endpoints.port(slot)))
+            .collect()
+    }
+
+    /// Every distinct address of the step's nodes, resolved once (a template may make several
+    /// nodes one address), each to a sorted list without repeats.
+    fn resolve(
+        &self,
+        mut resolve: impl FnMut(&str) -> std::result::Result<Vec<IpAddr>, String>,
+    ) -> Result<HashMap<&str, BTreeSet<IpAddr>>> {
+        let mut resolved = HashMap::new();
         for address in self.endpoints.addresses() {
             if resolved.contains_key(address.as_str()) {
                 continue;
             }
-            let found = resolve(address)
-                .map(|mut found| {
-                    found.sort();
-                    found.dedup();
-                    found
-                })
-                .and_then(|found| match found.is_empty() {
-                    true => Err("it resolves to no address".to_string()),
-                    false => Ok(found),
-                })
+            let found: BTreeSet<IpAddr> = resolve(address)
                 .map_err(|reason| Error::AddressUnresolved {
                     address: address.clone(),
                     reason,
-                })?;
-            resolved.insert(address, found);
+                })?
+                .into_iter()
+                .collect();
+            if found.is_empty() {
+                return Err(Error::AddressUnresolved {
+                    address: address.clone(),
+                    reason: "it resolves to no address".into(),
+                });
+            }
+            resolved.insert(address.as_str(), found);
         }
-        let peers = |node: usize| &resolved[self.endpoints.address(node)];
-        // A node's endpoints are its addresses times the ports of its first `count` slots (a
-        // slot's port is the same on every node). Nodes with as many tasks form one group: one
-        // rule over two plain sets, exact, with a few hundred elements for thousands of
-        // endpoints (parsed in well under the 30-40 ms that 4096 address-port pairs took), and
-        // no concatenated sets, which older kernels lack.
-        let mut groups: BTreeMap<usize, (BTreeSet<IpAddr>, Vec<&str>)> = BTreeMap::new();
-        let (mut v4, mut v6) = (BTreeSet::new(), BTreeSet::new());
+        Ok(resolved)
+    }
+
+    /// The step's endpoints by task count: one rule over two plain sets per count, exact, with a
+    /// few hundred elements for thousands of endpoints, and no concatenated sets, which older
+    /// kernels lack.
+    fn groups(&self, resolved: &HashMap<&str, BTreeSet<IpAddr>>) -> Vec<Group<'_>> {
+        let mut groups: BTreeMap<usize, Group> = BTreeMap::new();
         for (node, ranks) in self.layout.nodes().enumerate() {
             let count = ranks.len();
             if count == 0 {
                 continue; // no endpoint on that node
             }
-            let group = groups.entry(count).or_insert_with(|| {
-                let ports = (0..count).map(|slot| self.endpoints.port(slot)).collect();
-                (BTreeSet::new(), ports)
+            let group = groups.entry(count).or_insert_with(|| Group {
+                hosts: BTreeSet::new(),
+                ports: (0..count).map(|slot| self.endpoints.port(slot)).collect(),
             });
-            for &ip in peers(node) {
-                group.0.insert(ip);
-                match ip {
-                    IpAddr::V4(_) => v4.insert(ip),
-                    IpAddr::V6(_) => v6.insert(ip),
-                };
-            }
+            group.hosts.extend(&resolved[self.endpoints.address(node)]);
         }
-        let local = self.layout.node(self.node).map_or(0, <[u32]>::len);
-        let ports = (0..local).map(|slot| self.endpoints.port(slot));
-        let table = table_name(self.job_id, self.step_id);
-        let uid = self.uid;
-        let mut out = removal(&table);
-        let _ = writeln!(out, "table inet {table} {{");
-        set(&mut out, "peers4", "ipv4_addr", v4.iter());
-        set(&mut out, "peers6", "ipv6_addr", v6.iter());
-        set(&mut out, "ports", "inet_service", ports);
-        for (i, (hosts, ports)) in groups.values().enumerate() {
-            let (h4, h6): (Vec<&IpAddr>, Vec<&IpAddr>) = hosts.iter().partition(|ip| ip.is_ipv4());
-            set(
-                &mut out,
-                &format!("hosts4_{i}"),
-                "ipv4_addr",
-                h4.into_iter(),
-            );
-            set(
-                &mut out,
-                &format!("hosts6_{i}"),
-                "ipv6_addr",
-                h6.into_iter(),
-            );
+        groups.into_values().collect()
+    }
+
+    /// The script itself: the table, its sets, and the three chains.
+    fn write(&self, resolved: &HashMap<&str, BTreeSet<IpAddr>>, groups: &[Group]) -> String {
+        let table = self.table();
+        let mut out = format!("table inet {table} {{\n{OWNED}");
+        let peers: BTreeSet<&IpAddr> = resolved.values().flatten().collect();
+        let own = &resolved[self.endpoints.address(self.node)];
+        families(&mut out, ["peers4", "peers6"], peers.into_iter());
+        families(&mut out, ["self4", "self6"], own.iter());
+        set(&mut out, "ports", "inet_service", self.own_ports().iter());
+        for (i, group) in groups.iter().enumerate() {
+            let names = [format!("hosts4_{i}"), format!("hosts6_{i}")];
+            families(&mut out, names, group.hosts.iter());
             set(
                 &mut out,
                 &format!("ports_{i}"),
                 "inet_service",
-                ports.iter(),
+                group.ports.iter(),
             );
         }
         // Refused with a TCP reset, so a refused client fails at once instead of waiting for
         // its connect timeout. Only connection attempts are matched (SYN without ACK).
         let refuse = "reject with tcp reset";
-        let attempt = format!("tcp flags & (syn | ack) == syn meta skuid != {uid}");
+        let attempt = "tcp flags & (syn | ack) == syn";
         let _ = write!(
             out,
             "chain input {{\n\
              type filter hook input priority 0; policy accept;\n\
              iif \"lo\" accept\n\
-             tcp dport @ports ip saddr != @peers4 {refuse}\n\
-             tcp dport @ports ip6 saddr != @peers6 {refuse}\n\
+             ip daddr @self4 ip saddr @peers4 accept\n\
+             ip6 daddr @self6 ip6 saddr @peers6 accept\n\
+             {attempt} tcp dport @ports {refuse}\n\
              }}\n\
-             chain output {{\n\
-             type filter hook output priority 0; policy accept;\n"
+             chain forward {{\n\
+             type filter hook forward priority 0; policy accept;\n"
         );
-        for i in 0..groups.len() {
-            let _ = writeln!(
-                out,
-                "{attempt} ip daddr @hosts4_{i} tcp dport @ports_{i} {refuse}"
-            );
-            let _ = writeln!(
-                out,
-                "{attempt} ip6 daddr @hosts6_{i} tcp dport @ports_{i} {refuse}"
-            );
-        }
+        let endpoints = |out: &mut String, condition: &str| {
+            for i in 0..groups.len() {
+                for (family, v) in [("ip", 4), ("ip6", 6)] {
+                    let _ = writeln!(
+                        out,
+                        "{condition} {family} daddr @hosts{v}_{i} tcp dport @ports_{i} {refuse}"
+                    );
+                }
+            }
+        };
+        endpoints(&mut out, attempt);
+        let _ = write!(
+            out,
+            "}}\nchain output {{\ntype filter hook output priority 0; policy accept;\n"
+        );
+        let attempt = format!("{attempt} meta skuid != {}", self.uid);
+        endpoints(&mut out, &attempt);
         let _ = write!(
             out,
             "{attempt} oif \"lo\" tcp dport @ports {refuse}\n}}\n}}\n"
         );
-        Ok(out)
+        out
     }
+}
+
+/// Two sets, `names[0]` of the IPv4 and `names[1]` of the IPv6 addresses of `addresses`.
+fn families<'a>(
+    out: &mut String,
+    names: [impl AsRef<str>; 2],
+    addresses: impl Iterator<Item = &'a IpAddr>,
+) {
+    let (v4, v6): (Vec<&IpAddr>, Vec<&IpAddr>) = addresses.partition(|ip| ip.is_ipv4());
+    set(out, names[0].as_ref(), "ipv4_addr", v4.into_iter());
+    set(out, names[1].as_ref(), "ipv6_addr", v6.into_iter());
+}
+
+/// A program listening for TCP connections on this node: a line of `/proc/net/tcp` or
+/// `/proc/net/tcp6` in state LISTEN.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Listener {
+    pub port: u16,
+    pub uid: u32,
+}
+
+/// The listening sockets in the text of `/proc/net/tcp` or `/proc/net/tcp6` (a header line,
+/// then `sl local_address rem_address st ... uid ...` per socket, the local address
+/// `HEXADDR:HEXPORT`, state `0A` for LISTEN). Lines of another shape are passed over.
+pub fn listeners(proc_net_tcp: &str) -> Vec<Listener> {
+    proc_net_tcp
+        .lines()
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let (local, state, uid) = (fields.get(1)?, fields.get(3)?, fields.get(7)?);
+            let port = local.rsplit_once(':')?.1;
+            match *state == "0A" {
+                true => Some(Listener {
+                    port: u16::from_str_radix(port, 16).ok()?,
+                    uid: decimal(uid)?,
+                }),
+                false => None,
+            }
+        })
+        .collect()
+}
+
+/// The other steps' tables in the text of `list tables`: every tfcluster table but those of
+/// step `step_id` of `own_jobs` (a heterogeneous job's or step's components share a node's
+/// ports).
+pub fn other_tables<'l>(listing: &'l str, own_jobs: &[u32], step_id: u32) -> Vec<&'l str> {
+    let own: Vec<String> = own_jobs
+        .iter()
+        .map(|&job| table_name(job, step_id))
+        .collect();
+    let is_own = |name: &str| {
+        own.iter().any(|o| {
+            name.strip_prefix(o.as_str())
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('_'))
+        })
+    };
+    listed(listing)
+        .filter(|name| name.starts_with(TABLE_PREFIX) && !is_own(name))
+        .collect()
+}
+
+/// The elements of the set in the text of `list set inet TABLE ports` (`elements = { 12000,
+/// 12001 }`, over several lines when long). Anything that is not a port is passed over.
+pub fn set_ports(listing: &str) -> Vec<u16> {
+    let Some((_, elements)) = listing.split_once("elements = {") else {
+        return Vec::new();
+    };
+    let elements = elements.split('}').next().unwrap_or("");
+    elements
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .filter_map(decimal)
+        .collect()
+}
+
+/// Refuses the step when another step's table (`tables`: name and ports) or a listening socket
+/// already holds one of `ports`: the step's rules would act on the other job's connections, or
+/// its tasks would connect to someone else's server. The first port held, in `ports`' order.
+pub fn check_unclaimed(
+    ports: &[u16],
+    tables: &[(&str, Vec<u16>)],
+    listening: &[Listener],
+) -> Result<()> {
+    for &port in ports {
+        if let Some((table, _)) = tables.iter().find(|(_, held)| held.contains(&port)) {
+            let table = table.to_string();
+            return Err(Error::PortInOtherTable { port, table });
+        }
+        if let Some(l) = listening.iter().find(|l| l.port == port) {
+            return Err(Error::PortListened { port, uid: l.uid });
+        }
+    }
+    Ok(())
 }
 
 /// `set NAME { type TYPE; elements = { ... } }`, without `elements` when there are none (an

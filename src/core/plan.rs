@@ -291,20 +291,29 @@ impl StepPlan {
         node: usize,
         resolve: impl FnMut(&str) -> std::result::Result<Vec<std::net::IpAddr>, String>,
     ) -> Result<Option<String>> {
-        if !self.settings.isolate {
-            return Ok(None);
-        }
-        StepFirewall {
+        self.isolation(job_id, step_id, uid, node)
+            .map(|firewall| firewall.script(resolve))
+            .transpose()
+    }
+
+    /// With `isolate=yes`, node `node`'s firewall for this step: its script and its own ports.
+    pub fn isolation(
+        &self,
+        job_id: u32,
+        step_id: u32,
+        uid: u32,
+        node: usize,
+    ) -> Option<StepFirewall<'_>> {
+        self.settings.isolate.then_some(StepFirewall {
             job_id,
             step_id,
             uid,
             node,
+            component: 0,
             layout: &self.layout,
             endpoints: &self.endpoints,
             port_range: self.settings.port_range,
-        }
-        .script(resolve)
-        .map(Some)
+        })
     }
 
     /// Checks this plan against the global ids Slurm really put on `node` (from

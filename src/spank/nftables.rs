@@ -80,6 +80,7 @@ impl Nft {
         if unsafe { buffer_output(ctx) } != 0 || unsafe { buffer_error(ctx) } != 0 {
             return Err(format!("{LIBRARY} could not buffer its output"));
         }
+        close_on_exec_netfilter_sockets();
         Ok(nft)
     }
 
@@ -88,6 +89,7 @@ impl Nft {
         let script = CString::new(script).map_err(|_| "the script has a NUL byte".to_string())?;
         // SAFETY: a live context and a valid C string that outlives the call.
         let rc = unsafe { (self.run)(self.ctx, script.as_ptr()) };
+        close_on_exec_netfilter_sockets(); // a library that opens its socket late
         if rc == 0 {
             Ok(self.buffer(self.output))
         } else {
@@ -121,6 +123,52 @@ impl Drop for Nft {
     fn drop(&mut self) {
         // SAFETY: the context was made by nft_ctx_new and is freed once.
         unsafe { (self.free)(self.ctx) }
+    }
+}
+
+/// Marks every netfilter netlink socket of this process close-on-exec. libnftables opens its
+/// socket without the flag, and slurmstepd keeps the context (whose socket owns the step's
+/// table) while it forks the tasks: each task's program would inherit a socket root opened,
+/// and with it the power to keep the owned table alive after its job.
+fn close_on_exec_netfilter_sockets() {
+    let Ok(fds) = std::fs::read_dir("/proc/self/fd") else {
+        return;
+    };
+    let option = |fd: c_int, name: c_int| -> Option<c_int> {
+        let mut value: c_int = 0;
+        let mut len = std::mem::size_of::<c_int>() as libc::socklen_t;
+        // SAFETY: `value` and `len` are valid for writes of an int and its size; a descriptor
+        // that is not a socket (or closed meanwhile) makes the call fail, nothing else.
+        let rc = unsafe {
+            libc::getsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                name,
+                (&mut value as *mut c_int).cast(),
+                &mut len,
+            )
+        };
+        (rc == 0).then_some(value)
+    };
+    for fd in fds.flatten() {
+        let Some(fd) = fd
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<c_int>().ok())
+        else {
+            continue;
+        };
+        if option(fd, libc::SO_DOMAIN) == Some(libc::AF_NETLINK)
+            && option(fd, libc::SO_PROTOCOL) == Some(libc::NETLINK_NETFILTER)
+        {
+            // SAFETY: fcntl on a descriptor number; at worst EBADF.
+            unsafe {
+                let flags = libc::fcntl(fd, libc::F_GETFD);
+                if flags >= 0 {
+                    libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC);
+                }
+            }
+        }
     }
 }
 

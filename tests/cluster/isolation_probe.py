@@ -1,21 +1,28 @@
 """Who can reach a step's TensorFlow ports (tests/isolation.rs). Plain sockets, as TensorFlow's
-gRPC servers use them: a listener on every interface, clients that connect over TCP.
+gRPC servers use them: a listener on every address, IPv4 and IPv6, clients that connect over TCP.
 
   isolation_probe.py serve DIR     a task of the step: listen on the port its TF_CONFIG gives it,
                                    wait for every task, connect to every endpoint of the step and
-                                   print STEP|rank|endpoint|result; rank 0 writes the endpoints to
+                                   print STEP|rank|endpoint|result (and NETLINK|rank|count of the
+                                   netlink sockets it inherited); rank 0 writes the endpoints to
                                    DIR/endpoints; hold the port until DIR/stop exists (120 s at most)
-  isolation_probe.py probe DIR WHO  connect to every endpoint in DIR/endpoints and print
+  isolation_probe.py probe DIR WHO [HOST [SOURCE]]
+                                   connect to every endpoint in DIR/endpoints (at HOST instead
+                                   of the endpoint's own address, from SOURCE if given) and print
                                    WHO|endpoint|result
+  isolation_probe.py listen DIR PORT
+                                   another program on a step's port: listen on PORT, write
+                                   DIR/endpoints, hold the port until DIR/stop exists
 Results: open (connected), refused (reset), timeout, or error:NAME.
 """
 import json, os, socket, sys, time
 
 
-def attempt(endpoint):
+def attempt(endpoint, at=None, source=None):
     host, port = endpoint.rsplit(":", 1)
     try:
-        with socket.create_connection((host, int(port)), timeout=3):
+        with socket.create_connection((at or host, int(port)), timeout=3,
+                                      source_address=(source, 0) if source else None):
             return "open"
     except ConnectionRefusedError:
         return "refused"
@@ -23,6 +30,20 @@ def attempt(endpoint):
         return "timeout"
     except OSError as e:
         return f"error:{type(e).__name__}"
+
+
+def netlink_sockets():
+    """How many netlink sockets this process started with (slurmstepd's firewall socket must
+    not reach a task)."""
+    count = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            s = socket.socket(fileno=int(fd))
+        except OSError:
+            continue
+        count += s.family == socket.AF_NETLINK
+        s.detach()
+    return count
 
 
 def wait_for(path, seconds):
@@ -35,14 +56,14 @@ def wait_for(path, seconds):
 
 mode, d = sys.argv[1], sys.argv[2]
 if mode == "serve":
+    print(f"NETLINK|{os.environ['SLURM_PROCID']}|{netlink_sockets()}", flush=True)
     tf = json.loads(os.environ["TF_CONFIG"])
     rank, tasks = int(os.environ["SLURM_PROCID"]), int(os.environ["SLURM_NTASKS"])
     endpoints = [e for role in sorted(tf["cluster"]) for e in tf["cluster"][role]]
     own = tf["cluster"][tf["task"]["type"]][tf["task"]["index"]]
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        s.bind(("", int(own.rsplit(":", 1)[1])))
-        s.listen(128)
+    # Every address, IPv4 and IPv6, as TensorFlow's gRPC server listens ([::], dual stack).
+    with socket.create_server(("", int(own.rsplit(":", 1)[1])), family=socket.AF_INET6,
+                              dualstack_ipv6=True, backlog=128):
         open(f"{d}/ready.{rank}", "w").close()
         for r in range(tasks):
             wait_for(f"{d}/ready.{r}", 60)
@@ -54,7 +75,12 @@ if mode == "serve":
             os.chmod(f"{d}/endpoints.tmp", 0o644)
             os.rename(f"{d}/endpoints.tmp", f"{d}/endpoints")
         wait_for(f"{d}/stop", 120)
+elif mode == "listen":
+    with socket.create_server(("", int(sys.argv[3])), family=socket.AF_INET6,
+                              dualstack_ipv6=True):
+        open(f"{d}/endpoints", "w").close()
+        wait_for(f"{d}/stop", 120)
 else:
-    who = sys.argv[3]
+    who, at, source = (sys.argv[3:] + [None, None])[:3]
     for e in open(f"{d}/endpoints").read().split():
-        print(f"{who}|{e}|{attempt(e)}", flush=True)
+        print(f"{who}|{e}|{attempt(e, at, source)}", flush=True)

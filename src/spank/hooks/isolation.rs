@@ -3,7 +3,7 @@
 //! left (a slurmstepd killed with SIGKILL runs no exit hook). All as root, all through
 //! libnftables ([`Nft`]); the rules themselves are the core's ([`crate::core::isolation`]).
 
-use crate::core::isolation::{self, table_name};
+use crate::core::isolation::{self, Listener};
 use crate::core::{Settings, StepPlan};
 use crate::spank::error::ShellError;
 use crate::spank::handle::{Spank, U32Item};
@@ -18,12 +18,15 @@ pub struct Installed {
     nft: Nft,
 }
 
-/// slurmstepd, before the tasks fork: with `isolate=yes`, this node's rules for the step. An
-/// error names the node and why; the caller stops the step, so no task starts unprotected.
+/// slurmstepd, before the tasks fork: with `isolate=yes`, this node's rules for the step, once
+/// no other step's table and no other user's listening socket holds one of its ports. An error
+/// names the node and why; the caller stops the step, so no task starts unprotected.
+/// `own_jobs`: the step's jobs (a heterogeneous job's components share a node's ports);
+/// `component`: the heterogeneous step's component this slurmstepd serves (0 otherwise).
 pub fn install(
     plan: &StepPlan,
-    job_id: u32,
-    step_id: u32,
+    (job_id, own_jobs): (u32, &[u32]),
+    (step_id, component): (u32, usize),
     uid: u32,
     node: usize,
 ) -> Result<Option<Installed>, ShellError> {
@@ -31,27 +34,79 @@ pub fn install(
         node: plan.hosts.get(node).cloned().unwrap_or_default(),
         reason,
     };
-    let Some(script) = plan
-        .firewall(job_id, step_id, uid, node, resolve)
-        .map_err(|e| failed(e.to_string()))?
-    else {
+    let Some(mut firewall) = plan.isolation(job_id, step_id, uid, node) else {
         return Ok(None);
     };
+    firewall.component = component;
+    let script = firewall
+        .script(resolve)
+        .map_err(|e| failed(e.to_string()))?;
     let mut nft = Nft::open().map_err(|e| {
         failed(format!(
             "{e}; install it on every node (Debian: libnftables1, RHEL: nftables)"
         ))
     })?;
-    nft.run(&script).map_err(|e| {
+    let listing = nft.run("list tables").map_err(|e| {
         failed(format!(
-            "nftables refused the rules: {e}; check that the node's kernel has nf_tables \
-                 (modprobe nf_tables) and that slurmstepd runs as root"
+            "cannot list the node's nftables tables: {e}; check that slurmstepd runs as root"
         ))
     })?;
-    Ok(Some(Installed {
-        table: table_name(job_id, step_id),
-        nft,
-    }))
+    let table = firewall.table();
+    if isolation::listed(&listing).any(|t| t == table) {
+        // Left by a killed slurmstepd of this step's job before a requeue.
+        nft.run(&isolation::removal(&table)).map_err(|e| {
+            failed(format!(
+                "cannot remove the table inet {table} left here: {e}"
+            ))
+        })?;
+    }
+    let tables = claimed_by_tables(&mut nft, &listing, own_jobs, step_id);
+    let tables: Vec<(&str, Vec<u16>)> = tables
+        .iter()
+        .map(|(t, p)| (t.as_str(), p.clone()))
+        .collect();
+    let others: Vec<Listener> = listening().into_iter().filter(|l| l.uid != uid).collect();
+    isolation::check_unclaimed(&firewall.own_ports(), &tables, &others)
+        .map_err(|e| failed(e.to_string()))?;
+    // A table that outlives a killed slurmstepd where libnftables and the kernel can keep one;
+    // else one owned by this slurmstepd.
+    nft.run(&isolation::persistent(&script))
+        .or_else(|_| nft.run(&script))
+        .map_err(|e| {
+            failed(format!(
+                "nftables refused the rules: {e}; check that the node's kernel has nf_tables \
+                 (modprobe nf_tables) and is Linux 5.12 or later (tables owned by a process), \
+                 and that slurmstepd runs as root"
+            ))
+        })?;
+    Ok(Some(Installed { table, nft }))
+}
+
+/// Every other step's table in `listing` with its ports (a table that vanishes meanwhile is
+/// passed over).
+fn claimed_by_tables(
+    nft: &mut Nft,
+    listing: &str,
+    own_jobs: &[u32],
+    step_id: u32,
+) -> Vec<(String, Vec<u16>)> {
+    isolation::other_tables(listing, own_jobs, step_id)
+        .into_iter()
+        .filter_map(|table| {
+            let set = nft.run(&format!("list set inet {table} ports")).ok()?;
+            Some((table.to_string(), isolation::set_ports(&set)))
+        })
+        .collect()
+}
+
+/// The node's listening TCP sockets, IPv4 and IPv6 (slurmstepd is in the node's network
+/// namespace; a missing file, e.g. no IPv6, lists none).
+fn listening() -> Vec<Listener> {
+    ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .filter_map(|path| std::fs::read_to_string(path).ok())
+        .flat_map(|text| isolation::listeners(&text))
+        .collect()
 }
 
 /// The addresses a node's address resolves to (the resolver the node itself uses: getaddrinfo,
@@ -76,14 +131,13 @@ pub fn remove(installed: &mut Installed) {
 }
 
 /// slurmd's job epilog, on every node of the job, as root (`args`: the plugstack.conf words,
-/// read here again since this process ran no other hook): with `isolate=yes`, remove every table
-/// any step of this job left here. A failure fails the epilog (Slurm drains the node, with the
-/// line in slurmd's log): rules must not outlive their job unnoticed. Without libnftables no
-/// step here can have installed any, so there is nothing to remove.
+/// read here again since this process ran no other hook): remove every table any step of this
+/// job left here, also after `isolate=yes` was turned off. With `isolate=yes` a failure fails
+/// the epilog (Slurm drains the node, with the line in slurmd's log): rules must not outlive
+/// their job unnoticed. Without libnftables no step here can have installed any, so there is
+/// nothing to remove.
 pub fn job_epilog(sp: &Spank, args: &[String]) -> c_int {
-    if !Settings::from_plugstack(args).is_ok_and(|s| s.isolate) {
-        return 0;
-    }
+    let isolate = Settings::from_plugstack(args).is_ok_and(|s| s.isolate);
     let Ok(job_id) = sp.item_u32(U32Item::JobId) else {
         return 0;
     };
@@ -91,16 +145,22 @@ pub fn job_epilog(sp: &Spank, args: &[String]) -> c_int {
         return 0;
     };
     let removed = nft.run("list tables").and_then(|listing| {
-        let tables = isolation::job_tables(&listing, job_id);
-        let script: String = tables.iter().map(|t| isolation::removal(t)).collect();
-        match script.is_empty() {
-            true => Ok(()),
-            false => nft.run(&script).map(drop),
+        // One transaction per table: a table its slurmstepd removed meanwhile is no failure.
+        for table in isolation::job_tables(&listing, job_id) {
+            if let Err(e) = nft.run(&isolation::removal(table)) {
+                let now = nft.run("list tables")?;
+                if isolation::listed(&now).any(|t| t == table) {
+                    return Err(e);
+                }
+            }
         }
+        Ok(())
     });
-    match removed {
-        Ok(()) => 0,
-        Err(e) => {
+    match (removed, isolate) {
+        (Ok(()), _) => 0,
+        // Without isolate=yes no table is expected: listing may fail where nftables is unused.
+        (Err(_), false) => 0,
+        (Err(e), true) => {
             log::error(&format!(
                 "isolate=yes: could not remove job {job_id}'s firewall tables \
                  (inet {}{job_id}_*): {e}",

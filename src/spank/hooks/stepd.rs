@@ -199,7 +199,14 @@ fn plan_node(
     };
     // Last, so that nothing after it can fail and leave the rules to the epilog.
     let uid = item(U32Item::JobUid, "the job's user id")?;
-    let firewall = isolation::install(&plan, job_id, step_id, uid, node)?;
+    let jobs = components
+        .as_ref()
+        .map_or_else(|| vec![job_id], |c| c.jobs.clone());
+    let component = match (&this, &components) {
+        (StepKind::HetStep { .. }, Some(het)) => het.own_component,
+        _ => 0,
+    };
+    let firewall = isolation::install(&plan, (job_id, &jobs), (step_id, component), uid, node)?;
     Ok(Node {
         renderers: plan.renderers(),
         oom_kills: oom::kills(),
@@ -209,7 +216,7 @@ fn plan_node(
         plan,
         stop: Stop {
             het_leader: het::leader(sp, &this),
-            jobs: components.map_or_else(|| vec![job_id], |c| c.jobs),
+            jobs,
             step_id,
         },
         slots,
