@@ -772,6 +772,50 @@ fn no_rule_outlives_its_job() {
     );
 }
 
+/// slurmd decides when it starts whether any SPANK plugin has a job epilog: a plugin added to
+/// plugstack.conf while slurmd runs gets no epilog until slurmd restarts (the admin guide says
+/// so). Shown with a table named as one of the job's (`tfcluster_JOB_99`, made by root while the
+/// job runs), which only the epilog removes.
+#[test]
+#[ignore = "needs the test cluster: run tests/run.sh"]
+fn the_job_epilog_runs_once_slurmd_has_restarted_with_the_plugin() {
+    let cluster = format!(
+        "bash {}/tests/cluster/cluster.sh",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let epilog_ran = || -> bool {
+        let job = sh_ok(&format!(
+            "runuser -u {OWNER} -- sbatch --parsable -p shared -w n9 -N1 -n1 -t 2 --wrap 'sleep 300'"
+        ));
+        let job = job.trim();
+        let marker = format!("tfcluster_{job}_99");
+        let nft = "nsenter --net=/run/netns/tfc-n9 nft";
+        sh_ok(&format!(
+            "for i in $(seq 300); do [ \"$(squeue -h -j {job} -o %t)\" = R ] && break; sleep 0.1; done
+{nft} add table inet {marker}; scancel {job}"
+        ));
+        let gone = within(30, || {
+            !sh_ok(&format!("{nft} list tables")).contains(&marker)
+                && sh_ok(&format!("squeue -h -j {job}")).trim().is_empty()
+        });
+        sh(&format!("{nft} delete table inet {marker}"));
+        gone
+    };
+    {
+        let _none = PlugStack::set("# tfcluster not loaded yet");
+        sh_ok(&format!("{cluster} restart-slurmd n9"));
+    }
+    let _isolated = isolated("");
+    let before = epilog_ran();
+    sh_ok(&format!("{cluster} restart-slurmd n9"));
+    let after = epilog_ran();
+    assert_eq!(
+        (before, after),
+        (false, true),
+        "(epilog before slurmd's restart, after it)"
+    );
+}
+
 /// Polls `done` every 0.2 s for up to `seconds`; whether it came true.
 fn within(seconds: u64, mut done: impl FnMut() -> bool) -> bool {
     let end = std::time::Instant::now() + std::time::Duration::from_secs(seconds);

@@ -6,6 +6,9 @@
 #                                             one slurmd per node, load PLUGIN.so (if given) with
 #                                             the plugstack.conf words WORD...
 #   tests/cluster/cluster.sh plugstack LINE   replace the plugstack.conf line (re-read per step)
+#   tests/cluster/cluster.sh restart-slurmd NODE...
+#                                             restart those nodes' slurmd (and munged), as an admin
+#                                             does: slurmd reads plugstack.conf again
 #   tests/cluster/cluster.sh down             stop everything this script started, undo all
 #   tests/cluster/cluster.sh status
 #
@@ -273,6 +276,30 @@ EOF
     echo $! > "$pidf"
 }
 
+# Restarts the named nodes' slurmd and munged (nothing may run on them), then waits for the
+# cluster to be ready.
+restart_slurmd() {
+    local name i
+    for name in "$@"; do
+        for i in "${!NODES[@]}"; do
+            [ "${NODES[$i]}" = "$name" ] || continue
+            local log=$DIR/log/slurmd-$name.log seen
+            seen=$(wc -l < "$log" 2>/dev/null || echo 0)
+            kill_pidfiles "$DIR/slurmd-$name.run.pid" "$DIR/munge/$name/munged.pid"
+            start_slurmd "$i"
+            # slurmctld still shows the node idle: wait for the new slurmd's own word that it
+            # has read its configuration (plugstack.conf included) and started.
+            for _ in $(seq 300); do
+                tail -n +"$((seen + 1))" "$log" 2>/dev/null | grep -q 'slurmd started' && break
+                sleep 0.2
+            done
+            tail -n +"$((seen + 1))" "$log" | grep -q 'slurmd started' || die "slurmd on $name did not start again"
+        done
+    done
+    wait_ready
+    log "restarted slurmd on $*"
+}
+
 wait_ready() {
     local names
     names=$(IFS=,; echo "${NODES[*]}")
@@ -394,6 +421,7 @@ case "${1:-}" in
     up) shift; up "$@" ;;
     down) down ;;
     plugstack) set_plugstack "${2:?plugstack line}" ;;
+    restart-slurmd) shift; restart_slurmd "$@" ;;
     status) sinfo -N; cat "$DIR/etc/plugstack.conf" ;;
     *) echo "usage: $0 up [PLUGIN.so [WORD...]] | plugstack LINE | down | status" >&2; exit 2 ;;
 esac
