@@ -2,8 +2,8 @@
 #
 #   make                      build the plugin (target/release/libtfcluster.so)
 #   make install              install it into Slurm's plugin directory, a plugstack.conf.d
-#                             snippet under $(PREFIX)/share/tfcluster (activates nothing) and
-#                             the man page spank-tfcluster(8)
+#                             snippet under $(PREFIX)/share/tfcluster (activates nothing; it
+#                             turns isolate=yes on) and the man page spank-tfcluster(8)
 #   make install-config       also put the snippet in $(SYSCONFDIR)/slurm/plugstack.conf.d/
 #                             unless the admin already has one there (never overwritten)
 #   make deb                  a Debian package for the Slurm release the plugin was built for
@@ -46,7 +46,7 @@ install: $(PLUGIN)
 	@test -n "$(SLURM_PLUGIN_DIR)" || { echo "set SLURM_PLUGIN_DIR" >&2; exit 1; }
 	install -D -m 0755 $(PLUGIN) $(DESTDIR)$(PLUGIN_PATH)
 	install -d $(DESTDIR)$(SHARE)
-	printf '# tfcluster: link or copy into %s/slurm/plugstack.conf.d/ to enable\nrequired %s\n' \
+	printf '# tfcluster: link or copy into %s/slurm/plugstack.conf.d/ to enable\n# isolate=yes: a firewall per step keeps other users from its TensorFlow servers (needs libnftables)\nrequired %s isolate=yes\n' \
 		'$(SYSCONFDIR)' '$(PLUGIN_PATH)' > $(DESTDIR)$(SHARE)/tfcluster.conf
 	install -m 0644 plugstack.conf.example $(DESTDIR)$(SHARE)/plugstack.conf.example
 	install -D -m 0644 packaging/spank-tfcluster.8 $(DESTDIR)$(MAN8)/spank-tfcluster.8

@@ -35,8 +35,7 @@ Version: $version
 Architecture: $arch
 Section: admin
 Priority: optional
-Depends: $SLURM_PACKAGE (>= $tfc_slurm), $SLURM_PACKAGE (<< $tfc_next)
-Suggests: libnftables1
+Depends: $SLURM_PACKAGE (>= $tfc_slurm), $SLURM_PACKAGE (<< $tfc_next), libnftables1
 Installed-Size: $(du -sk "$stage" | cut -f1)
 Maintainer: tfcluster developers <tfcluster@invalid>
 Description: Slurm SPANK plugin: TF_CONFIG and GPU split for distributed TensorFlow

@@ -238,9 +238,6 @@ fn messages() -> Vec<(Result<()>, &'static str)> {
          "node address 'n9' does not resolve (it resolves to no address); ask the admin to make every node's address (the address= setting) resolve on every node"),
         (plan("worker:*,port_base=22", &["isolate=yes"], &step("n9", "2", None)).firewall(7, 0, 1000, 0, |_| Ok(vec![[10, 0, 0, 9].into()])).map(|_| ()),
          "isolate=yes: port 22 is outside the site's port_range 20000-32767, the only ports tfcluster's firewall covers (so that no step can close another service's port); drop port_base, or ask the admin to make port_range cover the ports Slurm reserves (MpiParams=ports)"),
-        (plan("worker:*", &["isolate=yes"], &StepInputs { resv_ports: Some("12000-12001"), ..step("n9", "2", None) })
-            .firewall(7, 0, 1000, 0, |_| Ok(vec![[10, 0, 0, 9].into()])).map(|_| ()),
-         "isolate=yes: port 12000 is outside the site's port_range 20000-32767, the only ports tfcluster's firewall covers (so that no step can close another service's port); drop port_base, or ask the admin to make port_range cover the ports Slurm reserves (MpiParams=ports)"),
         (isolation::check_unclaimed(&[20000, 20001], &[("tfcluster_57_0", vec![20001])], &[]),
          "port 20001 is already a port of another step here (nftables table inet tfcluster_57_0): the two steps' ports overlap, and the rules of one would act on the other's connections; drop port_base, or submit the step again (tfcluster's own ports follow the job and step ids)"),
         (isolation::check_unclaimed(&[20000], &[], &[isolation::Listener { port: 20000, uid: 61002 }]),

@@ -75,7 +75,8 @@ fn make_install_into_a_destdir() {
     assert_eq!(
         std::fs::read_to_string(dest.join("usr/share/tfcluster/tfcluster.conf")).unwrap(),
         "# tfcluster: link or copy into /etc/slurm/plugstack.conf.d/ to enable\n\
-         required /usr/lib/x86_64-linux-gnu/slurm-wlm/spank_tfcluster.so\n"
+         # isolate=yes: a firewall per step keeps other users from its TensorFlow servers (needs libnftables)\n\
+         required /usr/lib/x86_64-linux-gnu/slurm-wlm/spank_tfcluster.so isolate=yes\n"
     );
     assert!(dest
         .join("usr/share/tfcluster/plugstack.conf.example")
@@ -155,11 +156,12 @@ fn the_sites_own_install_runs_and_removes() {
                 "{deb}"
             );
             let info = run(&format!("dpkg-deb -f {deb} Version Depends Suggests"));
-            // libnftables: what isolate=yes loads (docs/admin-guide.md, Security).
+            // libnftables: what isolate=yes, on in the packaged snippet, loads
+            // (docs/admin-guide.md, Security).
             assert_eq!(
                 info,
                 format!(
-                    "Version: 0.1.0+slurm{v}\nDepends: slurm-wlm-basic-plugins (>= {v}), slurm-wlm-basic-plugins (<< {n})\nSuggests: libnftables1\n",
+                    "Version: 0.1.0+slurm{v}\nDepends: slurm-wlm-basic-plugins (>= {v}), slurm-wlm-basic-plugins (<< {n}), libnftables1\n",
                     v = release.version,
                     n = release.next()
                 )
@@ -268,7 +270,7 @@ fn a_package_for_schedmds_own_slurm_packages() {
     assert_eq!(
         run(&format!("dpkg-deb -f {deb} Depends")),
         format!(
-            "slurm-smd (>= {v}), slurm-smd (<< {n})\n",
+            "slurm-smd (>= {v}), slurm-smd (<< {n}), libnftables1\n",
             v = release.version,
             n = release.next()
         )

@@ -11,6 +11,7 @@ use tfcluster::core::isolation::{
     check_unclaimed, component_table_name, job_tables, listeners, other_tables, persistent,
     removal, set_ports, table_name, Listener, OWNED, OWNED_PERSISTENT,
 };
+use tfcluster::core::StepInputs;
 use tfcluster::spank::nftables::LIBRARY;
 
 /// The test cluster's addresses (tests/cluster/cluster.sh), one IPv6 address, and a duplicate
@@ -180,6 +181,34 @@ fn the_job_epilog_removes_every_table_of_its_job_and_no_other() {
     assert_eq!(component_table_name(12, 3, 0), "tfcluster_12_3");
     assert_eq!(component_table_name(12, 3, 1), "tfcluster_12_3_1");
     assert_eq!(removal("tfcluster_12_0"), "delete table inet tfcluster_12_0\n");
+}
+
+/// Which ports a node's rules may cover: tfcluster's own and a job's `port_base` only inside
+/// the site's `port_range` (20000-32767 by default), Slurm's reservation for the step
+/// (`MpiParams=ports`, the admin's range for steps) wherever it is. (the step's ports, covered)
+#[rustfmt::skip]
+#[test]
+fn slurms_reserved_ports_need_not_be_in_port_range() {
+    let cases: &[(&str, Option<&str>, bool)] = &[
+        ("worker:*",                 None,                  true),
+        ("worker:*,port_base=20000", None,                  true),
+        ("worker:*,port_base=12000", None,                  false),
+        ("worker:*",                 Some("12000-12001"),   true),
+        ("worker:*",                 Some("6817,6818"),     true),
+    ];
+    for (spec, resv_ports, covered) in cases {
+        let inputs = StepInputs { resv_ports: *resv_ports, ..step("n9", "2", None) };
+        let script = plan(spec, &["isolate=yes"], &inputs).firewall(7, 0, 1000, 0, resolve_any);
+        assert_eq!(script.is_ok(), *covered, "{spec} {resv_ports:?}: {script:?}");
+        if let (Ok(Some(script)), Some(ports)) = (&script, resv_ports) {
+            let first = ports.split([',', '-']).next().unwrap();
+            assert!(script.contains(&format!("elements = {{ {first}, ")), "{script}");
+        }
+    }
+}
+
+fn resolve_any(_: &str) -> Result<Vec<IpAddr>, String> {
+    Ok(vec![[10, 0, 0, 9].into()])
 }
 
 /// Where libnftables and the kernel can, the table outlives a killed owner: the same script,

@@ -95,10 +95,11 @@ pub fn job_tables(listing: &str, job_id: u32) -> Vec<&str> {
 }
 
 /// With `isolate=yes` a step's ports must lie in the site's `port_range`: the firewall refuses
-/// other users' connections to every port of the step, so a job's `port_base` (or a port
-/// reservation) outside it could close another service's port for them, ssh's 22 or slurmd's
-/// 6818, for as long as the step runs. srun checks `port_base` before launch; each node checks
-/// the ports it really got.
+/// other users' connections to every port of the step, so a job's `port_base` outside it could
+/// close another service's port for them, ssh's 22 or slurmd's 6818, for as long as the step
+/// runs. srun checks `port_base` before launch; each node checks the ports it really got. Ports
+/// Slurm reserved for the step (`MpiParams=ports`) are the admin's range for steps, never
+/// another service's: they need not be in `port_range` ([`StepFirewall::port_range`]).
 pub fn check_ports(range: (u16, u16), ports: impl IntoIterator<Item = u32>) -> Result<()> {
     let (lo, hi) = range;
     match ports
@@ -135,8 +136,9 @@ pub struct StepFirewall<'a> {
     pub component: usize,
     pub layout: &'a Layout,
     pub endpoints: &'a Endpoints,
-    /// The site's `port_range`: every port of the step must be in it ([`check_ports`]).
-    pub port_range: (u16, u16),
+    /// The site's `port_range`, which every port of the step must be in ([`check_ports`]);
+    /// `None` for ports Slurm reserved for the step.
+    pub port_range: Option<(u16, u16)>,
 }
 
 /// The endpoints of every node with the same number of tasks: their addresses times the ports
@@ -148,18 +150,19 @@ struct Group<'p> {
 
 impl StepFirewall<'_> {
     /// The nftables script that installs this node's rules for the step (a table of the same
-    /// name that a killed slurmstepd left must be removed first: [`removal`]). `resolve` gives the addresses a node's address (as
-    /// TF_CONFIG names it) resolves to; an address that resolves to nothing is an error, never a
-    /// peer silently left out (its tasks could not connect) or let in.
+    /// name that a killed slurmstepd left must be removed first: [`removal`]). `resolve` gives
+    /// the addresses a node's address (as TF_CONFIG names it) resolves to; an address that
+    /// resolves to nothing is an error, never a peer silently left out (its tasks could not
+    /// connect) or let in.
     pub fn script(
         &self,
         resolve: impl FnMut(&str) -> std::result::Result<Vec<IpAddr>, String>,
     ) -> Result<String> {
-        let busiest = self.layout.busiest().1;
-        check_ports(
-            self.port_range,
-            (0..busiest).map(|slot| decimal::<u32>(self.endpoints.port(slot)).unwrap_or(0)),
-        )?;
+        if let Some(range) = self.port_range {
+            let busiest = self.layout.busiest().1;
+            let port = |slot| decimal::<u32>(self.endpoints.port(slot)).unwrap_or(0);
+            check_ports(range, (0..busiest).map(port))?;
+        }
         let resolved = self.resolve(resolve)?;
         let groups = self.groups(&resolved);
         Ok(self.write(&resolved, &groups))

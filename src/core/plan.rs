@@ -175,6 +175,8 @@ pub struct StepPlan {
     no_grpc_proxy: Option<String>,
     /// srun handed the task order over in the environment (`-m arbitrary`): each task drops it.
     task_hosts_passed: bool,
+    /// The ports are Slurm's reservation for the step (`SLURM_STEP_RESV_PORTS`).
+    ports_reserved: bool,
 }
 
 impl StepPlan {
@@ -234,6 +236,7 @@ impl StepPlan {
             dtensor_jobs,
             no_grpc_proxy,
             task_hosts_passed: step.task_hosts.is_some(),
+            ports_reserved: matches!(ports, StepPorts::Reserved(_)),
         })
     }
 
@@ -312,7 +315,7 @@ impl StepPlan {
             component: 0,
             layout: &self.layout,
             endpoints: &self.endpoints,
-            port_range: self.settings.port_range,
+            port_range: (!self.ports_reserved).then_some(self.settings.port_range),
         })
     }
 
