@@ -370,6 +370,8 @@ const N9_V6: &str = "fd77::11";
 const N9_OTHER_NETWORK: &str = "10.78.0.11";
 const N10_STEP_ADDRESS: &str = "10.77.0.12";
 const FLUSH_N9: &str = "nsenter --net=/run/netns/tfc-n9 nft flush ruleset";
+/// Root's attempt to delete every tfcluster table on n9 (an owned table refuses it).
+const DELETE_N9: &str = "for t in $(nsenter --net=/run/netns/tfc-n9 nft list tables | awk '/tfcluster_/ {print $3}'); do nsenter --net=/run/netns/tfc-n9 nft delete table inet $t; done";
 
 #[rustfmt::skip]
 const WHO_REACHES: &[Reach] = &[
@@ -383,6 +385,7 @@ const WHO_REACHES: &[Reach] = &[
     Reach { who: "another user on n10, to n9's other network",  user: OTHER, from: From::Node("n10"),  at: Some(N9_OTHER_NETWORK), source: Some(N10_STEP_ADDRESS), before: "",       isolated: "refused", open: "open" },
     Reach { who: "another user in a NAT'd network on n10",      user: OTHER, from: From::NatBehindN10, at: None,                   source: None,                   before: "",       isolated: "refused", open: "open" },
     Reach { who: "another user outside, after a flush on n9",   user: OTHER, from: From::Node("n011"), at: None,                   source: None,                   before: FLUSH_N9, isolated: "refused", open: "open" },
+    Reach { who: "another user outside, after a delete on n9",  user: OTHER, from: From::Node("n011"), at: None,                   source: None,                   before: DELETE_N9, isolated: "refused", open: "open" },
 ];
 
 /// The other ways into n9 that a real cluster has, made for one test and removed after it: a
