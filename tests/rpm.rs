@@ -287,7 +287,8 @@ fn the_rpm_installs_against_slurms_provides_runs_a_step_and_removes() {
 }
 
 /// The spec builds for the build host's architecture and keeps rpm's own dependency generator
-/// (no `BuildArch`, no `AutoReqProv: no`): what it requires of Slurm is the one line it adds.
+/// (no `BuildArch`, no `AutoReqProv: no`): what it requires of Slurm is the one line it adds,
+/// and libnftables (loaded with dlopen, which the generator cannot see) the other.
 #[test]
 fn the_spec_names_no_fixed_architecture_and_keeps_rpms_dependencies() {
     let spec =
@@ -303,6 +304,6 @@ fn the_spec_names_no_fixed_architecture_and_keeps_rpms_dependencies() {
         spec.lines()
             .filter(|l| l.starts_with("Requires:"))
             .collect::<Vec<_>>(),
-        ["Requires:       %{slurm_soname}"]
+        ["Requires:       %{slurm_soname}", "Requires:       nftables"]
     );
 }
