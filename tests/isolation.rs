@@ -8,8 +8,8 @@ use common::cluster::{dir, plugin, records, sh, sh_ok, tool, PlugStack};
 use common::*;
 use std::net::IpAddr;
 use tfcluster::core::isolation::{
-    check_unclaimed, component_table_name, job_tables, listeners, other_tables, persistent,
-    removal, set_ports, table_name, Listener, OWNED, OWNED_PERSISTENT,
+    check_unclaimed, job_tables, listeners, other_tables, persistent, removal, set_ports,
+    table_name, Listener, OWNED, OWNED_PERSISTENT,
 };
 use tfcluster::core::StepInputs;
 use tfcluster::spank::nftables::LIBRARY;
@@ -161,9 +161,7 @@ fn the_job_epilog_removes_every_table_of_its_job_and_no_other() {
     let cases: &[(&str, bool)] = &[
         ("table inet tfcluster_12_0",          true),
         ("table inet tfcluster_12_4294967290", true),
-        ("table inet tfcluster_12_3_1",        true),
-        ("table inet tfcluster_12_3_",         false),
-        ("table inet tfcluster_12_3_1_2",      false),
+
         ("table inet tfcluster_123_0",         false),
         ("table inet tfcluster_1_2",           false),
         ("table inet tfcluster_12_",           false),
@@ -176,10 +174,8 @@ fn the_job_epilog_removes_every_table_of_its_job_and_no_other() {
         assert_eq!(!job_tables(line, 12).is_empty(), *removed, "{line}");
     }
     let listing: String = cases.iter().map(|(l, _)| format!("{l}\n")).collect();
-    assert_eq!(job_tables(&listing, 12), ["tfcluster_12_0", "tfcluster_12_4294967290", "tfcluster_12_3_1"]);
+    assert_eq!(job_tables(&listing, 12), ["tfcluster_12_0", "tfcluster_12_4294967290"]);
     assert_eq!(table_name(12, 4294967290), "tfcluster_12_4294967290");
-    assert_eq!(component_table_name(12, 3, 0), "tfcluster_12_3");
-    assert_eq!(component_table_name(12, 3, 1), "tfcluster_12_3_1");
     assert_eq!(removal("tfcluster_12_0"), "delete table inet tfcluster_12_0\n");
 }
 
@@ -258,7 +254,7 @@ fn a_tables_ports_from_its_listing() {
 }
 
 /// The tables a node compares its ports with: every other step's, not its own step's (nor, in
-/// a heterogeneous job or step, its other components' of the same step), and no one else's. Job 12's
+/// a heterogeneous job, its other components' of the same step), and no one else's. Job 12's
 /// step 3, whose components are jobs 12 and 13: (a line of `nft list tables`, compared).
 #[rustfmt::skip]
 #[test]
@@ -269,7 +265,6 @@ fn the_tables_a_step_compares_its_ports_with() {
         ("table inet tfcluster_13_0",  true),
         ("table inet tfcluster_12_3",  false),
         ("table inet tfcluster_13_3",  false),
-        ("table inet tfcluster_12_3_1", false),
         ("table inet tfcluster_12_31", true),
         ("table inet filter",          false),
         ("table ip nat",               false),

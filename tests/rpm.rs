@@ -304,6 +304,9 @@ fn the_spec_names_no_fixed_architecture_and_keeps_rpms_dependencies() {
         spec.lines()
             .filter(|l| l.starts_with("Requires:"))
             .collect::<Vec<_>>(),
-        ["Requires:       %{slurm_soname}", "Requires:       nftables"]
+        [
+            "Requires:       %{slurm_soname}",
+            "Requires:       nftables"
+        ]
     );
 }

@@ -52,16 +52,6 @@ pub fn table_name(job_id: u32, step_id: u32) -> String {
     format!("{TABLE_PREFIX}{job_id}_{step_id}")
 }
 
-/// The table of component `component` of a heterogeneous step (the components share the job
-/// and step ids, and may share a node, where each slurmstepd owns a table of its own):
-/// [`table_name`] for the first, `_COMPONENT` after it for the others.
-pub fn component_table_name(job_id: u32, step_id: u32, component: usize) -> String {
-    match component {
-        0 => table_name(job_id, step_id),
-        c => format!("{}_{c}", table_name(job_id, step_id)),
-    }
-}
-
 /// The script that removes `table`, which must exist. The usual way to remove a table whether
 /// or not it exists (add it, then delete it, in one transaction; nftables 1.0.6, Debian 12's,
 /// has no `destroy`) fails on an owned table, even for its owner (the add would change its
@@ -82,14 +72,10 @@ pub fn listed(listing: &str) -> impl Iterator<Item = &str> {
 /// line): what the job epilog removes, whichever of the job's steps left them.
 pub fn job_tables(listing: &str, job_id: u32) -> Vec<&str> {
     let prefix = format!("{TABLE_PREFIX}{job_id}_");
-    let number = |n: &str| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit());
     listed(listing)
         .filter(|name| {
             name.strip_prefix(&prefix)
-                .is_some_and(|rest| match rest.split_once('_') {
-                    Some((step, component)) => number(step) && number(component),
-                    None => number(rest),
-                })
+                .is_some_and(|step| !step.is_empty() && step.bytes().all(|b| b.is_ascii_digit()))
         })
         .collect()
 }
@@ -131,9 +117,6 @@ pub struct StepFirewall<'a> {
     pub uid: u32,
     /// This node's index in the step.
     pub node: usize,
-    /// The heterogeneous step's component this node's slurmstepd serves (0 otherwise): its
-    /// table's name ([`component_table_name`]).
-    pub component: usize,
     pub layout: &'a Layout,
     pub endpoints: &'a Endpoints,
     /// The site's `port_range`, which every port of the step must be in ([`check_ports`]);
@@ -170,7 +153,7 @@ impl StepFirewall<'_> {
 
     /// The name of this node's table for the step.
     pub fn table(&self) -> String {
-        component_table_name(self.job_id, self.step_id, self.component)
+        table_name(self.job_id, self.step_id)
     }
 
     /// This node's own step ports: the ports of its first slots, one per task here.
@@ -330,21 +313,16 @@ pub fn listeners(proc_net_tcp: &str) -> Vec<Listener> {
 }
 
 /// The other steps' tables in the text of `list tables`: every tfcluster table but those of
-/// step `step_id` of `own_jobs` (a heterogeneous job's or step's components share a node's
-/// ports).
+/// step `step_id` of `own_jobs` (a heterogeneous job's components are jobs of their own, and
+/// may share a node and its ports; a heterogeneous step's may not: Slurm refuses them, "already
+/// allocated ... to previous components").
 pub fn other_tables<'l>(listing: &'l str, own_jobs: &[u32], step_id: u32) -> Vec<&'l str> {
     let own: Vec<String> = own_jobs
         .iter()
         .map(|&job| table_name(job, step_id))
         .collect();
-    let is_own = |name: &str| {
-        own.iter().any(|o| {
-            name.strip_prefix(o.as_str())
-                .is_some_and(|rest| rest.is_empty() || rest.starts_with('_'))
-        })
-    };
     listed(listing)
-        .filter(|name| name.starts_with(TABLE_PREFIX) && !is_own(name))
+        .filter(|name| name.starts_with(TABLE_PREFIX) && !own.iter().any(|o| o == name))
         .collect()
 }
 

@@ -312,7 +312,6 @@ impl StepPlan {
             step_id,
             uid,
             node,
-            component: 0,
             layout: &self.layout,
             endpoints: &self.endpoints,
             port_range: (!self.ports_reserved).then_some(self.settings.port_range),

@@ -21,12 +21,11 @@ pub struct Installed {
 /// slurmstepd, before the tasks fork: with `isolate=yes`, this node's rules for the step, once
 /// no other step's table and no other user's listening socket holds one of its ports. An error
 /// names the node and why; the caller stops the step, so no task starts unprotected.
-/// `own_jobs`: the step's jobs (a heterogeneous job's components share a node's ports);
-/// `component`: the heterogeneous step's component this slurmstepd serves (0 otherwise).
+/// `own_jobs`: the step's jobs (a heterogeneous job's components share a node's ports).
 pub fn install(
     plan: &StepPlan,
     (job_id, own_jobs): (u32, &[u32]),
-    (step_id, component): (u32, usize),
+    step_id: u32,
     uid: u32,
     node: usize,
 ) -> Result<Option<Installed>, ShellError> {
@@ -34,10 +33,9 @@ pub fn install(
         node: plan.hosts.get(node).cloned().unwrap_or_default(),
         reason,
     };
-    let Some(mut firewall) = plan.isolation(job_id, step_id, uid, node) else {
+    let Some(firewall) = plan.isolation(job_id, step_id, uid, node) else {
         return Ok(None);
     };
-    firewall.component = component;
     let script = firewall
         .script(resolve)
         .map_err(|e| failed(e.to_string()))?;

@@ -202,11 +202,7 @@ fn plan_node(
     let jobs = components
         .as_ref()
         .map_or_else(|| vec![job_id], |c| c.jobs.clone());
-    let component = match (&this, &components) {
-        (StepKind::HetStep { .. }, Some(het)) => het.own_component,
-        _ => 0,
-    };
-    let firewall = isolation::install(&plan, (job_id, &jobs), (step_id, component), uid, node)?;
+    let firewall = isolation::install(&plan, (job_id, &jobs), step_id, uid, node)?;
     Ok(Node {
         renderers: plan.renderers(),
         oom_kills: oom::kills(),
