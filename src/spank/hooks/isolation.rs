@@ -58,14 +58,14 @@ pub fn install(
             ))
         })?;
     }
-    let tables = claimed_by_tables(&mut nft, &listing, own_jobs, step_id);
-    let tables: Vec<(&str, Vec<u16>)> = tables
-        .iter()
-        .map(|(t, p)| (t.as_str(), p.clone()))
-        .collect();
-    let others: Vec<Listener> = listening().into_iter().filter(|l| l.uid != uid).collect();
-    isolation::check_unclaimed(&firewall.own_ports(), &tables, &others)
-        .map_err(|e| failed(e.to_string()))?;
+    unclaimed(
+        &mut nft,
+        &listing,
+        (own_jobs, step_id),
+        uid,
+        &firewall.own_ports(),
+    )
+    .map_err(|e| failed(e.to_string()))?;
     // A table that outlives a killed slurmstepd where libnftables and the kernel can keep one;
     // else one owned by this slurmstepd.
     nft.run(&isolation::persistent(&script))
@@ -80,21 +80,24 @@ pub fn install(
     Ok(Some(Installed { table, nft }))
 }
 
-/// Every other step's table in `listing` with its ports (a table that vanishes meanwhile is
-/// passed over).
-fn claimed_by_tables(
+/// Refuses `ports` when another step's table in `listing` (each asked for its ports; one that
+/// vanishes meanwhile is passed over) or another user's listening socket holds one of them.
+fn unclaimed(
     nft: &mut Nft,
     listing: &str,
-    own_jobs: &[u32],
-    step_id: u32,
-) -> Vec<(String, Vec<u16>)> {
-    isolation::other_tables(listing, own_jobs, step_id)
+    (own_jobs, step_id): (&[u32], u32),
+    uid: u32,
+    ports: &[u16],
+) -> crate::core::Result<()> {
+    let tables: Vec<(&str, Vec<u16>)> = isolation::other_tables(listing, own_jobs, step_id)
         .into_iter()
         .filter_map(|table| {
             let set = nft.run(&format!("list set inet {table} ports")).ok()?;
-            Some((table.to_string(), isolation::set_ports(&set)))
+            Some((table, isolation::set_ports(&set)))
         })
-        .collect()
+        .collect();
+    let others: Vec<Listener> = listening().into_iter().filter(|l| l.uid != uid).collect();
+    isolation::check_unclaimed(ports, &tables, &others)
 }
 
 /// The node's listening TCP sockets, IPv4 and IPv6 (slurmstepd is in the node's network
