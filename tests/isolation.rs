@@ -8,8 +8,8 @@ use common::cluster::{dir, plugin, records, sh, sh_ok, tool, PlugStack};
 use common::*;
 use std::net::IpAddr;
 use tfcluster::core::isolation::{
-    check_unclaimed, job_tables, listeners, other_tables, persistent, removal, set_ports,
-    table_name, Listener, OWNED, OWNED_PERSISTENT,
+    check_unclaimed, diag_reply, job_tables, listeners, listening_request, other_tables,
+    persistent, removal, set_ports, table_name, DiagReply, Listener, OWNED, OWNED_PERSISTENT,
 };
 use tfcluster::core::StepInputs;
 use tfcluster::spank::nftables::LIBRARY;
@@ -235,6 +235,89 @@ fn listening_sockets_from_proc_net_tcp() {
     for (line, expected) in cases {
         assert_eq!(listeners(line), expected.iter().copied().collect::<Vec<_>>(), "{line}");
     }
+}
+
+/// The kernel's socket-diagnostics request for listening TCP sockets, byte for byte (Linux's
+/// UAPI: `nlmsghdr`, then `inet_diag_req_v2` with a zeroed socket id).
+#[test]
+fn the_listening_sockets_request() {
+    let request = listening_request(10);
+    let mut expected = Vec::new();
+    expected.extend_from_slice(&72u32.to_ne_bytes()); // length
+    expected.extend_from_slice(&20u16.to_ne_bytes()); // SOCK_DIAG_BY_FAMILY
+    expected.extend_from_slice(&0x301u16.to_ne_bytes()); // NLM_F_REQUEST | NLM_F_DUMP
+    expected.extend_from_slice(&1u32.to_ne_bytes()); // sequence
+    expected.extend_from_slice(&0u32.to_ne_bytes()); // port id
+    expected.extend_from_slice(&[10, 6, 0, 0]); // AF_INET6, IPPROTO_TCP
+    expected.extend_from_slice(&1024u32.to_ne_bytes()); // 1 << TCP_LISTEN
+    expected.resize(72, 0);
+    assert_eq!(request, expected);
+}
+
+/// A netlink message as the kernel sends it: header (length, type), then `body`.
+fn message(kind: u16, body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    out.extend_from_slice(&(16 + body.len() as u32).to_ne_bytes());
+    out.extend_from_slice(&kind.to_ne_bytes());
+    out.extend_from_slice(&[0; 10]);
+    out.extend_from_slice(body);
+    out.resize(out.len().next_multiple_of(4), 0);
+    out
+}
+
+/// An `inet_diag_msg` of a listening socket on `port` owned by `uid`.
+fn listening_socket(port: u16, uid: u32) -> Vec<u8> {
+    let mut body = vec![10, 10, 0, 0]; // AF_INET6, TCP_LISTEN
+    body.extend_from_slice(&port.to_be_bytes());
+    body.resize(64, 0);
+    body.extend_from_slice(&uid.to_ne_bytes());
+    body.extend_from_slice(&4242u32.to_ne_bytes()); // inode
+    body
+}
+
+/// The kernel's replies: (what, the buffer, what it says).
+#[rustfmt::skip]
+#[test]
+fn the_kernels_replies_about_listening_sockets() {
+    let two = [message(20, &listening_socket(20000, 61002)), message(20, &listening_socket(22, 0))].concat();
+    let cases: Vec<(&str, Vec<u8>, DiagReply)> = vec![
+        ("two sockets, more to come", two.clone(),
+         DiagReply::More(vec![Listener { port: 20000, uid: 61002 }, Listener { port: 22, uid: 0 }])),
+        ("two sockets, then the end", [two.clone(), message(3, &[0; 4])].concat(),
+         DiagReply::Done(vec![Listener { port: 20000, uid: 61002 }, Listener { port: 22, uid: 0 }])),
+        ("the end alone",             message(3, &[0; 4]),             DiagReply::Done(vec![])),
+        ("an error (no inet_diag)",   message(2, &[0xea, 0xff, 0xff, 0xff]), DiagReply::Failed),
+        ("a message cut short",       message(20, &listening_socket(1, 1))[..40].to_vec(), DiagReply::Failed),
+        ("a length of zero",          vec![0; 16],                     DiagReply::Failed),
+        ("a header cut short",        vec![72, 0, 0],                  DiagReply::Failed),
+        ("another message type",      message(16, &[0; 8]),            DiagReply::Failed),
+    ];
+    for (what, buf, says) in cases {
+        assert_eq!(diag_reply(&buf), says, "{what}");
+    }
+}
+
+/// On this machine's kernel: a socket this test listens on is among the node's listeners, with
+/// its owner, and the kernel's answer agrees with `/proc/net/tcp` and `tcp6`.
+#[test]
+fn the_kernel_lists_a_listening_socket_with_its_owner() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    // SAFETY: getuid cannot fail.
+    let uid = unsafe { libc::getuid() };
+    let found = tfcluster::spank::sock_diag::from_kernel().expect("socket diagnostics answer");
+    assert!(found.contains(&Listener { port, uid }), "{found:?}");
+    let mut proc: Vec<Listener> = ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .filter_map(|p| std::fs::read_to_string(p).ok())
+        .flat_map(|text| listeners(&text))
+        .collect();
+    let mut found = found;
+    for list in [&mut proc, &mut found] {
+        list.sort_by_key(|l| (l.port, l.uid));
+        list.dedup();
+    }
+    assert_eq!(found, proc);
 }
 
 /// The ports of another step's table, from `list set inet TABLE ports` as nft prints it: (the

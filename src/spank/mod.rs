@@ -12,5 +12,6 @@ pub mod oci;
 pub mod oom;
 pub mod regex;
 pub mod slurm;
+pub mod sock_diag;
 pub mod start_env;
 pub mod topology;

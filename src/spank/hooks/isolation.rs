@@ -9,6 +9,7 @@ use crate::spank::error::ShellError;
 use crate::spank::handle::{Spank, U32Item};
 use crate::spank::log;
 use crate::spank::nftables::Nft;
+use crate::spank::sock_diag;
 use std::ffi::c_int;
 use std::net::{IpAddr, ToSocketAddrs};
 
@@ -96,18 +97,11 @@ fn unclaimed(
             Some((table, isolation::set_ports(&set)))
         })
         .collect();
-    let others: Vec<Listener> = listening().into_iter().filter(|l| l.uid != uid).collect();
+    let others: Vec<Listener> = sock_diag::listening()
+        .into_iter()
+        .filter(|l| l.uid != uid)
+        .collect();
     isolation::check_unclaimed(ports, &tables, &others)
-}
-
-/// The node's listening TCP sockets, IPv4 and IPv6 (slurmstepd is in the node's network
-/// namespace; a missing file, e.g. no IPv6, lists none).
-fn listening() -> Vec<Listener> {
-    ["/proc/net/tcp", "/proc/net/tcp6"]
-        .iter()
-        .filter_map(|path| std::fs::read_to_string(path).ok())
-        .flat_map(|text| isolation::listeners(&text))
-        .collect()
 }
 
 /// The addresses a node's address resolves to (the resolver the node itself uses: getaddrinfo,
