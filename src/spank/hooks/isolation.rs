@@ -55,7 +55,8 @@ pub fn install(
         // Left by a killed slurmstepd of this step's job before a requeue.
         nft.run(&isolation::removal(&table)).map_err(|e| {
             failed(format!(
-                "cannot remove the table inet {table} left here: {e}"
+                "cannot remove the table inet {table} left here: {e}; once no slurmstepd of \
+                 that step runs on the node, remove it as root (nft delete table inet {table})"
             ))
         })?;
     }
