@@ -383,6 +383,32 @@ fn a_port_another_step_or_program_holds_refuses_the_step() {
     }
 }
 
+/// The admin guide's table of which roots keep a killed slurmstepd's table says what
+/// `firewall_persists` says for every release (the cluster test checks the releases).
+#[test]
+fn the_admin_guide_says_which_releases_keep_the_table() {
+    let guide = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/admin-guide.md"),
+    )
+    .unwrap();
+    for r in release::RELEASES {
+        let rows: Vec<&str> = guide
+            .lines()
+            .filter(|l| l.starts_with("| Debian ") && l.contains(r.version))
+            .collect();
+        let kept = if r.firewall_persists {
+            "kept until the job's epilog |"
+        } else {
+            "removed with it |"
+        };
+        assert!(
+            rows.len() == 1 && rows[0].ends_with(kept),
+            "{}: {rows:?}",
+            r.version
+        );
+    }
+}
+
 // ---- on the test cluster ---------------------------------------------------------------------
 
 const OWNER: &str = "tfc-owner";
