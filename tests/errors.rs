@@ -3,6 +3,7 @@
 
 mod common;
 use common::*;
+use tfcluster::core::claims;
 use tfcluster::core::hostlist;
 use tfcluster::core::isolation;
 use tfcluster::core::layout::{Distribution, Layout, TaskCounts};
@@ -238,10 +239,12 @@ fn messages() -> Vec<(Result<()>, &'static str)> {
          "node address 'n9' does not resolve (it resolves to no address); ask the admin to make every node's address (the address= setting) resolve on every node"),
         (plan("worker:*,port_base=22", &["isolate=yes"], &step("n9", "2", None)).firewall(7, 0, 1000, 0, |_| Ok(vec![[10, 0, 0, 9].into()])).map(|_| ()),
          "isolate=yes: port 22 is outside the site's port_range 20000-32767, the only ports tfcluster's firewall covers (so that no step can close another service's port); drop port_base, or ask the admin to make port_range cover the ports Slurm reserves (MpiParams=ports)"),
-        (isolation::check_unclaimed(&[20000, 20001], &[("tfcluster_57_0", vec![20001])], &[]),
-         "port 20001 is already a port of another step here (nftables table inet tfcluster_57_0): the two steps' ports overlap, and the rules of one would act on the other's connections; drop port_base, or submit the step again (tfcluster's own ports follow the job and step ids)"),
-        (isolation::check_unclaimed(&[20000], &[], &[isolation::Listener { port: 20000, uid: 61002 }]),
-         "port 20000 is already in use here (a program of uid 61002 listens on it), and the step's tasks would connect to it; drop port_base, or submit the step again (tfcluster's own ports follow the job and step ids)"),
+        (isolation::check_tables(&[20000, 20001], &[("tfcluster_57_0", vec![20001])]),
+         "port 20001 is already a port of another step here (nftables table inet tfcluster_57_0): the two steps' ports overlap, and the rules of one would act on the other's connections; drop port_base (or pick another), or run the step again (tfcluster's own ports follow the job and step ids); a site avoids this altogether with Slurm's port reservation (MpiParams=ports=, docs/admin-guide.md)"),
+        (claims::check_free(&[20000, 20001], &[12], &[claims::Claim { job_id: 57, step_id: 3, owner: claims::Owner { pid: 4242, start: 9 }, ports: vec![20001] }], &[]),
+         "port 20001 is already a port of job 57's step 3, which runs here: the two steps' ports met, and one step's server could not listen on it; drop port_base (or pick another), or run the step again (tfcluster's own ports follow the job and step ids); a site avoids this altogether with Slurm's port reservation (MpiParams=ports=, docs/admin-guide.md)"),
+        (claims::check_free(&[20000], &[12], &[], &[claims::Listener { port: 20000, uid: 61002 }]),
+         "port 20000 is already in use here (a program of uid 61002 listens on it): the step's server could not listen on it, and its peers would connect to that program; drop port_base (or pick another), or run the step again (tfcluster's own ports follow the job and step ids); a site avoids this altogether with Slurm's port reservation (MpiParams=ports=, docs/admin-guide.md)"),
         (step_err("worker:*,port_base=0", &[], "a", "1", None),
          "--tf-cluster: port_base='0' is invalid: expected a port number 1-65535"),
     ]
@@ -375,7 +378,7 @@ variants!(variant, VARIANTS, Error:
     BadPlaneSize, LayoutMismatch, TopologyUnreadable, NodeOutOfRange, SlotOutOfRange,
     NotEnoughReservedPorts, ReservedPortList, PortOverflow, PortRangeTooSmall, NotEnoughGpus,
     UnevenGpus, EnvTooLarge, BadGpuList, AddressUnresolved, PortOutsideIsolatedRange, PortInOtherTable,
-    PortListened, RepeatedGpu,
+    PortClaimed, PortListened, RepeatedGpu,
     UnknownSetting, BadSetting,
 );
 
@@ -493,6 +496,8 @@ fn every_shell_error_message() {
          "cannot pass the task order to the nodes: Invalid argument (os error 22)"),
         (Isolation { node: "n9".into(), reason: "cannot load libnftables.so.1: libnftables.so.1: cannot open shared object file: No such file or directory".into() },
          "isolate=yes: node n9 cannot install the step's firewall: cannot load libnftables.so.1: libnftables.so.1: cannot open shared object file: No such file or directory; the step is stopped, so that no TensorFlow server of it runs open to other users"),
+        (Ports { node: "n9".into(), reason: "cannot make /run/tfcluster/claims/n9: Read-only file system (os error 30)".into() },
+         "node n9 cannot give the step its ports: cannot make /run/tfcluster/claims/n9: Read-only file system (os error 30); the step is stopped before its tasks start"),
         (Kill { reason: "Access/permission denied".into() },
          "could not stop the step's other tasks (Access/permission denied); they run until they exit or reach the time limit"),
     ];
@@ -506,5 +511,5 @@ fn every_shell_error_message() {
 
 #[rustfmt::skip]
 variants!(shell_variant, SHELL_VARIANTS, ShellError:
-    Core, Env, Missing, Item, GlobalId, SetEnv, Hostfile, PassOrder, Isolation, Kill,
+    Core, Env, Missing, Item, GlobalId, SetEnv, Hostfile, PassOrder, Ports, Isolation, Kill,
 );

@@ -4,12 +4,12 @@
 //! cannot isolate does, and that no rule outlives its job.
 
 mod common;
-use common::cluster::{dir, plugin, records, sh, sh_ok, tool, PlugStack};
+use common::cluster::{dir, records, sh, sh_ok, tool, PlugStack};
 use common::*;
 use std::net::IpAddr;
 use tfcluster::core::isolation::{
-    check_unclaimed, diag_reply, job_tables, listeners, listening_request, other_tables,
-    persistent, removal, set_ports, table_name, DiagReply, Listener, OWNED, OWNED_PERSISTENT,
+    check_tables, job_tables, other_tables, persistent, removal, set_ports, table_name, OWNED,
+    OWNED_PERSISTENT,
 };
 use tfcluster::core::StepInputs;
 use tfcluster::spank::nftables::LIBRARY;
@@ -218,108 +218,6 @@ fn a_persistent_table_is_the_same_script_with_persist() {
     assert_ne!(persistent(&script), script);
 }
 
-/// The listening sockets of `/proc/net/tcp` and `/proc/net/tcp6` as Linux writes them: (a
-/// line, the listener it is). Only state 0A (LISTEN) counts.
-#[rustfmt::skip]
-#[test]
-fn listening_sockets_from_proc_net_tcp() {
-    let cases: &[(&str, Option<Listener>)] = &[
-        ("   0: 00000000:4E20 00000000:0000 0A 00000000:00000000 00:00000000 00000000 61002        0 2811 1 0000000000000000 100 0 0 10 0", Some(Listener { port: 20000, uid: 61002 })),
-        ("   1: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 2812 1 0000000000000000 100 0 0 10 0", Some(Listener { port: 8080, uid: 0 })),
-        ("   0: 00000000000000000000000000000000:4E21 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000 61001        0 99 1 0000000000000000 100 0 0 10 0", Some(Listener { port: 20001, uid: 61001 })),
-        ("   2: 0B4D0A0A:4E20 0C4D0A0A:B2C4 01 00000000:00000000 00:00000000 00000000 61001        0 2813 1 0000000000000000 20 4 30 10 -1", None),
-        ("   3: 0B4D0A0A:4E20 0C4D0A0A:B2C6 06 00000000:00000000 03:00000CC4 00000000     0        0 0 3 0000000000000000", None),
-        ("  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode", None),
-        ("", None),
-    ];
-    for (line, expected) in cases {
-        assert_eq!(listeners(line), expected.iter().copied().collect::<Vec<_>>(), "{line}");
-    }
-}
-
-/// The kernel's socket-diagnostics request for listening TCP sockets, byte for byte (Linux's
-/// UAPI: `nlmsghdr`, then `inet_diag_req_v2` with a zeroed socket id).
-#[test]
-fn the_listening_sockets_request() {
-    let request = listening_request(10);
-    let mut expected = Vec::new();
-    expected.extend_from_slice(&72u32.to_ne_bytes()); // length
-    expected.extend_from_slice(&20u16.to_ne_bytes()); // SOCK_DIAG_BY_FAMILY
-    expected.extend_from_slice(&0x301u16.to_ne_bytes()); // NLM_F_REQUEST | NLM_F_DUMP
-    expected.extend_from_slice(&1u32.to_ne_bytes()); // sequence
-    expected.extend_from_slice(&0u32.to_ne_bytes()); // port id
-    expected.extend_from_slice(&[10, 6, 0, 0]); // AF_INET6, IPPROTO_TCP
-    expected.extend_from_slice(&1024u32.to_ne_bytes()); // 1 << TCP_LISTEN
-    expected.resize(72, 0);
-    assert_eq!(request, expected);
-}
-
-/// A netlink message as the kernel sends it: header (length, type), then `body`.
-fn message(kind: u16, body: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    out.extend_from_slice(&(16 + body.len() as u32).to_ne_bytes());
-    out.extend_from_slice(&kind.to_ne_bytes());
-    out.extend_from_slice(&[0; 10]);
-    out.extend_from_slice(body);
-    out.resize(out.len().next_multiple_of(4), 0);
-    out
-}
-
-/// An `inet_diag_msg` of a listening socket on `port` owned by `uid`.
-fn listening_socket(port: u16, uid: u32) -> Vec<u8> {
-    let mut body = vec![10, 10, 0, 0]; // AF_INET6, TCP_LISTEN
-    body.extend_from_slice(&port.to_be_bytes());
-    body.resize(64, 0);
-    body.extend_from_slice(&uid.to_ne_bytes());
-    body.extend_from_slice(&4242u32.to_ne_bytes()); // inode
-    body
-}
-
-/// The kernel's replies: (what, the buffer, what it says).
-#[rustfmt::skip]
-#[test]
-fn the_kernels_replies_about_listening_sockets() {
-    let two = [message(20, &listening_socket(20000, 61002)), message(20, &listening_socket(22, 0))].concat();
-    let cases: Vec<(&str, Vec<u8>, DiagReply)> = vec![
-        ("two sockets, more to come", two.clone(),
-         DiagReply::More(vec![Listener { port: 20000, uid: 61002 }, Listener { port: 22, uid: 0 }])),
-        ("two sockets, then the end", [two.clone(), message(3, &[0; 4])].concat(),
-         DiagReply::Done(vec![Listener { port: 20000, uid: 61002 }, Listener { port: 22, uid: 0 }])),
-        ("the end alone",             message(3, &[0; 4]),             DiagReply::Done(vec![])),
-        ("an error (no inet_diag)",   message(2, &[0xea, 0xff, 0xff, 0xff]), DiagReply::Failed),
-        ("a message cut short",       message(20, &listening_socket(1, 1))[..40].to_vec(), DiagReply::Failed),
-        ("a length of zero",          vec![0; 16],                     DiagReply::Failed),
-        ("a header cut short",        vec![72, 0, 0],                  DiagReply::Failed),
-        ("another message type",      message(16, &[0; 8]),            DiagReply::Failed),
-    ];
-    for (what, buf, says) in cases {
-        assert_eq!(diag_reply(&buf), says, "{what}");
-    }
-}
-
-/// On this machine's kernel: a socket this test listens on is among the node's listeners, with
-/// its owner, and the kernel's answer agrees with `/proc/net/tcp` and `tcp6`.
-#[test]
-fn the_kernel_lists_a_listening_socket_with_its_owner() {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    // This process's uid: the owner of its /proc entry.
-    let uid = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap());
-    let found = tfcluster::spank::sock_diag::from_kernel().expect("socket diagnostics answer");
-    assert!(found.contains(&Listener { port, uid }), "{found:?}");
-    let mut proc: Vec<Listener> = ["/proc/net/tcp", "/proc/net/tcp6"]
-        .iter()
-        .filter_map(|p| std::fs::read_to_string(p).ok())
-        .flat_map(|text| listeners(&text))
-        .collect();
-    let mut found = found;
-    for list in [&mut proc, &mut found] {
-        list.sort_by_key(|l| (l.port, l.uid));
-        list.dedup();
-    }
-    assert_eq!(found, proc);
-}
-
 /// The ports of another step's table, from `list set inet TABLE ports` as nft prints it: (the
 /// listing, its ports).
 #[rustfmt::skip]
@@ -357,26 +255,23 @@ fn the_tables_a_step_compares_its_ports_with() {
     }
 }
 
-/// Which claim on a node's step ports refuses the step: (what, the step's ports here, other
-/// steps' tables, other users' listeners, the port refused or None).
+/// Which other step's table refuses a node's step ports: (what, the step's ports here, other
+/// steps' tables, the port refused or None).
 #[rustfmt::skip]
 #[test]
-fn a_port_another_step_or_program_holds_refuses_the_step() {
-    let other = |port| Listener { port, uid: 61002 };
+fn a_port_in_another_steps_table_refuses_the_step() {
     let table = |ports: &[u16]| vec![("tfcluster_57_0", ports.to_vec())];
-    type Case<'a> = (&'a str, &'a [u16], Vec<(&'a str, Vec<u16>)>, Vec<Listener>, Option<u16>);
+    type Case<'a> = (&'a str, &'a [u16], Vec<(&'a str, Vec<u16>)>, Option<u16>);
     let cases: Vec<Case> = vec![
-        ("nothing else here",                  &[20000, 20001], vec![],                   vec![],             None),
-        ("another step's table, other ports",  &[20000, 20001], table(&[20064, 20065]),   vec![],             None),
-        ("another step's table over one port", &[20000, 20001], table(&[20001, 20002]),   vec![],             Some(20001)),
-        ("a listener on another port",         &[20000, 20001], vec![],                   vec![other(22)],    None),
-        ("a listener on a step port",          &[20000, 20001], vec![],                   vec![other(20001)], Some(20001)),
-        ("the first port held is named",       &[20000, 20001], table(&[20001]),          vec![other(20000)], Some(20000)),
-        ("no port on this node",               &[],             table(&[20000]),          vec![other(20000)], None),
+        ("no other table",                     &[20000, 20001], vec![],                 None),
+        ("another step's table, other ports",  &[20000, 20001], table(&[20064, 20065]), None),
+        ("another step's table over one port", &[20000, 20001], table(&[20001, 20002]), Some(20001)),
+        ("the first port held is named",       &[20000, 20001], table(&[20001, 20000]), Some(20000)),
+        ("no port on this node",               &[],             table(&[20000]),        None),
     ];
-    for (what, ports, tables, listening, refused) in &cases {
-        let got = check_unclaimed(ports, tables, listening).err().map(|e| match e {
-            tfcluster::core::Error::PortInOtherTable { port, .. } | tfcluster::core::Error::PortListened { port, .. } => port,
+    for (what, ports, tables, refused) in &cases {
+        let got = check_tables(ports, tables).err().map(|e| match e {
+            tfcluster::core::Error::PortInOtherTable { port, .. } => port,
             e => panic!("{what}: {e}"),
         });
         assert_eq!(got, *refused, "{what}");
@@ -414,21 +309,6 @@ fn the_admin_guide_says_which_releases_keep_the_table() {
 const OWNER: &str = "tfc-owner";
 const OTHER: &str = "tfc-other";
 const NODES: [&str; 4] = ["n9", "n10", "n011", "n012"];
-
-/// The plugstack.conf line with isolate=yes (and the test cluster's other words). Its
-/// port_range covers the ports the test cluster's Slurm reserves for every step
-/// (MpiParams=ports=12000-12999, tests/cluster/cluster.sh), as a site's must.
-pub fn isolated(words: &str) -> PlugStack {
-    isolated_as("required", words)
-}
-
-/// [`isolated`], with the plugin `required` or `optional`.
-fn isolated_as(kind: &str, words: &str) -> PlugStack {
-    PlugStack::set(&format!(
-        "{kind} {} end_with_chief=no isolate=yes port_range=12000-32767 {words}",
-        plugin()
-    ))
-}
 
 /// A shell loop that prints `TABLES|node|count` of tfcluster's tables on each node, read inside
 /// the node's network namespace.
@@ -551,7 +431,7 @@ fn only_the_jobs_own_processes_on_its_nodes_reach_its_servers() {
     let probe = format!("/usr/bin/python3 {}", tool("isolation_probe.py"));
     let _paths = OtherPaths::make();
     for isolate in [true, false] {
-        let _plugstack = isolate.then(|| isolated(""));
+        let _plugstack = isolate.then(|| PlugStack::isolated(""));
         let d = dir().join(format!("isolation-{isolate}"));
         let d = d.display();
         let attempts: String = WHO_REACHES
@@ -627,7 +507,7 @@ echo \"LEFT|$left\"",
 #[ignore = "needs the test cluster: run tests/run.sh"]
 fn a_heterogeneous_jobs_components_reach_each_other_and_no_one_else() {
     let probe = format!("/usr/bin/python3 {}", tool("isolation_probe.py"));
-    let _plugstack = isolated("");
+    let _plugstack = PlugStack::isolated("");
     let d = dir().join("isolation-het");
     let d = d.display();
     let tables = "for n in cpu1 n9 n10; do echo \"TABLES|$n|$(nsenter --net=/run/netns/tfc-$n nft list tables | grep -c tfcluster_)\"; done";
@@ -701,7 +581,7 @@ const CANNOT_ISOLATE: &[(&str, &str, &str, bool, &str)] = &[
 #[ignore = "needs the test cluster: run tests/run.sh"]
 fn a_node_that_cannot_isolate_fails_the_step_before_any_task_starts() {
     for (what, kind, words, hide, line) in CANNOT_ISOLATE {
-        let _plugstack = isolated_as(kind, words);
+        let _plugstack = PlugStack::isolated_as(kind, words);
         let _hidden = hide.then(NoLibnftables::hide);
         let stderr = no_task_runs(what, "");
         for node in ["n9", "n10"] {
@@ -723,7 +603,7 @@ fn a_node_that_cannot_isolate_fails_the_step_before_any_task_starts() {
 #[test]
 #[ignore = "needs the test cluster: run tests/run.sh"]
 fn a_port_outside_the_sites_range_is_refused_before_launch() {
-    let _plugstack = isolated("");
+    let _plugstack = PlugStack::isolated("");
     let stderr = no_task_runs("port_base=22", "=worker:*,port_base=22");
     let line = format!(
         "srun: error: tfcluster: {}",
@@ -734,73 +614,6 @@ fn a_port_outside_the_sites_range_is_refused_before_launch() {
         }
     );
     assert!(stderr.contains(&line), "expected {line}\n{stderr}");
-}
-
-/// What already holds port 20000 on n9 when the owner's isolated step asks for it there
-/// (`port_base=20000`), held by a job of the other user in partition `shared`.
-struct Holder {
-    what: &'static str,
-    /// The holding job's program (`{probe}`: the probe script, `{d}`: the test's directory).
-    holds: &'static str,
-    /// Why n9 refuses, from the holding job's id and the other user's uid.
-    refusal: fn(job: u32, uid: u32) -> tfcluster::core::Error,
-}
-
-#[rustfmt::skip]
-const HOLDERS: &[Holder] = &[
-    Holder { what: "another job's isolated step on the same ports",
-             holds: "--tf-cluster=worker:*,port_base=20000 {probe} serve {d}",
-             refusal: |job, _| tfcluster::core::Error::PortInOtherTable { port: 20000, table: table_name(job, 0) } },
-    Holder { what: "another user's program listening on the port first",
-             holds: "{probe} listen {d} 20000",
-             refusal: |_, uid| tfcluster::core::Error::PortListened { port: 20000, uid } },
-];
-
-/// A node never installs rules over ports that another step's rules or another user's program
-/// hold: the owner's step is refused before any of its tasks starts, with one line naming the
-/// node, the port and why; the holding job runs on undisturbed and ends well.
-#[test]
-#[ignore = "needs the test cluster: run tests/run.sh"]
-fn a_port_another_job_holds_refuses_the_step_before_any_task_starts() {
-    let probe = format!("/usr/bin/python3 {}", tool("isolation_probe.py"));
-    let _plugstack = isolated("");
-    let uid: u32 = sh_ok(&format!("id -u {OTHER}")).trim().parse().unwrap();
-    for holder in HOLDERS {
-        let d = dir().join("isolation-held");
-        let d = d.display();
-        let holds = holder
-            .holds
-            .replace("{probe}", &probe)
-            .replace("{d}", &d.to_string());
-        let out = sh(&format!(
-            "rm -rf {d}; mkdir -m 1777 {d}
-runuser -u {OTHER} -- srun -p shared -w n9 -N1 -n1 -t 2 -J holder {holds} >{d}/holder.out 2>{d}/holder.err &
-holder=$!
-for i in $(seq 600); do [ -e {d}/endpoints ] && break; kill -0 $holder 2>/dev/null || break; sleep 0.1; done
-echo \"JOB|$(squeue -h -n holder -o %i)\"
-runuser -u {OWNER} -- srun -p shared -w n9 -N1 -n1 -t 1 --tf-cluster=worker:*,port_base=20000 sh -c 'echo RAN'
-echo \"OWNER|$?\"
-touch {d}/stop; wait $holder; echo \"HOLDER|$?\""
-        ));
-        let (stdout, stderr) = (
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr),
-        );
-        let what = format!("{}:\n{stdout}\n{stderr}", holder.what);
-        let job: u32 = records(&stdout, "JOB")[0][0].parse().expect(&what);
-        assert!(!stdout.contains("RAN"), "a task ran: {what}");
-        assert_ne!(records(&stdout, "OWNER"), [["0"]], "{what}");
-        assert_eq!(records(&stdout, "HOLDER"), [["0"]], "{what}");
-        let line = tfcluster::spank::error::ShellError::Isolation {
-            node: "n9".into(),
-            reason: (holder.refusal)(job, uid).to_string(),
-        };
-        assert_eq!(
-            stderr.matches(&format!("tfcluster: {line}")).count(),
-            1,
-            "{what}"
-        );
-    }
 }
 
 /// The owner's 4-task step on n9 and n10 with `--tf-cluster{spec}`, which must fail with no task
@@ -828,7 +641,7 @@ fn no_task_runs(what: &str, spec: &str) -> String {
 #[test]
 #[ignore = "needs the test cluster: run tests/run.sh"]
 fn no_rule_outlives_its_job() {
-    let _plugstack = isolated("");
+    let _plugstack = PlugStack::isolated("");
     let d = dir().join("isolation-steps");
     let d = d.display();
     std::fs::write(
@@ -941,7 +754,7 @@ fn the_job_epilog_runs_once_slurmd_has_restarted_with_the_plugin() {
         let _none = PlugStack::set("# tfcluster not loaded yet");
         sh_ok(&format!("{cluster} restart-slurmd n9"));
     }
-    let _isolated = isolated("");
+    let _isolated = PlugStack::isolated("");
     let before = epilog_ran();
     sh_ok(&format!("{cluster} restart-slurmd n9"));
     let after = epilog_ran();

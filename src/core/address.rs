@@ -9,7 +9,7 @@
 //! DTensor's job list.
 
 use super::ports::StepPorts;
-use super::text::{push_decimal, push_json_str};
+use super::text::{decimal, push_decimal, push_json_str};
 
 /// A parsed `address=` template.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -146,6 +146,14 @@ impl Endpoints {
     /// The port of local slot `slot` (the same on every node), as digits.
     pub fn port(&self, slot: usize) -> &str {
         &self.ports[slot]
+    }
+
+    /// The ports of a node with `local` tasks: those of its first `local` slots.
+    pub fn ports_of(&self, local: usize) -> Vec<u16> {
+        self.ports[..local.min(self.ports.len())]
+            .iter()
+            .filter_map(|port| decimal(port))
+            .collect()
     }
 
     /// Appends `"address:port"` of local slot `slot` on node `node`.

@@ -300,14 +300,24 @@ pub enum Error {
     #[error(
         "port {port} is already a port of another step here (nftables table inet {table}): the \
          two steps' ports overlap, and the rules of one would act on the other's connections; \
-         drop port_base, or submit the step again (tfcluster's own ports follow the job and step \
-         ids)"
+         {fix}",
+        fix = PORT_FIX
     )]
     PortInOtherTable { port: u16, table: String },
     #[error(
-        "port {port} is already in use here (a program of uid {uid} listens on it), and the \
-         step's tasks would connect to it; drop port_base, or submit the step again \
-         (tfcluster's own ports follow the job and step ids)"
+        "port {port} is already a port of job {job_id}'s step {step_id}, which runs here: the two \
+         steps' ports met, and one step's server could not listen on it; {fix}",
+        fix = PORT_FIX
+    )]
+    PortClaimed {
+        port: u16,
+        job_id: u32,
+        step_id: u32,
+    },
+    #[error(
+        "port {port} is already in use here (a program of uid {uid} listens on it): the step's \
+         server could not listen on it, and its peers would connect to that program; {fix}",
+        fix = PORT_FIX
     )]
     PortListened { port: u16, uid: u32 },
 
@@ -348,5 +358,11 @@ impl Error {
         matches!(self, Error::NotEnoughGpus { .. } | Error::UnevenGpus { .. })
     }
 }
+
+/// What to do when a node's port is held: the user's way (automatic ports follow the job and step
+/// ids, so another step takes others), and the site's (Slurm hands out reserved ports once).
+const PORT_FIX: &str = "drop port_base (or pick another), or run the step again (tfcluster's \
+     own ports follow the job and step ids); a site avoids this altogether with Slurm's port \
+     reservation (MpiParams=ports=, docs/admin-guide.md)";
 
 pub type Result<T> = std::result::Result<T, Error>;

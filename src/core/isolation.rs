@@ -28,9 +28,9 @@
 //! process can delete it; with `persist` (Linux 6.9, libnftables 1.1) it also outlives a
 //! slurmstepd killed with SIGKILL until the job's epilog removes it ([`persistent`]).
 //!
-//! Before the rules go in, a node refuses a step whose ports another step's table or another
-//! program's listening socket already holds ([`check_unclaimed`]): the rules would act on the
-//! other job's connections, or the step's tasks would connect to someone else's server.
+//! Before the rules go in, a node refuses a step whose ports another step's table holds
+//! ([`check_tables`]): the rules would act on the other job's connections. (Every step, isolated
+//! or not, first claims its ports on the node: [`super::claims`].)
 //!
 //! The shell runs the scripts this module writes through libnftables; this module only writes
 //! them and reads what the node says, from plain values, with name resolution passed in as a
@@ -159,9 +159,7 @@ impl StepFirewall<'_> {
     /// This node's own step ports: the ports of its first slots, one per task here.
     pub fn own_ports(&self) -> Vec<u16> {
         let local = self.layout.node(self.node).map_or(0, <[u32]>::len);
-        (0..local)
-            .filter_map(|slot| decimal(self.endpoints.port(slot)))
-            .collect()
+        self.endpoints.ports_of(local)
     }
 
     /// Every distinct address of the step's nodes, resolved once (a template may make several
@@ -283,109 +281,6 @@ fn families<'a>(
     set(out, names[1].as_ref(), "ipv6_addr", v6.into_iter());
 }
 
-/// A program listening for TCP connections on this node: a line of `/proc/net/tcp` or
-/// `/proc/net/tcp6` in state LISTEN.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Listener {
-    pub port: u16,
-    pub uid: u32,
-}
-
-/// The listening sockets in the text of `/proc/net/tcp` or `/proc/net/tcp6` (a header line,
-/// then `sl local_address rem_address st ... uid ...` per socket, the local address
-/// `HEXADDR:HEXPORT`, state `0A` for LISTEN). Lines of another shape are passed over.
-pub fn listeners(proc_net_tcp: &str) -> Vec<Listener> {
-    proc_net_tcp
-        .lines()
-        .filter_map(|line| {
-            let fields: Vec<&str> = line.split_whitespace().collect();
-            let (local, state, uid) = (fields.get(1)?, fields.get(3)?, fields.get(7)?);
-            let port = local.rsplit_once(':')?.1;
-            match *state == "0A" {
-                true => Some(Listener {
-                    port: u16::from_str_radix(port, 16).ok()?,
-                    uid: decimal(uid)?,
-                }),
-                false => None,
-            }
-        })
-        .collect()
-}
-
-/// The request for this node's listening TCP sockets of one address family (`AF_INET` 2,
-/// `AF_INET6` 10) over the kernel's socket-diagnostics netlink (`NETLINK_SOCK_DIAG`): asking
-/// for LISTEN sockets alone makes the kernel walk only its listening hash, where
-/// `/proc/net/tcp` walks every connection's bucket (8 ms a read on the test machine, on every
-/// node of every step). Linux's UAPI layout: `nlmsghdr` (length, type `SOCK_DIAG_BY_FAMILY`,
-/// flags `NLM_F_REQUEST | NLM_F_DUMP`, sequence, port id), then `inet_diag_req_v2` (family,
-/// protocol `IPPROTO_TCP`, extensions, padding, states `1 << TCP_LISTEN`, and a zeroed
-/// 48-byte socket id).
-pub fn listening_request(family: u8) -> Vec<u8> {
-    const LENGTH: u32 = 16 + 56;
-    let mut out = Vec::with_capacity(LENGTH as usize);
-    out.extend_from_slice(&LENGTH.to_ne_bytes());
-    out.extend_from_slice(&SOCK_DIAG_BY_FAMILY.to_ne_bytes());
-    out.extend_from_slice(&(0x1u16 | 0x300).to_ne_bytes()); // NLM_F_REQUEST | NLM_F_DUMP
-    out.extend_from_slice(&1u32.to_ne_bytes()); // sequence
-    out.extend_from_slice(&0u32.to_ne_bytes()); // port id: the kernel's
-    out.extend_from_slice(&[family, 6, 0, 0]); // IPPROTO_TCP
-    out.extend_from_slice(&(1u32 << 10).to_ne_bytes()); // TCP_LISTEN
-    out.resize(LENGTH as usize, 0);
-    out
-}
-
-const SOCK_DIAG_BY_FAMILY: u16 = 20;
-const NLMSG_ERROR: u16 = 2;
-const NLMSG_DONE: u16 = 3;
-
-/// What one reply of the kernel to [`listening_request`] says.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DiagReply {
-    /// Listening sockets; more replies follow.
-    More(Vec<Listener>),
-    /// The last listening sockets; the dump is over.
-    Done(Vec<Listener>),
-    /// The kernel refused the request (no `inet_diag`), or the reply is not of its shape.
-    Failed,
-}
-
-/// One reply (a buffer of netlink messages) to [`listening_request`]. Each `inet_diag_msg`
-/// holds family, state, timer, retransmits, the socket id (source port first, in network
-/// order), expiry, queues, then the owner's uid (host order) at byte 64 of the message.
-pub fn diag_reply(buf: &[u8]) -> DiagReply {
-    let u32_at = |b: &[u8], at: usize| -> Option<u32> {
-        Some(u32::from_ne_bytes(b.get(at..at + 4)?.try_into().ok()?))
-    };
-    let mut found = Vec::new();
-    let mut rest = buf;
-    while !rest.is_empty() {
-        let Some(length) = u32_at(rest, 0).map(|l| l as usize) else {
-            return DiagReply::Failed;
-        };
-        let (Some(message), Some(kind)) = (
-            rest.get(16..length),
-            rest.get(4..6).map(|b| u16::from_ne_bytes([b[0], b[1]])),
-        ) else {
-            return DiagReply::Failed;
-        };
-        match kind {
-            NLMSG_DONE => return DiagReply::Done(found),
-            NLMSG_ERROR => return DiagReply::Failed,
-            SOCK_DIAG_BY_FAMILY => {
-                let (Some(port), Some(uid)) = (message.get(4..6), u32_at(message, 64)) else {
-                    return DiagReply::Failed;
-                };
-                let port = u16::from_be_bytes([port[0], port[1]]);
-                found.push(Listener { port, uid });
-            }
-            _ => return DiagReply::Failed,
-        }
-        // Messages are 4-byte aligned.
-        rest = rest.get(length.next_multiple_of(4)..).unwrap_or(&[]);
-    }
-    DiagReply::More(found)
-}
-
 /// The other steps' tables in the text of `list tables`: every tfcluster table but those of
 /// step `step_id` of `own_jobs` (a heterogeneous job's components are jobs of their own, and
 /// may share a node and its ports; a heterogeneous step's may not: Slurm refuses them, "already
@@ -413,21 +308,15 @@ pub fn set_ports(listing: &str) -> Vec<u16> {
         .collect()
 }
 
-/// Refuses the step when another step's table (`tables`: name and ports) or a listening socket
-/// already holds one of `ports`: the step's rules would act on the other job's connections, or
-/// its tasks would connect to someone else's server. The first port held, in `ports`' order.
-pub fn check_unclaimed(
-    ports: &[u16],
-    tables: &[(&str, Vec<u16>)],
-    listening: &[Listener],
-) -> Result<()> {
+/// Refuses the step when another step's table (`tables`: name and ports) holds one of `ports`:
+/// the step's rules would act on the other job's connections. Such a table outlives its step's
+/// claim ([`super::claims`]) when its slurmstepd was killed and libnftables kept the table
+/// until the job's epilog. The first port held, in `ports`' order.
+pub fn check_tables(ports: &[u16], tables: &[(&str, Vec<u16>)]) -> Result<()> {
     for &port in ports {
         if let Some((table, _)) = tables.iter().find(|(_, held)| held.contains(&port)) {
             let table = table.to_string();
             return Err(Error::PortInOtherTable { port, table });
-        }
-        if let Some(l) = listening.iter().find(|l| l.port == port) {
-            return Err(Error::PortListened { port, uid: l.uid });
         }
     }
     Ok(())

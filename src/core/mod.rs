@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 
 pub mod address;
+pub mod claims;
 pub mod container;
 pub mod ending;
 pub mod error;

@@ -299,6 +299,12 @@ impl StepPlan {
             .transpose()
     }
 
+    /// The ports node `node`'s tasks listen on: what the node claims ([`super::claims`]).
+    pub fn node_ports(&self, node: usize) -> Vec<u16> {
+        let local = self.layout.node(node).map_or(0, <[u32]>::len);
+        self.endpoints.ports_of(local)
+    }
+
     /// With `isolate=yes`, node `node`'s firewall for this step: its script and its own ports.
     pub fn isolation(
         &self,

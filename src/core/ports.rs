@@ -5,9 +5,15 @@
 //! 1. `port_base=N` (admin or per job): TensorFlow's own scheme, `N + local slot`.
 //! 2. `SLURM_STEP_RESV_PORTS` (srun `--resv-ports`): ports Slurm reserved for this step, the same
 //!    list on every node; the task at local slot k takes the k-th. Collision-free by design.
-//! 3. Otherwise a block of `port_block` ports inside the admin's `port_range`, chosen from the
-//!    job and step ids: steps of one job take consecutive blocks, so two steps sharing a node
-//!    get different ports; different jobs are spread by a multiplicative hash.
+//! 3. Otherwise ports inside the admin's `port_range`, chosen from the job and step ids
+//!    ([`Place`]): steps of one job take consecutive blocks of `port_block` ports, so two steps
+//!    of a job sharing a node get different ports; different jobs are spread by a multiplicative
+//!    hash, and inside its block a step takes only as many ports as its busiest node needs
+//!    (rounded up to a power of two), at a place chosen from the job id. Two steps of different
+//!    jobs then share a port only when both the blocks and the places meet: with the defaults
+//!    and at most 8 tasks on a node, about once in 1,600 pairs (tests/settings.rs). A node
+//!    refuses a step whose ports another live step or a listening program holds
+//!    ([`super::claims`]), so a meeting is an error before any task starts, never a bind error.
 
 use super::error::{Error, Result};
 use super::hostlist::parse_ranges;
@@ -65,23 +71,59 @@ impl StepPorts {
                         tasks: max_local,
                     });
                 }
-                let blocks = room / block;
-                // Knuth's multiplicative hash spreads job ids; the step id is added after it so a
-                // job's steps sit in consecutive blocks and never meet before `blocks` steps.
-                let index = job_id.wrapping_mul(0x9E37_79B1).wrapping_add(step_id) % blocks;
+                let place = Place::of(job_id, step_id, room, block, max_local);
                 Ok(StepPorts::Consecutive {
-                    base: u32::from(lo) + index * block,
+                    base: u32::from(lo) + place.block * block + place.offset,
                 })
             }
         }
     }
 
+    /// The port of local slot `slot` on any node.
     pub fn of_slot(&self, slot: usize) -> u32 {
         match self {
             StepPorts::Consecutive { base } => base + slot as u32,
             StepPorts::Reserved(ports) => u32::from(ports[slot]),
         }
     }
+}
+
+/// Where a step's automatic ports lie in `port_range`: block `block` (of `block`-sized ones),
+/// `offset` ports into it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Place {
+    pub block: u32,
+    pub offset: u32,
+}
+
+impl Place {
+    /// Knuth's multiplicative hash spreads job ids over the `room / block` blocks; the step id is
+    /// added after it, so a job's steps sit in consecutive blocks and never meet before that
+    /// many steps. Inside the block the step takes a run of `max_local` rounded up to a power
+    /// of two (runs of such sizes nest, so two runs overlap only when the larger holds the
+    /// smaller), the run chosen by a second hash of the job id ([`mix`]), independent of the
+    /// first.
+    pub fn of(job_id: u32, step_id: u32, room: u32, block: u32, max_local: usize) -> Place {
+        let blocks = room / block;
+        let index = job_id.wrapping_mul(0x9E37_79B1).wrapping_add(step_id) % blocks;
+        let run = (max_local.max(1) as u32).next_power_of_two().min(block);
+        let runs = block / run;
+        let offset = mix(job_id) % runs * run;
+        Place {
+            block: index,
+            offset,
+        }
+    }
+}
+
+/// MurmurHash3's 32-bit finaliser: every bit of `x` moves every bit of the result, so the run a
+/// job takes in its block is independent of which block the multiplicative hash gave it.
+fn mix(mut x: u32) -> u32 {
+    x ^= x >> 16;
+    x = x.wrapping_mul(0x85EB_CA6B);
+    x ^= x >> 13;
+    x = x.wrapping_mul(0xC2B2_AE35);
+    x ^ (x >> 16)
 }
 
 /// `port_base=N` with `max_local` tasks on the busiest node: the last one listens on

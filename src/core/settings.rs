@@ -55,7 +55,7 @@ pub const KEYS: &[Key] = &[
     } },
     Key { name: "port_block", per_job: false,
           default: "`64`", values: "1-65535", example: "`port_block=16`",
-          meaning: "ports per step in the range (steps of a job take consecutive blocks)",
+          meaning: "the block of the range a job's step lies in (steps of a job take consecutive blocks; a step uses as many of its block's ports as its busiest node needs)",
           set: |s, v| {
         s.port_block = port(v).ok_or("expected a number of ports 1-65535")?;
         Ok(())

@@ -24,6 +24,11 @@ pub enum ShellError {
     #[error("cannot pass the task order to the nodes: {reason}")]
     PassOrder { reason: String },
     #[error(
+        "node {node} cannot give the step its ports: {reason}; the step is stopped before its \
+         tasks start"
+    )]
+    Ports { node: String, reason: String },
+    #[error(
         "isolate=yes: node {node} cannot install the step's firewall: {reason}; the step is \
          stopped, so that no TensorFlow server of it runs open to other users"
     )]

@@ -1,6 +1,7 @@
 //! The SPANK shell: turns Slurm's world into core inputs and core outputs back into the task's
 //! environment. The only module with `unsafe` (FFI calls and the exported symbols' wrappers).
 
+pub mod claims;
 pub mod error;
 pub mod ffi;
 pub mod handle;

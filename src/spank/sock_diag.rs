@@ -1,10 +1,10 @@
 //! The node's listening TCP sockets, asked of the kernel over `NETLINK_SOCK_DIAG` (what `ss -lt`
-//! uses): the request and the replies are the core's ([`crate::core::isolation::listening_request`],
-//! [`crate::core::isolation::diag_reply`]); this file only sends and receives. Where the kernel
+//! uses): the request and the replies are the core's ([`crate::core::claims::listening_request`],
+//! [`crate::core::claims::diag_reply`]); this file only sends and receives. Where the kernel
 //! cannot answer (no `inet_diag`), `/proc/net/tcp` and `tcp6` say the same, at the cost of a
 //! walk over every connection.
 
-use crate::core::isolation::{self, DiagReply, Listener};
+use crate::core::claims::{self, DiagReply, Listener};
 use std::ffi::c_int;
 
 /// Every listening TCP socket of this network namespace, IPv4 and IPv6.
@@ -14,7 +14,7 @@ pub fn listening() -> Vec<Listener> {
         None => ["/proc/net/tcp", "/proc/net/tcp6"]
             .iter()
             .filter_map(|path| std::fs::read_to_string(path).ok())
-            .flat_map(|text| isolation::listeners(&text))
+            .flat_map(|text| claims::listeners(&text))
             .collect(),
     }
 }
@@ -40,7 +40,7 @@ fn dump(family: u8) -> Option<Vec<Listener>> {
         return None;
     }
     let fd = Fd(fd);
-    let request = isolation::listening_request(family);
+    let request = claims::listening_request(family);
     // SAFETY: `request` is valid for reads of its length; the socket is connected to nothing,
     // so a netlink socket sends to the kernel (port id 0).
     let sent = unsafe { libc::send(fd.0, request.as_ptr().cast(), request.len(), 0) };
@@ -57,7 +57,7 @@ fn dump(family: u8) -> Option<Vec<Listener>> {
         if got <= 0 {
             return None;
         }
-        match isolation::diag_reply(&buf[..got as usize]) {
+        match claims::diag_reply(&buf[..got as usize]) {
             DiagReply::More(more) => found.extend(more),
             DiagReply::Done(more) => {
                 found.extend(more);

@@ -107,6 +107,21 @@ impl PlugStack {
         PlugStack
     }
 
+    /// The plugin with `isolate=yes` (and the test cluster's other words). Its port_range
+    /// covers the ports the test cluster's Slurm reserves for every step
+    /// (MpiParams=ports=12000-12999, tests/cluster/cluster.sh), as a site's must.
+    pub fn isolated(words: &str) -> PlugStack {
+        PlugStack::isolated_as("required", words)
+    }
+
+    /// [`PlugStack::isolated`], with the plugin `required` or `optional`.
+    pub fn isolated_as(kind: &str, words: &str) -> PlugStack {
+        PlugStack::set(&format!(
+            "{kind} {} end_with_chief=no isolate=yes port_range=12000-32767 {words}",
+            plugin()
+        ))
+    }
+
     /// The plugin with every setting at its default, as a site installs it.
     pub fn defaults() -> PlugStack {
         PlugStack::set(&format!("required {}", plugin()))

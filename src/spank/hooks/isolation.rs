@@ -3,13 +3,12 @@
 //! left (a slurmstepd killed with SIGKILL runs no exit hook). All as root, all through
 //! libnftables ([`Nft`]); the rules themselves are the core's ([`crate::core::isolation`]).
 
-use crate::core::isolation::{self, Listener};
+use crate::core::isolation;
 use crate::core::{Settings, StepPlan};
 use crate::spank::error::ShellError;
 use crate::spank::handle::{Spank, U32Item};
 use crate::spank::log;
 use crate::spank::nftables::Nft;
-use crate::spank::sock_diag;
 use std::ffi::c_int;
 use std::net::{IpAddr, ToSocketAddrs};
 
@@ -19,8 +18,9 @@ pub struct Installed {
     nft: Nft,
 }
 
-/// slurmstepd, before the tasks fork: with `isolate=yes`, this node's rules for the step, once
-/// no other step's table and no other user's listening socket holds one of its ports. An error
+/// slurmstepd, before the tasks fork, once the node's ports are claimed ([`crate::spank::claims`]):
+/// with `isolate=yes`, this node's rules for the step, once no other step's table holds one of
+/// its ports. An error
 /// names the node and why; the caller stops the step, so no task starts unprotected.
 /// `own_jobs`: the step's jobs (a heterogeneous job's components share a node's ports).
 pub fn install(
@@ -60,11 +60,10 @@ pub fn install(
             ))
         })?;
     }
-    unclaimed(
+    tables_clear(
         &mut nft,
         &listing,
         (own_jobs, step_id),
-        uid,
         &firewall.own_ports(),
     )
     .map_err(|e| failed(e.to_string()))?;
@@ -82,13 +81,12 @@ pub fn install(
     Ok(Some(Installed { table, nft }))
 }
 
-/// Refuses `ports` when another step's table in `listing` (each asked for its ports; one that
-/// vanishes meanwhile is passed over) or another user's listening socket holds one of them.
-fn unclaimed(
+/// Refuses `ports` when another step's table in `listing` holds one of them (each asked for its
+/// ports; one that vanishes meanwhile is passed over).
+fn tables_clear(
     nft: &mut Nft,
     listing: &str,
     (own_jobs, step_id): (&[u32], u32),
-    uid: u32,
     ports: &[u16],
 ) -> crate::core::Result<()> {
     let tables: Vec<(&str, Vec<u16>)> = isolation::other_tables(listing, own_jobs, step_id)
@@ -98,11 +96,7 @@ fn unclaimed(
             Some((table, isolation::set_ports(&set)))
         })
         .collect();
-    let others: Vec<Listener> = sock_diag::listening()
-        .into_iter()
-        .filter(|l| l.uid != uid)
-        .collect();
-    isolation::check_unclaimed(ports, &tables, &others)
+    isolation::check_tables(ports, &tables)
 }
 
 /// The addresses a node's address resolves to (the resolver the node itself uses: getaddrinfo,

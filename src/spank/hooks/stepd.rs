@@ -11,6 +11,7 @@ use crate::core::tf_config::Renderers;
 use crate::core::{
     gpus, Component, Error, ProxyEnv, Settings, Spec, StepInputs, StepKind, StepPlan,
 };
+use crate::spank::claims::{Claimant, Claimed};
 use crate::spank::error::ShellError;
 use crate::spank::ffi;
 use crate::spank::handle::{self, Spank, U32Item};
@@ -43,6 +44,8 @@ pub struct Node {
     oom_kills: Option<u64>,
     /// This node has ended the step already: the tasks it killed are not reported again.
     stopping: bool,
+    /// The node's claim on the step's ports, given back by [`exit`].
+    claim: Option<Claimed>,
     /// With `isolate=yes`: the step's firewall on this node, removed by [`exit`].
     firewall: Option<isolation::Installed>,
     /// In Slurm's container (23.02 and later): the node's oci.conf, when it can keep the
@@ -197,16 +200,29 @@ fn plan_node(
         true => env(container::BUNDLE_VAR)?.and_then(NodeOci::of_node),
         false => None,
     };
-    // Last, so that nothing after it can fail and leave the rules to the epilog.
+    // Last, so that nothing after them can fail and leave the rules to the epilog.
     let uid = item(U32Item::JobUid, "the job's user id")?;
     let jobs = components
         .as_ref()
         .map_or_else(|| vec![job_id], |c| c.jobs.clone());
+    let host = &plan.hosts[node];
+    let claim = Claimant {
+        node: host,
+        jobs: &jobs,
+        step_id,
+        ports: &plan.node_ports(node),
+    }
+    .claim()
+    .map_err(|reason| ShellError::Ports {
+        node: host.clone(),
+        reason,
+    })?;
     let firewall = isolation::install(&plan, (job_id, &jobs), step_id, uid, node)?;
     Ok(Node {
         renderers: plan.renderers(),
         oom_kills: oom::kills(),
         stopping: false,
+        claim: Some(claim),
         firewall,
         oci,
         plan,
@@ -360,7 +376,8 @@ pub fn task_exit(sp: &Spank) -> c_int {
 }
 
 /// slurmstepd, before it exits (the node's last task may end before the stop is sent): wait
-/// for the stop [`task_exit`] started, then remove the step's firewall. Elsewhere nothing to do.
+/// for the stop [`task_exit`] started, then remove the step's firewall and give back its
+/// ports. Elsewhere nothing to do.
 pub fn exit() -> c_int {
     stop::wait_for_the_stopper();
     if let Some(Ok(node)) = &mut state().plan {
@@ -368,6 +385,7 @@ pub fn exit() -> c_int {
             isolation::remove(firewall);
         }
         node.firewall = None;
+        node.claim = None;
     }
     0
 }

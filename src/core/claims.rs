@@ -1,0 +1,246 @@
+//! Who already holds a port on a node. Every `--tf-cluster` step claims its ports on each of its
+//! nodes before its tasks start, and a node refuses the step, with one line naming the node, the
+//! port and what to do, when one of them is claimed by a live step of another job or a program
+//! listens on it. Without this, two jobs whose automatic ports meet on a shared node (rare:
+//! [`super::ports`]), or two that pick the same `port_base`, start their tasks anyway: one
+//! TensorFlow server dies of "address in use" and its peers connect to the other job's server.
+//!
+//! A claim is one file per step in the node's own directory ([`CLAIMS_DIR`]`/NODE/JOB_STEP`,
+//! root's): the claiming slurmstepd's pid and start time, and the ports. The shell reads and
+//! writes the files under a lock, so that two steps starting at once cannot both pass, and
+//! removes its own when slurmstepd exits. A claim whose process is gone (a slurmstepd killed
+//! with SIGKILL removes nothing) or is another process now is stale ([`Claim::is_live`]):
+//! passed over, and removed by the next step that looks. The node's name is in the path
+//! because several slurmds may share one host's /run (Slurm's multiple-slurmd mode, the test
+//! cluster).
+//!
+//! This module only reads and writes the text; the shell does the files, the lock and the
+//! kernel's list of listening sockets (tests/ports.rs).
+
+use super::error::{Error, Result};
+use super::text::decimal;
+
+/// Where nodes keep their claims: a directory per node name under it.
+pub const CLAIMS_DIR: &str = "/run/tfcluster/claims";
+
+/// The file, in [`CLAIMS_DIR`], the lock on a node's claims is taken on.
+pub const LOCK_FILE: &str = ".lock";
+
+/// The directory of node `node`'s claims, below [`CLAIMS_DIR`]. A name that could leave it (a
+/// `/`, or `.` and `..`; Slurm's node names never are) is replaced by `_`.
+pub fn node_dir(node: &str) -> String {
+    let safe = !node.is_empty() && !node.contains('/') && node != "." && node != "..";
+    format!("{CLAIMS_DIR}/{}", if safe { node } else { "_" })
+}
+
+/// The process that made a claim: a pid, and the process's start time (field 22 of
+/// `/proc/PID/stat`), which tells it from a later process given the same pid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Owner {
+    pub pid: u32,
+    pub start: u64,
+}
+
+impl Owner {
+    /// The process whose `/proc/PID/stat` is `stat`; `None` for text of another shape.
+    pub fn from_stat(pid: u32, stat: &str) -> Option<Owner> {
+        // The command name, in parentheses, may hold spaces and parentheses: fields are
+        // counted after the last `)`, where field 3 (the state) comes first.
+        let (_, after) = stat.rsplit_once(')')?;
+        let start = decimal(after.split_whitespace().nth(22 - 3)?)?;
+        Some(Owner { pid, start })
+    }
+}
+
+/// One step's claim on a node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claim {
+    pub job_id: u32,
+    pub step_id: u32,
+    pub owner: Owner,
+    pub ports: Vec<u16>,
+}
+
+impl Claim {
+    /// The claim's file name: `JOB_STEP`.
+    pub fn file_name(job_id: u32, step_id: u32) -> String {
+        format!("{job_id}_{step_id}")
+    }
+
+    /// The file's text: `pid=P start=S ports=A,B,...`, one line.
+    pub fn text(&self) -> String {
+        let ports: Vec<String> = self.ports.iter().map(u16::to_string).collect();
+        format!(
+            "pid={} start={} ports={}\n",
+            self.owner.pid,
+            self.owner.start,
+            ports.join(",")
+        )
+    }
+
+    /// The claim in file `name` with text `text`; `None` for a file of another shape (never
+    /// one of ours: it is passed over, not trusted).
+    pub fn parse(name: &str, text: &str) -> Option<Claim> {
+        let (job, step) = name.split_once('_')?;
+        let mut words = text.trim_end_matches('\n').split(' ');
+        let mut field = |key: &str| words.next()?.strip_prefix(key)?.strip_prefix('=');
+        let (pid, start, ports) = (field("pid")?, field("start")?, field("ports")?);
+        if words.next().is_some() {
+            return None;
+        }
+        let ports = match ports {
+            "" => Vec::new(),
+            list => list.split(',').map(decimal).collect::<Option<_>>()?,
+        };
+        Some(Claim {
+            job_id: decimal(job)?,
+            step_id: decimal(step)?,
+            owner: Owner {
+                pid: decimal(pid)?,
+                start: decimal(start)?,
+            },
+            ports,
+        })
+    }
+
+    /// Whether the process that made the claim still runs: `stat` gives `/proc/PID/stat` of a
+    /// pid, `None` when there is no such process.
+    pub fn is_live(&self, stat: impl FnOnce(u32) -> Option<String>) -> bool {
+        stat(self.owner.pid)
+            .and_then(|text| Owner::from_stat(self.owner.pid, &text))
+            .is_some_and(|now| now == self.owner)
+    }
+}
+
+/// Refuses `ports` when a live claim (`claims`, stale ones already left out) of another job's
+/// step or a listening socket holds one of them. Claims of `own_jobs` (the step's job; a
+/// heterogeneous job's components are jobs of their own, and may share a node) are passed
+/// over: a job's concurrent steps never share automatic or reserved ports, and a step that has
+/// just ended may not have given its claim back when the job's next one, with the same
+/// `port_base`, starts. No task of the step runs yet, so any listener is someone else's (a
+/// concurrent step of the job on the same `port_base` among them). The first port held, in
+/// `ports`' order.
+pub fn check_free(
+    ports: &[u16],
+    own_jobs: &[u32],
+    claims: &[Claim],
+    listening: &[Listener],
+) -> Result<()> {
+    let others = || claims.iter().filter(|c| !own_jobs.contains(&c.job_id));
+    for &port in ports {
+        if let Some(c) = others().find(|c| c.ports.contains(&port)) {
+            return Err(Error::PortClaimed {
+                port,
+                job_id: c.job_id,
+                step_id: c.step_id,
+            });
+        }
+        if let Some(l) = listening.iter().find(|l| l.port == port) {
+            return Err(Error::PortListened { port, uid: l.uid });
+        }
+    }
+    Ok(())
+}
+
+/// A program listening for TCP connections on this node: a line of `/proc/net/tcp` or
+/// `/proc/net/tcp6` in state LISTEN.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Listener {
+    pub port: u16,
+    pub uid: u32,
+}
+
+/// The listening sockets in the text of `/proc/net/tcp` or `/proc/net/tcp6` (a header line,
+/// then `sl local_address rem_address st ... uid ...` per socket, the local address
+/// `HEXADDR:HEXPORT`, state `0A` for LISTEN). Lines of another shape are passed over.
+pub fn listeners(proc_net_tcp: &str) -> Vec<Listener> {
+    proc_net_tcp
+        .lines()
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let (local, state, uid) = (fields.get(1)?, fields.get(3)?, fields.get(7)?);
+            let port = local.rsplit_once(':')?.1;
+            match *state == "0A" {
+                true => Some(Listener {
+                    port: u16::from_str_radix(port, 16).ok()?,
+                    uid: decimal(uid)?,
+                }),
+                false => None,
+            }
+        })
+        .collect()
+}
+
+/// The request for this node's listening TCP sockets of one address family (`AF_INET` 2,
+/// `AF_INET6` 10) over the kernel's socket-diagnostics netlink (`NETLINK_SOCK_DIAG`): asking
+/// for LISTEN sockets alone makes the kernel walk only its listening hash, where
+/// `/proc/net/tcp` walks every connection's bucket (8 ms a read on the test machine, on every
+/// node of every step). Linux's UAPI layout: `nlmsghdr` (length, type `SOCK_DIAG_BY_FAMILY`,
+/// flags `NLM_F_REQUEST | NLM_F_DUMP`, sequence, port id), then `inet_diag_req_v2` (family,
+/// protocol `IPPROTO_TCP`, extensions, padding, states `1 << TCP_LISTEN`, and a zeroed
+/// 48-byte socket id).
+pub fn listening_request(family: u8) -> Vec<u8> {
+    const LENGTH: u32 = 16 + 56;
+    let mut out = Vec::with_capacity(LENGTH as usize);
+    out.extend_from_slice(&LENGTH.to_ne_bytes());
+    out.extend_from_slice(&SOCK_DIAG_BY_FAMILY.to_ne_bytes());
+    out.extend_from_slice(&(0x1u16 | 0x300).to_ne_bytes()); // NLM_F_REQUEST | NLM_F_DUMP
+    out.extend_from_slice(&1u32.to_ne_bytes()); // sequence
+    out.extend_from_slice(&0u32.to_ne_bytes()); // port id: the kernel's
+    out.extend_from_slice(&[family, 6, 0, 0]); // IPPROTO_TCP
+    out.extend_from_slice(&(1u32 << 10).to_ne_bytes()); // TCP_LISTEN
+    out.resize(LENGTH as usize, 0);
+    out
+}
+
+const SOCK_DIAG_BY_FAMILY: u16 = 20;
+const NLMSG_ERROR: u16 = 2;
+const NLMSG_DONE: u16 = 3;
+
+/// What one reply of the kernel to [`listening_request`] says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DiagReply {
+    /// Listening sockets; more replies follow.
+    More(Vec<Listener>),
+    /// The last listening sockets; the dump is over.
+    Done(Vec<Listener>),
+    /// The kernel refused the request (no `inet_diag`), or the reply is not of its shape.
+    Failed,
+}
+
+/// One reply (a buffer of netlink messages) to [`listening_request`]. Each `inet_diag_msg`
+/// holds family, state, timer, retransmits, the socket id (source port first, in network
+/// order), expiry, queues, then the owner's uid (host order) at byte 64 of the message.
+pub fn diag_reply(buf: &[u8]) -> DiagReply {
+    let u32_at = |b: &[u8], at: usize| -> Option<u32> {
+        Some(u32::from_ne_bytes(b.get(at..at + 4)?.try_into().ok()?))
+    };
+    let mut found = Vec::new();
+    let mut rest = buf;
+    while !rest.is_empty() {
+        let Some(length) = u32_at(rest, 0).map(|l| l as usize) else {
+            return DiagReply::Failed;
+        };
+        let (Some(message), Some(kind)) = (
+            rest.get(16..length),
+            rest.get(4..6).map(|b| u16::from_ne_bytes([b[0], b[1]])),
+        ) else {
+            return DiagReply::Failed;
+        };
+        match kind {
+            NLMSG_DONE => return DiagReply::Done(found),
+            NLMSG_ERROR => return DiagReply::Failed,
+            SOCK_DIAG_BY_FAMILY => {
+                let (Some(port), Some(uid)) = (message.get(4..6), u32_at(message, 64)) else {
+                    return DiagReply::Failed;
+                };
+                let port = u16::from_be_bytes([port[0], port[1]]);
+                found.push(Listener { port, uid });
+            }
+            _ => return DiagReply::Failed,
+        }
+        // Messages are 4-byte aligned.
+        rest = rest.get(length.next_multiple_of(4)..).unwrap_or(&[]);
+    }
+    DiagReply::More(found)
+}

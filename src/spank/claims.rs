@@ -1,0 +1,103 @@
+//! slurmstepd's claim on its node's step ports ([`crate::core::claims`] says why and what a claim
+//! is): taken before the tasks fork, under a lock on the node's claims, and given back when
+//! slurmstepd exits. This file does the files, the lock and the processes' start times; the
+//! core decides.
+
+use crate::core::claims::{self, Claim, Owner};
+use crate::spank::sock_diag;
+use std::fs::{self, File};
+use std::os::fd::AsRawFd;
+use std::path::PathBuf;
+
+/// A claim this slurmstepd made, removed when dropped: when slurmstepd exits, or when the
+/// node fails to set up the step after claiming (its firewall, say).
+pub struct Claimed {
+    path: PathBuf,
+}
+
+/// The step whose ports a node claims.
+pub struct Claimant<'a> {
+    /// The Slurm name of the node.
+    pub node: &'a str,
+    /// The step's jobs (one; a heterogeneous job's components are jobs of their own).
+    pub jobs: &'a [u32],
+    pub step_id: u32,
+    /// The ports this node's tasks listen on.
+    pub ports: &'a [u16],
+}
+
+impl Claimant<'_> {
+    /// Claims the ports, or says why not: the core's refusal ([`claims::check_free`]), or what
+    /// the node's files would not do (the step cannot be kept from another's ports then, so it
+    /// does not start).
+    pub fn claim(&self) -> Result<Claimed, String> {
+        let dir = PathBuf::from(claims::node_dir(self.node));
+        let io = |what: &str, e: std::io::Error| format!("cannot {what} {}: {e}", dir.display());
+        fs::create_dir_all(&dir).map_err(|e| io("make", e))?;
+        let lock = File::options()
+            .create(true)
+            .append(true)
+            .open(dir.join(claims::LOCK_FILE))
+            .map_err(|e| io("open the lock in", e))?;
+        // Held until `lock` is dropped (closed), also when slurmstepd dies meanwhile.
+        // SAFETY: flock(2) on a descriptor `lock` owns for the whole call.
+        if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            return Err(io("lock", std::io::Error::last_os_error()));
+        }
+        let live = live_claims(&dir);
+        claims::check_free(self.ports, self.jobs, &live, &sock_diag::listening())
+            .map_err(|e| e.to_string())?;
+        let me = std::process::id();
+        let owner = stat(me)
+            .and_then(|text| Owner::from_stat(me, &text))
+            .ok_or_else(|| "cannot read slurmstepd's own /proc/self/stat".to_string())?;
+        let claim = Claim {
+            job_id: self.jobs[0],
+            step_id: self.step_id,
+            owner,
+            ports: self.ports.to_vec(),
+        };
+        let path = dir.join(Claim::file_name(claim.job_id, claim.step_id));
+        fs::write(&path, claim.text()).map_err(|e| io("write a claim in", e))?;
+        drop(lock);
+        Ok(Claimed { path })
+    }
+}
+
+impl Drop for Claimed {
+    /// The ports are free for other steps again. A claim left behind is stale once this
+    /// process is gone, so a failure harms no one.
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.path);
+    }
+}
+
+/// The claims in `dir` whose process still runs; stale ones are removed on the way (the caller
+/// holds the lock).
+fn live_claims(dir: &std::path::Path) -> Vec<Claim> {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut live = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let Some(claim) = fs::read_to_string(entry.path())
+            .ok()
+            .and_then(|text| Claim::parse(name, &text))
+        else {
+            continue;
+        };
+        if claim.is_live(stat) {
+            live.push(claim);
+        } else {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+    live
+}
+
+/// `/proc/PID/stat` of `pid`, or `None` when no such process runs.
+fn stat(pid: u32) -> Option<String> {
+    fs::read_to_string(format!("/proc/{pid}/stat")).ok()
+}

@@ -1,0 +1,369 @@
+//! Ports between jobs: how rarely two jobs' automatic ports meet on a shared node, and what a
+//! node does when they do (or when another job's `port_base` or a program holds a port): the
+//! step is refused before any task starts, with one line naming the node, the port and what to
+//! do. First the rules from plain values ([`tfcluster::core::claims`]), then on the test cluster.
+
+mod common;
+use common::cluster::{dir, records, sh, sh_ok, tool, PlugStack};
+use tfcluster::core::claims::{
+    check_free, diag_reply, listeners, listening_request, node_dir, Claim, DiagReply, Listener,
+    Owner,
+};
+use tfcluster::core::ports::{PortPolicy, StepPorts};
+use tfcluster::core::Error;
+use tfcluster::spank::error::ShellError;
+
+/// How often two jobs' steps share a port with the default settings, over every ordered pair of
+/// jobs 1 to 2000 (consecutive ids: the jobs that run side by side): (tasks on the busiest node
+/// of the first step, of the second, at least this many pairs per pair that shares). Up to 8
+/// tasks on a node, at most once in 1,000; 16 tasks take a quarter of a 64-port block, so
+/// about once in 800.
+#[rustfmt::skip]
+#[test]
+fn two_jobs_share_a_port_rarely() {
+    let cases: &[(usize, usize, u64)] = &[
+        (1,  1,  10_000),
+        (2,  2,   5_000),
+        (4,  4,   2_500),
+        (8,  8,   1_000),
+        (1,  8,   1_000),
+        (4,  8,   1_000),
+        (16, 16,    700),
+    ];
+    let defaults = tfcluster::core::Settings::default().ports();
+    let jobs = 1..=2000u32;
+    for &(a, b, at_least) in cases {
+        let first = |job, tasks| StepPorts::plan(&defaults, None, job, 0, tasks, "n1").unwrap().of_slot(0);
+        let firsts_a: Vec<u32> = jobs.clone().map(|job| first(job, a)).collect();
+        let firsts_b: Vec<u32> = jobs.clone().map(|job| first(job, b)).collect();
+        let (mut pairs, mut shared) = (0u64, 0u64);
+        for (i, &pa) in firsts_a.iter().enumerate() {
+            for (j, &pb) in firsts_b.iter().enumerate() {
+                if i != j {
+                    pairs += 1;
+                    shared += u64::from(pa < pb + b as u32 && pb < pa + a as u32);
+                }
+            }
+        }
+        assert!(shared * at_least <= pairs, "{a} and {b} tasks: {shared} of {pairs} pairs share");
+    }
+}
+
+/// Every port of a step lies in the range, each slot its own, for any job and step.
+#[test]
+fn automatic_ports_stay_in_the_range() {
+    let range = PortPolicy::Range {
+        lo: 20000,
+        hi: 32767,
+        block: 64,
+    };
+    for job in [0u32, 1, 77, 4242, 999_999, u32::MAX] {
+        for step in [0u32, 1, 198, 199, u32::MAX - 1] {
+            for tasks in [1usize, 3, 8, 64, 100] {
+                let ports = StepPorts::plan(&range, None, job, step, tasks, "n1").unwrap();
+                let all: std::collections::BTreeSet<u32> =
+                    (0..tasks).map(|slot| ports.of_slot(slot)).collect();
+                assert_eq!(all.len(), tasks, "job {job} step {step}");
+                assert!(all.iter().all(|p| (20000..=32767).contains(p)), "{all:?}");
+            }
+        }
+    }
+}
+
+/// The directory of a node's claims: (node name, directory). A name that could leave the
+/// claims directory is never used as one.
+#[rustfmt::skip]
+#[test]
+fn a_nodes_claims_directory() {
+    let cases: &[(&str, &str)] = &[
+        ("n9",      "/run/tfcluster/claims/n9"),
+        ("gpu-a01", "/run/tfcluster/claims/gpu-a01"),
+        ("..",      "/run/tfcluster/claims/_"),
+        (".",       "/run/tfcluster/claims/_"),
+        ("a/b",     "/run/tfcluster/claims/_"),
+        ("",        "/run/tfcluster/claims/_"),
+    ];
+    for (node, dir) in cases {
+        assert_eq!(node_dir(node), *dir, "{node}");
+    }
+}
+
+fn claim(job_id: u32, step_id: u32, ports: &[u16]) -> Claim {
+    Claim {
+        job_id,
+        step_id,
+        owner: Owner {
+            pid: 4242,
+            start: 987654,
+        },
+        ports: ports.to_vec(),
+    }
+}
+
+/// A claim file: (its name, its text, the claim it is, or None for a file of another shape).
+#[rustfmt::skip]
+#[test]
+fn a_claim_file() {
+    let cases: Vec<(&str, &str, Option<Claim>)> = vec![
+        ("57_3",  "pid=4242 start=987654 ports=20000,20001\n", Some(claim(57, 3, &[20000, 20001]))),
+        ("57_3",  "pid=4242 start=987654 ports=\n",            Some(claim(57, 3, &[]))),
+        ("57_3",  "pid=4242 start=987654 ports=20000",         Some(claim(57, 3, &[20000]))),
+        ("57",    "pid=4242 start=987654 ports=20000\n",       None),
+        ("57_x",  "pid=4242 start=987654 ports=20000\n",       None),
+        ("57_3",  "pid=4242 ports=20000\n",                    None),
+        ("57_3",  "pid=4242 start=987654 ports=70000\n",       None),
+        ("57_3",  "pid=4242 start=987654 ports=20000 more\n",  None),
+        ("57_3",  "",                                          None),
+        (".lock", "",                                          None),
+    ];
+    for (name, text, expected) in &cases {
+        assert_eq!(Claim::parse(name, text), *expected, "{name}: {text:?}");
+    }
+    let written = claim(57, 3, &[20000, 20001]);
+    let name = Claim::file_name(57, 3);
+    assert_eq!(Claim::parse(&name, &written.text()), Some(written));
+}
+
+/// Whether a claim's process still runs: (what, `/proc/4242/stat` now, live).
+#[rustfmt::skip]
+#[test]
+fn a_claim_lives_as_long_as_its_process() {
+    let stat = |start: &str| format!("4242 (slurmstepd) S 1 4242 4242 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 {start} 1 2 3");
+    let cases: Vec<(&str, Option<String>, bool)> = vec![
+        ("the same process",                 Some(stat("987654")), true),
+        ("no such process",                  None,                 false),
+        ("another process with that pid",    Some(stat("999999")), false),
+        ("a name with spaces and a ')'",     Some("4242 (a) b) S 1 4242 4242 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 987654 1".into()), true),
+        ("a stat of another shape",          Some("4242 slurmstepd".into()), false),
+    ];
+    for (what, now, live) in cases {
+        assert_eq!(claim(57, 3, &[20000]).is_live(|_| now.clone()), live, "{what}");
+    }
+}
+
+/// What refuses a node's ports for job 12's step 3: (what, its ports here, live claims, the
+/// node's listening sockets, the port refused and by whom, or None).
+#[rustfmt::skip]
+#[test]
+fn a_port_another_job_or_program_holds_refuses_the_step() {
+    let other = |port| Listener { port, uid: 61002 };
+    let claimed = |port, job_id, step_id| Some(Error::PortClaimed { port, job_id, step_id });
+    let listened = |port| Some(Error::PortListened { port, uid: 61002 });
+    type Case<'a> = (&'a str, &'a [u16], Vec<Claim>, Vec<Listener>, Option<Error>);
+    let cases: Vec<Case> = vec![
+        ("nothing else here",                 &[20000, 20001], vec![],                           vec![],             None),
+        ("another job's claim, other ports",  &[20000, 20001], vec![claim(57, 0, &[20064])],     vec![],             None),
+        ("another job's claim on one port",   &[20000, 20001], vec![claim(57, 0, &[20001])],     vec![],             claimed(20001, 57, 0)),
+        ("an earlier step of the same job",   &[20000, 20001], vec![claim(12, 2, &[20000])],     vec![],             None),
+        ("the other component of its job",    &[20000, 20001], vec![claim(13, 3, &[20000])],     vec![],             None),
+        ("a listener on another port",        &[20000, 20001], vec![],                           vec![other(22)],    None),
+        ("a listener on a step port",         &[20000, 20001], vec![],                           vec![other(20001)], listened(20001)),
+        ("the first port held is named",      &[20000, 20001], vec![claim(57, 0, &[20001])],     vec![other(20000)], listened(20000)),
+        ("a claim before a listener",         &[20000, 20001], vec![claim(57, 0, &[20000])],     vec![other(20000)], claimed(20000, 57, 0)),
+        ("no port on this node",              &[],             vec![claim(57, 0, &[20000])],     vec![other(20000)], None),
+    ];
+    for (what, ports, claims, listening, refused) in cases {
+        assert_eq!(check_free(ports, &[12, 13], &claims, &listening).err(), refused, "{what}");
+    }
+}
+/// The listening sockets of `/proc/net/tcp` and `/proc/net/tcp6` as Linux writes them: (a
+/// line, the listener it is). Only state 0A (LISTEN) counts.
+#[rustfmt::skip]
+#[test]
+fn listening_sockets_from_proc_net_tcp() {
+    let cases: &[(&str, Option<Listener>)] = &[
+        ("   0: 00000000:4E20 00000000:0000 0A 00000000:00000000 00:00000000 00000000 61002        0 2811 1 0000000000000000 100 0 0 10 0", Some(Listener { port: 20000, uid: 61002 })),
+        ("   1: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 2812 1 0000000000000000 100 0 0 10 0", Some(Listener { port: 8080, uid: 0 })),
+        ("   0: 00000000000000000000000000000000:4E21 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000 61001        0 99 1 0000000000000000 100 0 0 10 0", Some(Listener { port: 20001, uid: 61001 })),
+        ("   2: 0B4D0A0A:4E20 0C4D0A0A:B2C4 01 00000000:00000000 00:00000000 00000000 61001        0 2813 1 0000000000000000 20 4 30 10 -1", None),
+        ("   3: 0B4D0A0A:4E20 0C4D0A0A:B2C6 06 00000000:00000000 03:00000CC4 00000000     0        0 0 3 0000000000000000", None),
+        ("  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode", None),
+        ("", None),
+    ];
+    for (line, expected) in cases {
+        assert_eq!(listeners(line), expected.iter().copied().collect::<Vec<_>>(), "{line}");
+    }
+}
+
+/// The kernel's socket-diagnostics request for listening TCP sockets, byte for byte (Linux's
+/// UAPI: `nlmsghdr`, then `inet_diag_req_v2` with a zeroed socket id).
+#[test]
+fn the_listening_sockets_request() {
+    let request = listening_request(10);
+    let mut expected = Vec::new();
+    expected.extend_from_slice(&72u32.to_ne_bytes()); // length
+    expected.extend_from_slice(&20u16.to_ne_bytes()); // SOCK_DIAG_BY_FAMILY
+    expected.extend_from_slice(&0x301u16.to_ne_bytes()); // NLM_F_REQUEST | NLM_F_DUMP
+    expected.extend_from_slice(&1u32.to_ne_bytes()); // sequence
+    expected.extend_from_slice(&0u32.to_ne_bytes()); // port id
+    expected.extend_from_slice(&[10, 6, 0, 0]); // AF_INET6, IPPROTO_TCP
+    expected.extend_from_slice(&1024u32.to_ne_bytes()); // 1 << TCP_LISTEN
+    expected.resize(72, 0);
+    assert_eq!(request, expected);
+}
+
+/// A netlink message as the kernel sends it: header (length, type), then `body`.
+fn message(kind: u16, body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    out.extend_from_slice(&(16 + body.len() as u32).to_ne_bytes());
+    out.extend_from_slice(&kind.to_ne_bytes());
+    out.extend_from_slice(&[0; 10]);
+    out.extend_from_slice(body);
+    out.resize(out.len().next_multiple_of(4), 0);
+    out
+}
+
+/// An `inet_diag_msg` of a listening socket on `port` owned by `uid`.
+fn listening_socket(port: u16, uid: u32) -> Vec<u8> {
+    let mut body = vec![10, 10, 0, 0]; // AF_INET6, TCP_LISTEN
+    body.extend_from_slice(&port.to_be_bytes());
+    body.resize(64, 0);
+    body.extend_from_slice(&uid.to_ne_bytes());
+    body.extend_from_slice(&4242u32.to_ne_bytes()); // inode
+    body
+}
+
+/// The kernel's replies: (what, the buffer, what it says).
+#[rustfmt::skip]
+#[test]
+fn the_kernels_replies_about_listening_sockets() {
+    let two = [message(20, &listening_socket(20000, 61002)), message(20, &listening_socket(22, 0))].concat();
+    let cases: Vec<(&str, Vec<u8>, DiagReply)> = vec![
+        ("two sockets, more to come", two.clone(),
+         DiagReply::More(vec![Listener { port: 20000, uid: 61002 }, Listener { port: 22, uid: 0 }])),
+        ("two sockets, then the end", [two.clone(), message(3, &[0; 4])].concat(),
+         DiagReply::Done(vec![Listener { port: 20000, uid: 61002 }, Listener { port: 22, uid: 0 }])),
+        ("the end alone",             message(3, &[0; 4]),             DiagReply::Done(vec![])),
+        ("an error (no inet_diag)",   message(2, &[0xea, 0xff, 0xff, 0xff]), DiagReply::Failed),
+        ("a message cut short",       message(20, &listening_socket(1, 1))[..40].to_vec(), DiagReply::Failed),
+        ("a length of zero",          vec![0; 16],                     DiagReply::Failed),
+        ("a header cut short",        vec![72, 0, 0],                  DiagReply::Failed),
+        ("another message type",      message(16, &[0; 8]),            DiagReply::Failed),
+    ];
+    for (what, buf, says) in cases {
+        assert_eq!(diag_reply(&buf), says, "{what}");
+    }
+}
+
+/// On this machine's kernel: a socket this test listens on is among the node's listeners, with
+/// its owner, and the kernel's answer agrees with `/proc/net/tcp` and `tcp6`.
+#[test]
+fn the_kernel_lists_a_listening_socket_with_its_owner() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    // This process's uid: the owner of its /proc entry.
+    let uid = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap());
+    let found = tfcluster::spank::sock_diag::from_kernel().expect("socket diagnostics answer");
+    assert!(found.contains(&Listener { port, uid }), "{found:?}");
+    let mut proc: Vec<Listener> = ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .filter_map(|p| std::fs::read_to_string(p).ok())
+        .flat_map(|text| listeners(&text))
+        .collect();
+    let mut found = found;
+    for list in [&mut proc, &mut found] {
+        list.sort_by_key(|l| (l.port, l.uid));
+        list.dedup();
+    }
+    assert_eq!(found, proc);
+}
+
+// ---- on the test cluster ---------------------------------------------------------------------
+
+const OWNER: &str = "tfc-owner";
+const OTHER: &str = "tfc-other";
+
+/// What already holds port 20000 on n9 when the owner's step asks for it there
+/// (`port_base=20000`: two jobs forced onto the same ports), held by a job in partition
+/// `shared`, with and without `isolate=yes`.
+struct Holder {
+    what: &'static str,
+    isolate: bool,
+    /// Whose job holds the port.
+    user: &'static str,
+    /// The holding job's program (`{probe}`: the probe script, `{d}`: the test's directory,
+    /// where the holder touches `endpoints` once it holds the port and ends once `stop` is
+    /// there).
+    holds: &'static str,
+    /// Why n9 refuses, from the holding job's id and its user's uid.
+    refusal: fn(job: u32, uid: u32) -> Error,
+}
+
+const STEP_ON_20000: &str = "--tf-cluster=worker:*,port_base=20000";
+/// A step that holds its ports, its server not yet listening (TensorFlow takes seconds to
+/// import before it listens).
+const CLAIM_ONLY: &str = "--tf-cluster=worker:*,port_base=20000 sh -c 'touch {d}/endpoints; while [ ! -e {d}/stop ]; do sleep 0.1; done'";
+const SERVING: &str = "--tf-cluster=worker:*,port_base=20000 {probe} serve {d}";
+const LISTENING: &str = "{probe} listen {d} 20000";
+
+#[rustfmt::skip]
+const HOLDERS: &[Holder] = &[
+    Holder { what: "another user's step, its server not yet listening", isolate: false, user: OTHER, holds: CLAIM_ONLY,
+             refusal: |job, _| Error::PortClaimed { port: 20000, job_id: job, step_id: 0 } },
+    Holder { what: "another user's step, its server listening",         isolate: false, user: OTHER, holds: SERVING,
+             refusal: |job, _| Error::PortClaimed { port: 20000, job_id: job, step_id: 0 } },
+    Holder { what: "the owner's other job's step",                      isolate: false, user: OWNER, holds: CLAIM_ONLY,
+             refusal: |job, _| Error::PortClaimed { port: 20000, job_id: job, step_id: 0 } },
+    Holder { what: "another user's program listening first",            isolate: false, user: OTHER, holds: LISTENING,
+             refusal: |_, uid| Error::PortListened { port: 20000, uid } },
+    Holder { what: "another job's isolated step",                       isolate: true,  user: OTHER, holds: SERVING,
+             refusal: |job, _| Error::PortClaimed { port: 20000, job_id: job, step_id: 0 } },
+    Holder { what: "another user's program, with isolate=yes",          isolate: true,  user: OTHER, holds: LISTENING,
+             refusal: |_, uid| Error::PortListened { port: 20000, uid } },
+];
+
+/// Two jobs on one node on the same ports: the owner's step is refused before any of its tasks
+/// starts, with one line naming the node, the port and what to do; the holding job runs on
+/// undisturbed and ends well; once it has ended, the same step runs (its claim went with it).
+#[test]
+#[ignore = "needs the test cluster: run tests/run.sh"]
+fn a_port_another_job_holds_refuses_the_step_before_any_task_starts() {
+    let probe = format!("/usr/bin/python3 {}", tool("isolation_probe.py"));
+    for holder in HOLDERS {
+        let _plugstack = holder.isolate.then(|| PlugStack::isolated(""));
+        let uid: u32 = sh_ok(&format!("id -u {}", holder.user))
+            .trim()
+            .parse()
+            .unwrap();
+        let d = dir().join("ports-held");
+        let d = d.display();
+        let holds = holder
+            .holds
+            .replace("{probe}", &probe)
+            .replace("{d}", &d.to_string());
+        let owner = format!(
+            "runuser -u {OWNER} -- srun -p shared -w n9 -N1 -n1 -t 1 {STEP_ON_20000} sh -c"
+        );
+        let out = sh(&format!(
+            "rm -rf {d}; mkdir -m 1777 {d}
+runuser -u {} -- srun -p shared -w n9 -N1 -n1 -t 2 -J holder {holds} >{d}/holder.out 2>{d}/holder.err &
+holder=$!
+for i in $(seq 600); do [ -e {d}/endpoints ] && break; kill -0 $holder 2>/dev/null || break; sleep 0.1; done
+echo \"JOB|$(squeue -h -n holder -o %i)\"
+{owner} 'echo RAN'
+echo \"OWNER|$?\"
+touch {d}/stop; wait $holder; echo \"HOLDER|$?\"
+{owner} 'echo \"AFTER|ran\"'",
+            holder.user
+        ));
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        let what = format!("{}:\n{stdout}\n{stderr}", holder.what);
+        let job: u32 = records(&stdout, "JOB")[0][0].parse().expect(&what);
+        assert!(!stdout.contains("RAN"), "a task ran: {what}");
+        assert_ne!(records(&stdout, "OWNER"), [["0"]], "{what}");
+        assert_eq!(records(&stdout, "HOLDER"), [["0"]], "{what}");
+        assert_eq!(records(&stdout, "AFTER"), [["ran"]], "{what}");
+        let line = ShellError::Ports {
+            node: "n9".into(),
+            reason: (holder.refusal)(job, uid).to_string(),
+        };
+        assert_eq!(
+            stderr.matches(&format!("tfcluster: {line}")).count(),
+            1,
+            "{what}"
+        );
+    }
+}
