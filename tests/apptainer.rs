@@ -14,6 +14,55 @@ mod common;
 use common::cluster::{dir, image_root, one_cluster, sh, sh_ok, tool, without_ports, Placed};
 use serde_json::Value;
 use std::collections::BTreeMap;
+use tfcluster::core::container::Runtimes;
+use tfcluster::spank::runtimes::program_at;
+
+/// Which runtimes a node has, from the job's `PATH` and the usual prefixes: (what, PATH, the
+/// node's executables as (path, the file name its links lead to), found).
+#[rustfmt::skip]
+#[test]
+fn the_runtimes_a_node_has() {
+    const APPTAINER: Runtimes = Runtimes { apptainer: true, singularity: false };
+    const SINGULARITY_CE: Runtimes = Runtimes { apptainer: false, singularity: true };
+    type Case = (&'static str, Option<&'static str>, &'static [(&'static str, &'static str)], Runtimes);
+    let cases: &[Case] = &[
+        ("none anywhere",                          Some("/usr/bin:/bin"),            &[],                                                      Runtimes::NONE),
+        ("Debian's apptainer, with its link",      Some("/usr/bin:/bin"),            &[("/usr/bin/apptainer", "apptainer"), ("/usr/bin/singularity", "apptainer")], APPTAINER),
+        ("SingularityCE from source",              Some("/usr/bin"),                 &[("/usr/local/bin/singularity", "singularity")],        SINGULARITY_CE),
+        ("a module's PATH entry",                  Some("/sw/apptainer/1.3/bin:/usr/bin"), &[("/sw/apptainer/1.3/bin/apptainer", "apptainer")], APPTAINER),
+        ("no PATH (srun --export=NONE)",           None,                             &[("/usr/bin/apptainer", "apptainer")],                  APPTAINER),
+        ("/opt, not in PATH",                      Some("/usr/bin"),                 &[("/opt/apptainer/bin/apptainer", "apptainer")],        APPTAINER),
+        ("both runtimes",                          Some("/usr/bin"),                 &[("/usr/bin/apptainer", "apptainer"), ("/opt/singularity/bin/singularity", "singularity")], Runtimes::BOTH),
+        ("a versioned apptainer behind the link",  Some("/usr/bin"),                 &[("/usr/bin/singularity", "apptainer-1.4")],            APPTAINER),
+        ("a relative PATH entry is not looked in", Some("bin:.:/usr/bin"),           &[("bin/apptainer", "apptainer")],                       Runtimes::NONE),
+        ("elsewhere, not in PATH",                 Some("/usr/bin"),                 &[("/sw/apptainer/bin/apptainer", "apptainer")],         Runtimes::NONE),
+    ];
+    for (what, path, files, found) in cases {
+        let program_at = |p: &str| files.iter().find(|(f, _)| *f == p).map(|(_, real)| real.to_string());
+        assert_eq!(Runtimes::find(*path, program_at), *found, "{what}");
+    }
+}
+
+/// The file look on this machine: a link to an executable is its target's name; a file that
+/// is not executable, or is missing, is nothing.
+#[test]
+fn the_file_look_follows_links_to_executables() {
+    use std::os::unix::fs::PermissionsExt;
+    let d = std::env::temp_dir().join(format!("tfc-runtimes-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    let apptainer = d.join("apptainer");
+    std::fs::write(&apptainer, "#!/bin/sh\n").unwrap();
+    std::fs::set_permissions(&apptainer, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::os::unix::fs::symlink(&apptainer, d.join("singularity")).unwrap();
+    std::fs::write(d.join("plain"), "").unwrap();
+    let at = |name: &str| program_at(d.join(name).to_str().unwrap());
+    assert_eq!(at("apptainer").as_deref(), Some("apptainer"));
+    assert_eq!(at("singularity").as_deref(), Some("apptainer"));
+    assert_eq!(at("plain"), None);
+    assert_eq!(at("missing"), None);
+    std::fs::remove_dir_all(&d).unwrap();
+}
 
 /// What a task inside sees, compared with what the same task gets on the node.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -39,6 +39,40 @@ fn without_the_option_nothing_changes() {
     assert!(!with_plugin.iter().any(|l| l.starts_with("TF_CONFIG=")));
 }
 
+/// The default `apptainer_env` on the nodes: each task gets the variables again under the names
+/// of the container runtimes installed on its node, found by the node itself (Debian's
+/// apptainer, whose `singularity` is a link to it, where the release's root has it), and
+/// nothing more where there is none. Then `always` and `no` as the setting says.
+#[test]
+#[ignore = "needs the test cluster: run tests/run.sh"]
+fn the_runtime_names_follow_what_the_node_has() {
+    let found: &[&str] = match release::current().has_apptainer {
+        true => &["APPTAINERENV_TF_CONFIG"],
+        false => &[],
+    };
+    #[rustfmt::skip]
+    let cases: &[(&str, &[&str])] = &[
+        ("--tf-cluster",                          found),
+        ("--tf-cluster=worker:*,apptainer_env=always", &["APPTAINERENV_TF_CONFIG", "SINGULARITYENV_TF_CONFIG"]),
+        ("--tf-cluster=worker:*,apptainer_env=no",     &[]),
+    ];
+    for (option, names) in cases {
+        let out = sh_ok(&format!("srun -w n011,n012 -N2 -n4 {option} env"));
+        // Every one of the 4 tasks, each name once.
+        let mut got: Vec<&str> = out
+            .lines()
+            .filter_map(|l| l.split_once('=').map(|(name, _)| name))
+            .filter(|name| name.ends_with("ENV_TF_CONFIG"))
+            .collect();
+        got.sort();
+        let mut want: Vec<&str> = names.iter().flat_map(|n| [*n; 4]).collect();
+        want.sort();
+        assert_eq!(got, want, "{option}: {out}");
+        let tasks = out.lines().filter(|l| l.starts_with("TF_CONFIG=")).count();
+        assert_eq!(tasks, 4, "{option}");
+    }
+}
+
 #[test]
 #[ignore = "needs the test cluster: run tests/run.sh"]
 fn admin_settings_from_plugstack_conf() {
@@ -101,17 +135,21 @@ fn releases_agree_with_the_runner() {
     // (what each release shows users) list the same releases.
     let tsv = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/releases.tsv"))
         .unwrap();
-    let runner: Vec<(&str, &str)> = tsv
+    let runner: Vec<(&str, &str, bool)> = tsv
         .lines()
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
         .map(|l| {
             let f: Vec<&str> = l.split_whitespace().collect();
-            (f[0], f[1])
+            (
+                f[0],
+                f[1],
+                f[2].split(',').any(|extra| extra == "apptainer"),
+            )
         })
         .collect();
-    let table: Vec<(&str, &str)> = release::RELEASES
+    let table: Vec<(&str, &str, bool)> = release::RELEASES
         .iter()
-        .map(|r| (r.version, r.root))
+        .map(|r| (r.version, r.root, r.has_apptainer))
         .collect();
     assert_eq!(runner, table);
 }

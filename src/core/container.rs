@@ -132,6 +132,115 @@ pub fn runs_apptainer(program: &str) -> bool {
     APPTAINER_PROGRAMS.contains(&name)
 }
 
+/// When a task also gets each variable under the container runtimes' own names
+/// ([`APPTAINER_NAMES`]): the `apptainer_env` setting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApptainerEnv {
+    /// `yes` (the default): in every task, under the names of the runtimes found on its node
+    /// ([`Runtimes::find`]), since a task that starts one from a wrapper script or `bash -c`
+    /// cannot be told from one that does not; nothing where none is found.
+    Found,
+    /// `always`: both runtimes' names in every task, found or not (a runtime the node's look
+    /// misses: one a wrapper script loads as a module).
+    Always,
+    /// `auto`: both names, only when the task's program is `apptainer` or `singularity`.
+    Auto,
+    /// `no`: never.
+    No,
+}
+
+impl ApptainerEnv {
+    /// The setting's word in plugstack.conf or `--tf-cluster`.
+    pub fn parse(word: &str) -> Option<ApptainerEnv> {
+        match word {
+            "yes" => Some(ApptainerEnv::Found),
+            "always" => Some(ApptainerEnv::Always),
+            "auto" => Some(ApptainerEnv::Auto),
+            "no" => Some(ApptainerEnv::No),
+            _ => None,
+        }
+    }
+
+    /// Whose names a task whose program is `program` (its argv\[0\]) gets on a node where
+    /// `found` are installed.
+    pub fn for_task(self, found: Runtimes, program: Option<&str>) -> Runtimes {
+        match self {
+            ApptainerEnv::Found => found,
+            ApptainerEnv::Always => Runtimes::BOTH,
+            ApptainerEnv::Auto if program.is_some_and(runs_apptainer) => Runtimes::BOTH,
+            ApptainerEnv::Auto | ApptainerEnv::No => Runtimes::NONE,
+        }
+    }
+}
+
+/// The container runtimes of a node, told apart by the prefix they read: Apptainer
+/// `APPTAINERENV_` (and, with a deprecation warning, `SINGULARITYENV_`), SingularityCE and
+/// the older Singularity `SINGULARITYENV_`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Runtimes {
+    pub apptainer: bool,
+    pub singularity: bool,
+}
+
+/// Where runtimes are installed when the job's `PATH` does not name them: distribution
+/// packages, `make install`'s default prefix, and the usual `/opt` trees.
+pub const RUNTIME_DIRS: &[&str] = &[
+    "/usr/bin",
+    "/usr/local/bin",
+    "/opt/apptainer/bin",
+    "/usr/local/apptainer/bin",
+    "/opt/singularity/bin",
+    "/usr/local/singularity/bin",
+];
+
+/// The most directories of the job's `PATH` a node looks in (each look is two system calls).
+pub const MAX_PATH_DIRS: usize = 64;
+
+impl Runtimes {
+    pub const NONE: Runtimes = Runtimes {
+        apptainer: false,
+        singularity: false,
+    };
+    pub const BOTH: Runtimes = Runtimes {
+        apptainer: true,
+        singularity: true,
+    };
+
+    /// The runtimes in the job's `PATH` (absolute directories only: a relative one names the
+    /// task's directory, not slurmstepd's) and in [`RUNTIME_DIRS`]. `program_at` gives the file
+    /// name of the executable a path leads to, links followed, or `None`. Apptainer installs
+    /// `singularity` as a link to `apptainer`, so a `singularity` that leads to `apptainer...`
+    /// is Apptainer; any other is SingularityCE.
+    pub fn find(
+        path: Option<&str>,
+        mut program_at: impl FnMut(&str) -> Option<String>,
+    ) -> Runtimes {
+        let from_path = path
+            .unwrap_or("")
+            .split(':')
+            .filter(|dir| dir.starts_with('/'))
+            .take(MAX_PATH_DIRS);
+        let mut looked: Vec<&str> = Vec::new();
+        let mut found = Runtimes::NONE;
+        for dir in from_path.chain(RUNTIME_DIRS.iter().copied()) {
+            let dir = dir.trim_end_matches('/');
+            if looked.contains(&dir) || found == Runtimes::BOTH {
+                continue;
+            }
+            looked.push(dir);
+            if program_at(&format!("{dir}/apptainer")).is_some() {
+                found.apptainer = true;
+            }
+            match program_at(&format!("{dir}/singularity")) {
+                Some(real) if real.starts_with("apptainer") => found.apptainer = true,
+                Some(_) => found.singularity = true,
+                None => {}
+            }
+        }
+        found
+    }
+}
+
 /// Each variable tfcluster sets, and the names under which Apptainer (`APPTAINERENV_`) and
 /// SingularityCE (`SINGULARITYENV_`) set it inside the container. Those reach the program
 /// through `--cleanenv`, `--containall` and SingularityCE's `--oci` mode, and win over the
@@ -207,11 +316,17 @@ pub fn longest_name(name: &'static str, apptainer: bool) -> &'static str {
         .expect("at least the name itself")
 }
 
-/// Appends every variable of a task's list again under its Apptainer and SingularityCE names,
-/// with the same value (a borrowed value, such as the rendered TF_CONFIG, is not copied).
-pub fn add_apptainer_names(set: &mut Vec<(&'static str, Cow<'_, str>)>) {
+/// Appends every variable of a task's list again under the names `runtimes` read
+/// (Apptainer's, SingularityCE's), with the same value (a borrowed value, such as the rendered
+/// TF_CONFIG, is not copied).
+pub fn add_apptainer_names(set: &mut Vec<(&'static str, Cow<'_, str>)>, runtimes: Runtimes) {
+    if runtimes == Runtimes::NONE {
+        return;
+    }
     for i in 0..set.len() {
-        for &name in apptainer_names(set[i].0) {
+        let names = apptainer_names(set[i].0);
+        let wanted = [runtimes.apptainer, runtimes.singularity];
+        for (&name, _) in names.iter().zip(wanted).filter(|(_, on)| *on) {
             let value = set[i].1.clone();
             set.push((name, value));
         }

@@ -7,7 +7,7 @@
 //! in its own module; [`StepPlan::new`] only composes them.
 
 use super::address::Endpoints;
-use super::container;
+use super::container::{self, ApptainerEnv, Runtimes};
 use super::ending::{Decider, EndPolicy, StepEnd};
 use super::error::{Error, Result};
 use super::gpus::{self, GpuAction, GpuInputs, GpuSpread};
@@ -18,7 +18,7 @@ use super::keras;
 use super::layout::{Distribution, Layout, TaskCounts, TASK_HOSTS_VAR};
 use super::ports::StepPorts;
 use super::proxy::{self, ProxyEnv};
-use super::settings::{GpuPolicy, Settings, Switch};
+use super::settings::{GpuPolicy, Settings};
 use super::spec::{Role, RoleTable, Spec};
 use super::text;
 use super::tf_config::{self, Renderers, TfConfigs};
@@ -57,6 +57,9 @@ pub struct StepInputs<'a> {
     pub het: Option<&'a HetLayout>,
     /// The job's proxy variables ([`proxy::READ`]).
     pub proxies: ProxyEnv,
+    /// The container runtimes this node has ([`container::Runtimes::find`]): whose names the
+    /// default `apptainer_env` sets.
+    pub runtimes: Runtimes,
     pub job_id: u32,
     pub step_id: u32,
 }
@@ -177,6 +180,8 @@ pub struct StepPlan {
     task_hosts_passed: bool,
     /// The ports are Slurm's reservation for the step (`SLURM_STEP_RESV_PORTS`).
     ports_reserved: bool,
+    /// The container runtimes this node has.
+    runtimes: Runtimes,
 }
 
 impl StepPlan {
@@ -196,7 +201,7 @@ impl StepPlan {
         )?;
         let endpoints = Endpoints::new(&hosts, &settings.address, &ports, max_local);
         // Each variable is checked under the longest name a task may get it by.
-        let apptainer = settings.apptainer_env != Switch::No;
+        let apptainer = settings.apptainer_env != ApptainerEnv::No;
         // DTensor's list first: it is the shorter, so its own error names it.
         let dtensor_jobs = match settings.dtensor {
             true => Some(
@@ -237,6 +242,7 @@ impl StepPlan {
             no_grpc_proxy,
             task_hosts_passed: step.task_hosts.is_some(),
             ports_reserved: matches!(ports, StepPorts::Reserved(_)),
+            runtimes: step.runtimes,
         })
     }
 
@@ -359,7 +365,7 @@ impl StepPlan {
 
     /// The whole environment of the task at local `slot` on `node`: its TF_CONFIG (rendered in
     /// `renderers`), GPU slice, `no_grpc_proxy`, DTensor variables and `TF_USE_LEGACY_KERAS`, and each of them again
-    /// under Apptainer's names when `apptainer_env` says so. `step_gpus` is the node's
+    /// under the container runtimes' names when `apptainer_env` says so. `step_gpus` is the node's
     /// `CUDA_VISIBLE_DEVICES` before the tasks forked, `task_gpus` the task's own now,
     /// `program` the task's argv\[0\].
     pub fn task<'r>(
@@ -399,9 +405,8 @@ impl StepPlan {
         if let Some(value) = self.settings.keras.value_nul() {
             set.push((keras::VAR, Cow::Borrowed(value)));
         }
-        if (self.settings.apptainer_env).on(program.is_some_and(container::runs_apptainer)) {
-            container::add_apptainer_names(&mut set);
-        }
+        let runtimes = self.settings.apptainer_env.for_task(self.runtimes, program);
+        container::add_apptainer_names(&mut set, runtimes);
         Ok(TaskEnv {
             role,
             index,

@@ -4,6 +4,7 @@
 //! silently ignored word.
 
 use super::address::AddressFormat;
+use super::container::ApptainerEnv;
 use super::error::{Error, Result};
 use super::isolation;
 use super::keras::Keras;
@@ -154,10 +155,10 @@ pub const KEYS: &[Key] = &[
         Ok(())
     } },
     Key { name: "apptainer_env", per_job: true,
-          default: "`yes`", values: "`yes`, `auto`, `no`", example: "`apptainer_env=auto`",
-          meaning: "also set every variable as `APPTAINERENV_X` and `SINGULARITYENV_X`, which reach the program through `--cleanenv`/`--containall` and win over the image's own, in every task, however it starts the container (a wrapper script, `bash -c`); `auto`: only when the task's program is `apptainer` or `singularity`; `no`: never",
+          default: "`yes`", values: "`yes`, `always`, `auto`, `no`", example: "`apptainer_env=auto`",
+          meaning: "also set every variable as `APPTAINERENV_X` where Apptainer is installed and `SINGULARITYENV_X` where SingularityCE is (found once per node and step in the job's `PATH` and the usual prefixes), which reach the program through `--cleanenv`/`--containall` and win over the image's own, in every task, however it starts the container (a wrapper script, `bash -c`), and nothing on a node with neither; `always`: both names in every task, found or not; `auto`: both, only when the task's program is `apptainer` or `singularity`; `no`: never",
           set: |s, v| {
-        s.apptainer_env = switch(v).ok_or(SWITCH)?;
+        s.apptainer_env = ApptainerEnv::parse(v).ok_or("expected yes, always, auto or no")?;
         Ok(())
     } },
     Key { name: "keras", per_job: true,
@@ -297,12 +298,8 @@ pub struct Settings {
     pub dtensor: bool,
     /// Also set every variable under Apptainer's and SingularityCE's own names
     /// (`APPTAINERENV_TF_CONFIG`, ...), which reach the program through `--cleanenv` and
-    /// `--containall` and win over the image's own definitions. `yes` (the default): in every
-    /// task, since a task that starts Apptainer from a wrapper script or `bash -c` cannot be
-    /// told from one that does not (measured: 8.7% of a 4096-task launch, nothing per task in
-    /// process; docs/performance.md). `auto`: when the task's program is `apptainer` or
-    /// `singularity` ([`super::container::runs_apptainer`]).
-    pub apptainer_env: Switch,
+    /// `--containall` and win over the image's own definitions ([`ApptainerEnv`]).
+    pub apptainer_env: ApptainerEnv,
     /// Which Keras `tf.keras` is in every task ([`super::keras`]).
     pub keras: Keras,
     /// Each node of a step lets only the job's own processes on the step's own nodes connect
@@ -328,7 +325,7 @@ impl Default for Settings {
             even_gpus: Switch::Auto,
             evaluator_cluster: EvaluatorCluster::Own,
             dtensor: false,
-            apptainer_env: Switch::Yes,
+            apptainer_env: ApptainerEnv::Found,
             keras: Keras::Auto,
             isolate: false,
         }

@@ -12,6 +12,7 @@ pub mod nftables;
 pub mod oci;
 pub mod oom;
 pub mod regex;
+pub mod runtimes;
 pub mod slurm;
 pub mod sock_diag;
 pub mod start_env;

@@ -3,7 +3,7 @@
 
 use super::stop::{self, Stop};
 use super::{isolation, settings, state};
-use crate::core::container;
+use crate::core::container::{self, Runtimes};
 use crate::core::het::Own;
 use crate::core::layout::TASK_HOSTS_VAR;
 use crate::core::plan::{self, UNSET_ON_ERROR};
@@ -19,6 +19,7 @@ use crate::spank::het;
 use crate::spank::log;
 use crate::spank::oci::NodeOci;
 use crate::spank::oom;
+use crate::spank::runtimes;
 use std::ffi::c_int;
 
 /// The plan plus this node's facts, prepared once before the tasks fork.
@@ -172,6 +173,7 @@ fn plan_node(
             topology: topology.as_ref(),
             het: components.as_ref(),
             proxies: ProxyEnv::read(env)?,
+            runtimes: Runtimes::find(env("PATH")?.as_deref(), runtimes::program_at),
             // A heterogeneous job's components are jobs of their own: ports follow the first's.
             job_id: components.as_ref().map_or(job_id, |c| c.jobs[0]),
             step_id,
