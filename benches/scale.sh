@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
 # Cost at scale, on a running 64-node test cluster (benches/run.sh brings one up; so does
 # tests/release/run.sh for the release marked `scale` in tests/releases.tsv):
-# median wall time over interleaved runs of `srun -N64 -n4096 true`
+# median wall time over interleaved runs of `srun -N64 -n4096 true`, each started once every
+# node is idle (a new job waits for the previous job's nodes to leave COMPLETING, for up to
+# 30 s on some releases: a scheduling wait, not the launch; shared/reference/slurm-observed.md
+# section 11)
 #   option: the plugin loaded and --tf-cluster=chief:1,ps:8,worker:*,apptainer_env=auto given
 #   loaded: the plugin loaded, no option
 #   none:   no plugin in plugstack.conf
 #   floor:  no plugin, but an environment variable as large as that step's TF_CONFIG exported
 #           to every task (what any TF_CONFIG delivery pays: copying it into 4096 processes)
-#   apptainer: as `option`, with apptainer_env=yes (the default): every task also gets each variable under
+#   default: the plugin as a site installs it and --tf-cluster=chief:1,ps:8,worker:*: every
+#           setting at its default (apptainer_env=yes: each variable again under the names of
+#           the container runtimes found on the node, none where there is none)
+#   apptainer: as `option`, with apptainer_env=always: every task also gets each variable under
 #           Apptainer's and SingularityCE's names (three TF_CONFIG-sized variables per task)
 #   isolate: as `option`, with isolate=yes in plugstack.conf: every node installs the step's
 #           firewall (4096 endpoints) before its tasks start and removes it as its slurmstepd exits
@@ -26,8 +32,9 @@ step=(-N64 -n4096)
 # end_with_chief=no: `true` exits at once, and stopping the step after the chief would time
 # Slurm's step cancellation, not the delivery of TF_CONFIG.
 # apptainer_env=auto: (a) is tfcluster's delivery of its own variables, against the floors of
-# one such variable; (f) adds what the default (apptainer_env=yes) copies on top.
-spec=--tf-cluster=chief:1,ps:8,worker:*,end_with_chief=no,apptainer_env=auto
+# one such variable; (h) is the default configuration, (f) both runtimes' names in every task.
+default_spec=--tf-cluster=chief:1,ps:8,worker:*,end_with_chief=no
+spec=$default_spec,apptainer_env=auto
 here=$(cd "$(dirname "$0")" && pwd)
 cd /tmp
 
@@ -48,19 +55,28 @@ built=$(bash "$here/../packaging/plugin-version.sh" "$spank_so")
 # CPU time the whole machine spent (user+nice+system+irq+softirq, in ms, not steal or idle):
 # on a quiet machine, what a launch costs in work, steadier than its wall time.
 busy_ms() { awk '/^cpu / {print ($2 + $3 + $4 + $7 + $8) * 10; exit}' /proc/stat; }
+nodes=${step[0]#-N}
+idle() { # until every node of the cluster is idle (60 s at most)
+    for _ in $(seq 1200); do
+        [ "$(sinfo -h -t idle -o %D | awk '{n += $1} END {print n + 0}')" -ge "$nodes" ] && return
+        sleep 0.05
+    done
+}
 run() { # mode -> prints "wall_ms cpu_ms"
     local s b
     case $1 in
-        option|loaded|apptainer) echo "required $plugin" > "$stack" ;;
+        option|loaded|apptainer|default) echo "required $plugin" > "$stack" ;;
         # port_range covers the ports the test cluster reserves (MpiParams), as a site's must.
         isolate) echo "required $plugin isolate=yes port_range=12000-32767" > "$stack" ;;
         none|floor) : > "$stack" ;;
         spank) echo "required $spank_so $size" > "$stack" ;;
     esac
+    idle
     s=$(date +%s%N) b=$(busy_ms)
     case $1 in
         option|isolate) srun "${step[@]}" "$spec" true ;;
-        apptainer) srun "${step[@]}" "${spec%,apptainer_env=auto}" true ;;
+        default) srun "${step[@]}" "$default_spec" true ;;
+        apptainer) srun "${step[@]}" "$default_spec,apptainer_env=always" true ;;
         loaded|none|spank) srun "${step[@]}" true ;;
         floor) TFC_FLOOR=$floor srun "${step[@]}" true ;;
     esac
@@ -68,30 +84,31 @@ run() { # mode -> prints "wall_ms cpu_ms"
 }
 declare -A t c
 for _ in $(seq "$runs"); do
-    for mode in option loaded none floor spank apptainer isolate; do
+    for mode in option loaded none floor spank apptainer isolate default; do
         read -r wall cpu < <(run $mode)
         t[$mode]+="$wall " c[$mode]+="$cpu "
     done
 done
 o=$(median <<<"${t[option]}") l=$(median <<<"${t[loaded]}") n=$(median <<<"${t[none]}")
 f=$(median <<<"${t[floor]}") e=$(median <<<"${t[spank]}") ap=$(median <<<"${t[apptainer]}")
-g=$(median <<<"${t[isolate]}")
+g=$(median <<<"${t[isolate]}") h=$(median <<<"${t[default]}")
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", a / b}'; }
-printf '{"launch":"srun -N64 -n4096 true","runs":%s,"tf_config_bytes":%s,"option_ms":%s,"loaded_ms":%s,"none_ms":%s,"floor_ms":%s,"spank_ms":%s,"apptainer_ms":%s,"isolate_ms":%s,"a_over_c":%s,"a_over_d":%s,"a_over_e":%s,"e_over_d":%s,"f_over_a":%s,"g_over_a":%s,"all":{"a":"%s","b":"%s","c":"%s","d":"%s","e":"%s","f":"%s","g":"%s"}}\n' \
-    "$runs" "$size" "$o" "$l" "$n" "$f" "$e" "$ap" "$g" "$(ratio "$o" "$n")" "$(ratio "$o" "$f")" "$(ratio "$o" "$e")" "$(ratio "$e" "$f")" "$(ratio "$ap" "$o")" "$(ratio "$g" "$o")" \
-    "${t[option]% }" "${t[loaded]% }" "${t[none]% }" "${t[floor]% }" "${t[spank]% }" "${t[apptainer]% }" "${t[isolate]% }"
+printf '{"launch":"srun -N64 -n4096 true","runs":%s,"tf_config_bytes":%s,"option_ms":%s,"loaded_ms":%s,"none_ms":%s,"floor_ms":%s,"spank_ms":%s,"apptainer_ms":%s,"isolate_ms":%s,"default_ms":%s,"a_over_c":%s,"a_over_d":%s,"a_over_e":%s,"e_over_d":%s,"f_over_a":%s,"g_over_a":%s,"h_over_a":%s,"h_over_d":%s,"all":{"a":"%s","b":"%s","c":"%s","d":"%s","e":"%s","f":"%s","g":"%s","h":"%s"}}\n' \
+    "$runs" "$size" "$o" "$l" "$n" "$f" "$e" "$ap" "$g" "$h" "$(ratio "$o" "$n")" "$(ratio "$o" "$f")" "$(ratio "$o" "$e")" "$(ratio "$e" "$f")" "$(ratio "$ap" "$o")" "$(ratio "$g" "$o")" "$(ratio "$h" "$o")" "$(ratio "$h" "$f")" \
+    "${t[option]% }" "${t[loaded]% }" "${t[none]% }" "${t[floor]% }" "${t[spank]% }" "${t[apptainer]% }" "${t[isolate]% }" "${t[default]% }"
 ca=$(median <<<"${c[option]}") cb=$(median <<<"${c[loaded]}") cc=$(median <<<"${c[none]}")
 cd=$(median <<<"${c[floor]}") ce=$(median <<<"${c[spank]}") cf=$(median <<<"${c[apptainer]}")
-cg=$(median <<<"${c[isolate]}")
+cg=$(median <<<"${c[isolate]}") ch=$(median <<<"${c[default]}")
 # isolate=yes's own work per node: the machine's extra CPU over (a), shared by the 64 nodes.
 per_node() { awk -v g="$1" -v a="$2" 'BEGIN {printf "%.0f", (g - a) / 64}'; }
-printf '{"cpu":"machine CPU ms per launch (median)","a":%s,"b":%s,"c":%s,"d":%s,"e":%s,"f":%s,"g":%s,"a_over_d":%s,"a_over_e":%s,"f_over_a":%s,"g_over_a":%s,"g_minus_a_per_node":%s,"all":{"a":"%s","d":"%s","e":"%s","f":"%s","g":"%s"}}\n' \
-    "$ca" "$cb" "$cc" "$cd" "$ce" "$cf" "$cg" "$(ratio "$ca" "$cd")" "$(ratio "$ca" "$ce")" "$(ratio "$cf" "$ca")" "$(ratio "$cg" "$ca")" "$(per_node "$cg" "$ca")" "${c[option]% }" "${c[floor]% }" "${c[spank]% }" "${c[apptainer]% }" "${c[isolate]% }"
+printf '{"cpu":"machine CPU ms per launch (median)","a":%s,"b":%s,"c":%s,"d":%s,"e":%s,"f":%s,"g":%s,"h":%s,"a_over_d":%s,"a_over_e":%s,"f_over_a":%s,"g_over_a":%s,"g_minus_a_per_node":%s,"h_over_a":%s,"h_over_d":%s,"all":{"a":"%s","d":"%s","e":"%s","f":"%s","g":"%s","h":"%s"}}\n' \
+    "$ca" "$cb" "$cc" "$cd" "$ce" "$cf" "$cg" "$ch" "$(ratio "$ca" "$cd")" "$(ratio "$ca" "$ce")" "$(ratio "$cf" "$ca")" "$(ratio "$cg" "$ca")" "$(per_node "$cg" "$ca")" "$(ratio "$ch" "$ca")" "$(ratio "$ch" "$cd")" "${c[option]% }" "${c[floor]% }" "${c[spank]% }" "${c[apptainer]% }" "${c[isolate]% }" "${c[default]% }"
 
 rss() { # mode -> mean VmRSS (KiB) of the step's slurmstepd processes, mid-step
     case $1 in option) echo "required $plugin" > "$stack" ;; none) : > "$stack" ;; esac
     local args=("${step[@]}")
     [ "$1" = option ] && args+=("$spec")
+    idle
     srun -J "tfc-rss-$1" "${args[@]}" sleep 30 &
     local pid=$! job=""
     for _ in $(seq 50); do
@@ -99,9 +116,7 @@ rss() { # mode -> mean VmRSS (KiB) of the step's slurmstepd processes, mid-step
         [ -n "$job" ] && break
         sleep 0.1
     done
-    # Until every node's slurmstepd runs (a launch can wait for the nodes to be released by
-    # the step before: 23.11 and 24.05 here), then 2 s for its tasks to start.
-    local nodes=${step[0]#-N}
+    # Until every node's slurmstepd runs, then 2 s for its tasks to start.
     for _ in $(seq 200); do
         [ "$(pgrep -fc "^slurmstepd: \[$job\.0\]")" -ge "$nodes" ] && break
         sleep 0.1

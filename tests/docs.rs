@@ -138,3 +138,40 @@ fn readmes_cost_row_is_the_performance_tables() {
         .collect();
     assert_eq!(row(readme, |c| c == "with / without tfcluster"), ratios);
 }
+
+/// One version everywhere: CHANGELOG.md's newest section, and every package, tarball and
+/// man-page name in README, docs/ and the man page, are Cargo.toml's version.
+#[test]
+fn every_page_names_the_crates_version() {
+    let version = env!("CARGO_PKG_VERSION");
+    let changelog = std::fs::read_to_string(repo().join("CHANGELOG.md")).unwrap();
+    let newest = changelog.lines().find(|l| l.starts_with("## ")).unwrap();
+    assert!(
+        newest.starts_with(&format!("## {version} ")),
+        "CHANGELOG.md's newest section is {newest:?}, Cargo.toml says {version}"
+    );
+    let mut texts = pages();
+    let man = PathBuf::from("packaging/spank-tfcluster.8");
+    texts.insert(
+        man.clone(),
+        std::fs::read_to_string(repo().join(&man)).unwrap(),
+    );
+    let mut named = 0;
+    for (page, text) in &texts {
+        for prefix in ["tfcluster-", "tfcluster_", "tfcluster "] {
+            for (at, _) in text.match_indices(prefix) {
+                let rest = &text[at + prefix.len()..];
+                let word: String = rest
+                    .chars()
+                    .take_while(|c| c.is_ascii_digit() || *c == '.')
+                    .collect();
+                let word = word.trim_end_matches('.');
+                if word.matches('.').count() == 2 {
+                    assert_eq!(word, version, "{}: {prefix}{word}", page.display());
+                    named += 1;
+                }
+            }
+        }
+    }
+    assert!(named > 0, "no page names a version");
+}

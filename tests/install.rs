@@ -150,7 +150,8 @@ fn the_sites_own_install_runs_and_removes() {
             let deb = deb.trim().to_string();
             assert!(
                 deb.ends_with(&format!(
-                    "slurm-spank-tfcluster_0.1.0+slurm{}_amd64.deb",
+                    "slurm-spank-tfcluster_{}+slurm{}_amd64.deb",
+                    env!("CARGO_PKG_VERSION"),
                     release.version
                 )),
                 "{deb}"
@@ -161,7 +162,8 @@ fn the_sites_own_install_runs_and_removes() {
             assert_eq!(
                 info,
                 format!(
-                    "Version: 0.1.0+slurm{v}\nDepends: slurm-wlm-basic-plugins (>= {v}), slurm-wlm-basic-plugins (<< {n}), libnftables1\n",
+                    "Version: {version}+slurm{v}\nDepends: slurm-wlm-basic-plugins (>= {v}), slurm-wlm-basic-plugins (<< {n}), libnftables1\n",
+                    version = env!("CARGO_PKG_VERSION"),
                     v = release.version,
                     n = release.next()
                 )

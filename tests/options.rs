@@ -73,6 +73,23 @@ fn the_runtime_names_follow_what_the_node_has() {
     }
 }
 
+/// Which tfcluster is loaded, for which Slurm: `srun -v` says so, and so does each slurmd's log
+/// from its start (the version is Cargo.toml's, as the packages' and the tarball's).
+#[test]
+#[ignore = "needs the test cluster: run tests/run.sh"]
+fn srun_v_and_slurmds_log_name_the_version() {
+    let line = format!(
+        "tfcluster: version {} loaded, built for Slurm {}",
+        env!("CARGO_PKG_VERSION"),
+        release::current().version
+    );
+    let out = sh("srun -v -w n011 -N1 -n1 true");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&format!("srun: {line}")), "{stderr}");
+    let log = std::fs::read_to_string(common::cluster::dir().join("log/slurmd-n011.log")).unwrap();
+    assert!(log.contains(&line), "slurmd-n011.log lacks {line}");
+}
+
 #[test]
 #[ignore = "needs the test cluster: run tests/run.sh"]
 fn admin_settings_from_plugstack_conf() {

@@ -22,6 +22,12 @@ pub fn user(msg: &str) {
     unsafe { ffi::slurm_spank_log(c"%s".as_ptr(), c(msg).as_ptr()) }
 }
 
+/// In slurmd's log at its default level (info), and in srun's output with `srun -v`.
+pub fn info(msg: &str) {
+    // SAFETY: as above.
+    unsafe { ffi::slurm_info(c"%s".as_ptr(), c(msg).as_ptr()) }
+}
+
 /// Shown with `srun -v` in srun itself (and in slurmd's log at verbose level).
 pub fn verbose(msg: &str) {
     // SAFETY: as above.

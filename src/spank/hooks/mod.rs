@@ -89,8 +89,23 @@ fn settings(state: &State) -> Result<Settings, Error> {
         .unwrap_or_else(|| Ok(Settings::default()))
 }
 
+/// The line that says which tfcluster is loaded, and for which Slurm release: in slurmd's log
+/// when slurmd starts, and with `srun -v` (an error may tell users to match versions).
+pub fn loaded_line() -> String {
+    format!(
+        "version {} loaded, built for Slurm {}",
+        env!("CARGO_PKG_VERSION"),
+        ffi::SLURM_RELEASE
+    )
+}
+
 pub fn init(sp: &Spank, args: &[String]) -> c_int {
     let ctx = handle::context();
+    match ctx {
+        Context::Slurmd => log::info(&loaded_line()),
+        Context::Local => log::verbose(&loaded_line()),
+        _ => {}
+    }
     let parsed = Settings::from_plugstack(args);
     if let Err(e) = &parsed {
         // slurmd logs it at start-up for the admin; users see it when they use the option.
