@@ -27,7 +27,8 @@ stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 chmod 0755 "$stage"
 tfc_stage "$stage" "$plugdir"
-printf 'tfcluster %s\nLicense: Apache-2.0\n' "$version" > "$stage/usr/share/doc/$name/copyright"
+printf 'tfcluster %s\nLicense: Apache-2.0\n On Debian systems the full text is in /usr/share/common-licenses/Apache-2.0.\n' \
+    "$version" > "$stage/usr/share/doc/$name/copyright"
 mkdir -p "$stage/DEBIAN"
 cat > "$stage/DEBIAN/control" <<CONTROL
 Package: $name
