@@ -367,3 +367,57 @@ touch {d}/stop; wait $holder; echo \"HOLDER|$?\"
         );
     }
 }
+
+/// Where the site reserves ports (the test cluster: `MpiParams=ports=12000-12999`), two jobs
+/// that run side by side on one node get Slurm's reservation, without asking, and never the
+/// same port: the collision-free setup the admin guide recommends.
+#[test]
+#[ignore = "needs the test cluster: run tests/run.sh"]
+fn jobs_on_one_node_get_slurms_reserved_ports_which_never_meet() {
+    let d = dir().join("ports-reserved");
+    let d = d.display();
+    // Each job's tasks report, then hold the node until both jobs have reported.
+    let job = |name: &str| {
+        format!(
+            "runuser -u {OWNER} -- srun -p shared -w n9 -N1 -n2 -t 1 --tf-cluster sh -c \
+             '{report}; touch {d}/m/{name}.$SLURM_PROCID; while [ $(ls {d}/m | wc -l) -lt 4 ]; do sleep 0.1; done' >{d}/{name}.out",
+            report = tool("report.sh")
+        )
+    };
+    sh_ok(&format!(
+        "rm -rf {d}; mkdir -m 1777 {d} {d}/m; ({}) & ({}) & wait",
+        job("a"),
+        job("b")
+    ));
+    let ports = |name: &str| -> Vec<u64> {
+        let text = std::fs::read_to_string(format!("{d}/{name}.out")).unwrap();
+        let tf: serde_json::Value = text
+            .lines()
+            .find_map(|l| l.strip_prefix("TASK|"))
+            .and_then(|l| l.splitn(4, '|').nth(3))
+            .map(|json| serde_json::from_str(json).unwrap())
+            .unwrap_or_else(|| panic!("{name}: {text}"));
+        tf["cluster"]["worker"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                e.as_str()
+                    .unwrap()
+                    .rsplit_once(':')
+                    .unwrap()
+                    .1
+                    .parse()
+                    .unwrap()
+            })
+            .collect()
+    };
+    let (a, b) = (ports("a"), ports("b"));
+    for port in a.iter().chain(&b) {
+        assert!((12000..=12999).contains(port), "not reserved: {a:?} {b:?}");
+    }
+    assert!(
+        a.iter().all(|p| !b.contains(p)),
+        "the jobs met: {a:?} {b:?}"
+    );
+}
