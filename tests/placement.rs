@@ -9,9 +9,10 @@
 #![allow(clippy::type_complexity)] // tables of cases
 
 mod common;
-use common::cluster::{dir, parse, records, sbatch, sh, sh_ok, summary, tool, Run};
+use common::cluster::{dir, parse, records, sbatch, sh, sh_ok, srun_error, summary, tool, Run};
 use std::collections::HashSet;
 use std::process::Output;
+use tfcluster::core::Spec;
 
 fn srun(args: &str) -> Run {
     parse(sh(&format!("srun {args} {}", report())))
@@ -107,6 +108,40 @@ fn batch_jobs() {
         let run = sbatch(&format!("batch-{i}"), &args.replace("{r}", &report()));
         assert_eq!(summary(&run, what), *want, "{what}");
     }
+}
+
+/// A batch script under `#SBATCH --tf-cluster` runs a preparation step of one task: without a
+/// word srun refuses it (the spec does not fit) and says how to opt out; with
+/// `--tf-cluster=off` it runs without TF_CONFIG; the script's TensorFlow step still gets its
+/// cluster.
+#[test]
+#[ignore = "needs the test cluster: run tests/run.sh"]
+fn one_step_of_a_batch_script_opts_out_with_off() {
+    let script = dir().join("opt-out.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/bash\n#SBATCH --tf-cluster=chief:1,worker:3\n#SBATCH -w n011,n012 -N2 -n4\n\
+             srun -N1 -n1 true 2>&1 | sed 's/^/REFUSED|/'\n\
+             srun -N1 -n1 --tf-cluster=off sh -c 'echo \"PREPARED|${{TF_CONFIG-unset}}\"'\n\
+             srun -N2 -n4 {r}\n",
+            r = report()
+        ),
+    )
+    .unwrap();
+    let run = sbatch("opt-out", &script.display().to_string());
+    let text = &run.stdout;
+    let spec = Spec::parse(Some("chief:1,worker:3")).unwrap();
+    let refusal = tfcluster::spank::error::ShellError::FromEnvironment {
+        error: Box::new(spec.resolve(1).unwrap_err().into()),
+    };
+    assert!(
+        text.contains(&format!("REFUSED|{}", srun_error(&refusal))),
+        "{text}"
+    );
+    assert_eq!(records(text, "PREPARED"), [["unset"]], "{text}");
+    assert_eq!(run.tasks.len(), 4, "{text}");
+    assert!(run.tasks.iter().all(|t| t.tf.is_some()), "{text}");
 }
 
 #[test]

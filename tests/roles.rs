@@ -107,6 +107,24 @@ fn the_option_as_typed() {
     }
 }
 
+/// `--tf-cluster=off` and nothing else opts a step out: (the option's argument, off?).
+#[rustfmt::skip]
+#[test]
+fn off_opts_a_step_out() {
+    let cases: &[(Option<&str>, bool)] = &[
+        (Some("off"),              true),
+        (Some(" off "),            true),
+        (Some("OFF"),              false),
+        (Some("off:1"),            false),
+        (Some("worker:*,off"),     false),
+        (None,                     false),
+        (Some(""),                 false),
+    ];
+    for (arg, off) in cases {
+        assert_eq!(Spec::is_off(*arg), *off, "{arg:?}");
+    }
+}
+
 /// (the program srun was asked to run after a bare `--tf-cluster`, refused?)
 #[rustfmt::skip]
 const PROGRAMS: &[(&str, bool)] = &[

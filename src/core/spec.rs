@@ -15,6 +15,11 @@ use std::fmt;
 /// A TensorFlow job name. The declaration order is TensorFlow's rank order: the resolver sorts
 /// job names alphabetically and hands out contiguous rank slices in that order, so `chief`
 /// gets rank 0 when present.
+/// `--tf-cluster=off`: the one word by which a step opts out of a batch script's
+/// `#SBATCH --tf-cluster` (srun applies the script's option to every step inside it, and a
+/// preparation step of one task would not fit the spec).
+pub const OFF: &str = "off";
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Role {
     Chief,
@@ -119,6 +124,12 @@ impl Spec {
             });
         }
         Ok(())
+    }
+
+    /// Whether the option's argument is [`OFF`]: this step runs without tfcluster, whatever
+    /// the job's environment (`#SBATCH --tf-cluster`) says.
+    pub fn is_off(arg: Option<&str>) -> bool {
+        arg.is_some_and(|a| a.trim() == OFF)
     }
 
     /// Parses the option's argument. `None` or an empty string is `worker:*`.

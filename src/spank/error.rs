@@ -34,11 +34,21 @@ pub enum ShellError {
     )]
     Isolation { node: String, reason: String },
     #[error(
+        "{error}; this --tf-cluster came from the job's environment (#SBATCH --tf-cluster, or \
+         {ENV_OPTION}), which srun applies to every step: a step that is not TensorFlow's opts \
+         out with srun --tf-cluster=off"
+    )]
+    FromEnvironment { error: Box<ShellError> },
+    #[error(
         "could not stop the step's other tasks ({reason}); they run until they exit or reach \
          the time limit"
     )]
     Kill { reason: String },
 }
+
+/// The environment form of `--tf-cluster`, which sbatch and salloc put in the job's environment
+/// for every srun inside it.
+pub const ENV_OPTION: &str = "SLURM_SPANK__SLURM_SPANK_OPTION_tfcluster_tf_cluster";
 
 impl ShellError {
     /// See [`Error::plan_is_wrong`].

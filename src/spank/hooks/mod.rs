@@ -55,6 +55,9 @@ struct State {
     /// srun: the step's components, one per `init_post_opt` (more than one: a heterogeneous
     /// step or `--het-group` list).
     components: u32,
+    /// How many times the option callback ran: in srun, once for a value from the job's
+    /// environment alone (`#SBATCH --tf-cluster`), again for one on srun's own line.
+    option_calls: u32,
 }
 
 static STATE: Mutex<State> = Mutex::new(State {
@@ -63,6 +66,7 @@ static STATE: Mutex<State> = Mutex::new(State {
     bare: false,
     plan: None,
     components: 0,
+    option_calls: 0,
 });
 
 /// srun calls it once per component, after its options; slurmstepd once, before the tasks fork.
@@ -132,6 +136,13 @@ pub fn init(sp: &Spank, args: &[String]) -> c_int {
 pub fn option(optarg: Option<String>, remote: bool) -> c_int {
     let mut state = state();
     let optarg = Spec::slurm_arg(optarg.as_deref());
+    state.option_calls += 1;
+    if Spec::is_off(optarg) {
+        // The step opts out: as if the option had never been given.
+        state.option = None;
+        state.bare = false;
+        return 0;
+    }
     let spec = Spec::parse(optarg);
     if !remote {
         let checked = Spec::check_typed(optarg)

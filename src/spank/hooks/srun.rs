@@ -4,7 +4,7 @@ use super::{settings, state};
 use crate::core::container::{self, ContainerStep};
 use crate::core::layout::{Distribution, TASK_HOSTS_VAR};
 use crate::core::{hostlist, Error, Settings, Spec};
-use crate::spank::error::ShellError;
+use crate::spank::error::{ShellError, ENV_OPTION};
 use crate::spank::ffi;
 use crate::spank::handle::{self, Spank, U32Item};
 use crate::spank::log;
@@ -20,22 +20,29 @@ pub fn init_post_opt() -> c_int {
 /// srun: the step's task and node counts and its command are known here; reject what cannot
 /// work before anything launches.
 pub fn local_user_init(sp: &Spank) -> c_int {
-    let (option, bare, settings, components) = {
+    let (option, bare, settings, components, calls) = {
         let state = state();
         (
             state.option.clone(),
             state.bare,
             settings(&state),
             state.components,
+            state.option_calls,
         )
     };
     // The callback already refused a spec that does not parse.
     let Some(Ok(spec)) = option else {
         return 0;
     };
+    // One call, with the job's environment holding the option: srun's own line gave none.
+    let from_environment = calls == 1 && std::env::var_os(ENV_OPTION).is_some();
     match check_before_launch(sp, &spec, bare, settings, components) {
         Ok(()) => 0,
         Err(e) => {
+            let e = match from_environment {
+                true => ShellError::FromEnvironment { error: Box::new(e) },
+                false => e,
+            };
             log::error(&e.to_string());
             -1
         }
