@@ -1,5 +1,5 @@
-//! The libslurm calls slurmstepd (and srun, for a step it refuses) makes for tfcluster, through
-//! slurmctld: ending a step, and asking where a heterogeneous step's components run. libslurm is loaded in every process
+//! The libslurm calls slurmstepd makes for tfcluster, through slurmctld: ending a step, and
+//! asking where a heterogeneous step's components run. libslurm is loaded in every process
 //! that runs the hooks (the plugin links none of it); each call's form per release comes from
 //! build.rs, and tests/abi.rs checks it against the release's `<slurm/slurm.h>`.
 

@@ -8,7 +8,6 @@ use crate::spank::error::{ShellError, ENV_OPTION};
 use crate::spank::ffi;
 use crate::spank::handle::{self, Spank, U32Item};
 use crate::spank::log;
-use crate::spank::slurm;
 use crate::spank::start_env;
 use std::ffi::c_int;
 
@@ -45,25 +44,8 @@ pub fn local_user_init(sp: &Spank) -> c_int {
                 false => e,
             };
             log::error(&e.to_string());
-            end_refused_step(sp);
             -1
         }
-    }
-}
-
-/// srun refuses a step after Slurm created it: in an allocation (a batch script, salloc) the
-/// step would keep its CPUs until the job ends (srun exits without telling slurmctld), and every
-/// later step of the script would wait for them ("Requested nodes are busy"). No task of it has
-/// started, so ending it through slurmctld gives them back.
-fn end_refused_step(sp: &Spank) {
-    let (Ok(job_id), Ok(step_id)) = (sp.item_u32(U32Item::JobId), sp.item_u32(U32Item::StepId))
-    else {
-        return;
-    };
-    if let Err(reason) = slurm::kill_step(job_id, step_id, libc::SIGKILL) {
-        log::debug(&format!(
-            "could not end the refused step {job_id}.{step_id}: {reason}"
-        ));
     }
 }
 
