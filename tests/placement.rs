@@ -110,10 +110,11 @@ fn batch_jobs() {
     }
 }
 
-/// A batch script under `#SBATCH --tf-cluster` runs a preparation step of one task: without a
-/// word srun refuses it (the spec does not fit) and says how to opt out; with
-/// `--tf-cluster=off` it runs without TF_CONFIG; the script's TensorFlow step still gets its
-/// cluster.
+/// A batch script under `#SBATCH --tf-cluster` runs a preparation step of one task: with
+/// `--tf-cluster=off` it runs without TF_CONFIG, and the script's TensorFlow step still gets its
+/// cluster; without the word srun refuses it (the spec does not fit) and says how to opt out.
+/// The refusal comes last: Slurm keeps a step that srun refused after creating it until the job
+/// ends, and a later step of the script would wait for its CPUs (docs/user-guide.md).
 #[test]
 #[ignore = "needs the test cluster: run tests/run.sh"]
 fn one_step_of_a_batch_script_opts_out_with_off() {
@@ -122,9 +123,9 @@ fn one_step_of_a_batch_script_opts_out_with_off() {
         &script,
         format!(
             "#!/bin/bash\n#SBATCH --tf-cluster=chief:1,worker:3\n#SBATCH -w n011,n012 -N2 -n4\n\
-             srun -N1 -n1 true 2>&1 | sed 's/^/REFUSED|/'\n\
              srun -N1 -n1 --tf-cluster=off sh -c 'echo \"PREPARED|${{TF_CONFIG-unset}}\"'\n\
-             srun -N2 -n4 {r}\n",
+             srun -N2 -n4 {r}\n\
+             srun -N1 -n1 true 2>&1 | sed 's/^/REFUSED|/'\n",
             r = report()
         ),
     )
