@@ -105,10 +105,9 @@ pub fn loaded_line() -> String {
 
 pub fn init(sp: &Spank, args: &[String]) -> c_int {
     let ctx = handle::context();
-    match ctx {
-        Context::Slurmd => log::info(&loaded_line()),
-        Context::Local => log::verbose(&loaded_line()),
-        _ => {}
+    // slurmd's; srun's comes in its init_post_opt, once `-v` has been read.
+    if ctx == Context::Slurmd {
+        log::info(&loaded_line());
     }
     let parsed = Settings::from_plugstack(args);
     if let Err(e) = &parsed {

@@ -11,9 +11,14 @@ use crate::spank::log;
 use crate::spank::start_env;
 use std::ffi::c_int;
 
-/// srun, once per component of the step, after its options are parsed.
+/// srun, once per component of the step, after its options are parsed (so `-v` shows the
+/// first call's line: in `init`, srun has not read `-v` yet).
 pub fn init_post_opt() -> c_int {
-    state().components += 1;
+    let mut state = state();
+    if state.components == 0 {
+        log::verbose(&super::loaded_line());
+    }
+    state.components += 1;
     0
 }
 
