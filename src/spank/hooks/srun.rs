@@ -11,20 +11,17 @@ use crate::spank::log;
 use crate::spank::start_env;
 use std::ffi::c_int;
 
-/// srun, once per component of the step, after its options are parsed (so `-v` shows the
-/// first call's line: in `init`, srun has not read `-v` yet).
+/// srun, once per component of the step, after its options are parsed.
 pub fn init_post_opt() -> c_int {
-    let mut state = state();
-    if state.components == 0 {
-        log::verbose(&super::loaded_line());
-    }
-    state.components += 1;
+    state().components += 1;
     0
 }
 
 /// srun: the step's task and node counts and its command are known here; reject what cannot
 /// work before anything launches.
 pub fn local_user_init(sp: &Spank) -> c_int {
+    // Here, not in `init` or `init_post_opt`: srun applies `-v` to its log only after both.
+    log::verbose(&super::loaded_line());
     let (option, bare, settings, components, calls) = {
         let state = state();
         (
