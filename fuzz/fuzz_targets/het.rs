@@ -33,13 +33,28 @@ fuzz_target!(|data: &[u8]| {
                 Some((node_list, tids)) => {
                     let tids: Vec<Vec<u32>> = tids.split(';').map(ids).collect();
                     let tasks = tids.iter().map(|t| t.len() as u32).sum();
-                    Ok(ComponentLayout { node_list: node_list.into(), tids, tasks })
+                    Ok(ComponentLayout {
+                        node_list: node_list.into(),
+                        tids,
+                        tasks,
+                    })
                 }
             };
-            Some(Answer { component, job_id, layout })
+            Some(Answer {
+                component,
+                job_id,
+                layout,
+            })
         })
         .collect();
-    let own = Own { job_id, node: node as usize, nodes, tasks, gtids: &gtids, hostname: head.get(5).copied() };
+    let own = Own {
+        job_id,
+        node: node as usize,
+        nodes,
+        tasks,
+        gtids: &gtids,
+        hostname: head.get(5).copied(),
+    };
     let Ok(het) = HetLayout::new(&answers, step_tasks, own) else {
         return;
     };
@@ -49,7 +64,9 @@ fuzz_target!(|data: &[u8]| {
     // Every rank is placed; this node's tasks are on this node, each in a slot of its own.
     assert_eq!(layout.tasks(), step_tasks);
     let slots = het.slots(&layout, &gtids);
-    let mine = layout.node(het.own_node()).expect("this node is in the step");
+    let mine = layout
+        .node(het.own_node())
+        .expect("this node is in the step");
     for (&gtid, &slot) in gtids.iter().zip(&slots) {
         assert_eq!(mine.get(slot), Some(&(het.own_offset + gtid)));
     }

@@ -13,7 +13,12 @@
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;
 use std::collections::HashSet;
-use tfcluster::core::container;
+use tfcluster::core::container::{self, Runtimes};
+
+const APPTAINER_ONLY: Runtimes = Runtimes {
+    apptainer: true,
+    singularity: false,
+};
 use tfcluster::core::layout::{TaskCounts, MAX_TASKS};
 use tfcluster::core::{Error, GpuAction, ProxyEnv, Role, Settings, Spec, StepInputs, StepPlan};
 
@@ -58,6 +63,8 @@ fuzz_target!(|data: &[u8]| {
         topology: None,
         het: None,
         proxies: ProxyEnv::from_pairs(&[("http_proxy", "x")]),
+        // Apptainer on this node, SingularityCE not: the default sets one prefix only.
+        runtimes: APPTAINER_ONLY,
         job_id: 42,
         step_id: 1,
     };
@@ -89,7 +96,12 @@ fn check_firewall(plan: &StepPlan) {
     plan.settings.port_range = (1, 65535);
     for node in 0..plan.hosts.len() {
         let script = plan
-            .firewall(42, 1, 1000, node, |_| Ok(vec!["10.0.0.1".parse().unwrap(), "fd00::1".parse().unwrap()]))
+            .firewall(42, 1, 1000, node, |_| {
+                Ok(vec![
+                    "10.0.0.1".parse().unwrap(),
+                    "fd00::1".parse().unwrap(),
+                ])
+            })
             .unwrap()
             .unwrap();
         assert!(
@@ -166,16 +178,21 @@ fn check(plan: &StepPlan, gpus: Option<&str>) {
             env.get("no_grpc_proxy").is_some(),
             plan.settings.grpc_proxy_bypass
         );
-        // Apptainer's names: for every plain variable, both or neither, with its value.
-        let mirrored = plan.settings.apptainer_env.on(program.is_some());
+        // The runtimes' names: for every plain variable, each runtime's the setting gives this
+        // task (Apptainer's, SingularityCE's), with its value, and no other.
+        let runtimes = plan
+            .settings
+            .apptainer_env
+            .for_task(APPTAINER_ONLY, program);
         for (name, value) in &env.set {
             assert!(
                 container::reaches_apptainer(name),
                 "{name} is not in APPTAINER_NAMES"
             );
-            for &other in container::apptainer_names(name) {
+            let wanted = [runtimes.apptainer, runtimes.singularity];
+            for (&other, wanted) in container::apptainer_names(name).iter().zip(wanted) {
                 let got = env.get(other);
-                assert_eq!(got.is_some(), mirrored, "{other}");
+                assert_eq!(got.is_some(), wanted, "{other}");
                 if let Some(got) = got {
                     assert_eq!(got, &value[..value.len() - 1], "{other}");
                 }
