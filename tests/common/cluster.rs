@@ -353,6 +353,10 @@ pub fn bundle(name: &str, binds: &[&str]) -> String {
         .status()
         .unwrap();
     assert!(linked.success(), "cp -al {root} {}/rootfs", dir.display());
+    // Where Slurm binds each task's spool directory (/var/run/slurm, /var/run -> /run in the
+    // image): made here, once. Otherwise the runc of each node's task makes it in the shared
+    // rootfs, and two at once fail one task ("mkdirat .../rootfs/run/slurm: file exists").
+    std::fs::create_dir_all(dir.join("rootfs/run/slurm")).unwrap();
     sh_ok(&format!("runc spec --bundle {}", dir.display()));
     let path = dir.join("config.json");
     let mut config: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
