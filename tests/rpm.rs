@@ -198,7 +198,10 @@ fn rpmbuild_ta_builds_the_tarball_offline_for_the_installed_slurm() {
         [
             "/usr/lib64/slurm/spank_tfcluster.so",
             "/usr/share/doc/slurm-spank-tfcluster",
+            "/usr/share/doc/slurm-spank-tfcluster/CHANGELOG.md",
             "/usr/share/doc/slurm-spank-tfcluster/README.md",
+            "/usr/share/licenses/slurm-spank-tfcluster",
+            "/usr/share/licenses/slurm-spank-tfcluster/LICENSE",
             "/usr/share/man/man8/spank-tfcluster.8",
             "/usr/share/tfcluster",
             "/usr/share/tfcluster/plugstack.conf.example",
