@@ -43,6 +43,29 @@ fn the_runtimes_a_node_has() {
     }
 }
 
+/// The user guide lists the prefixes a node looks in, as `RUNTIME_DIRS` has them.
+#[test]
+fn the_user_guide_names_every_runtime_prefix() {
+    let guide = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/user-guide.md"),
+    )
+    .unwrap()
+    .replace('\n', " ");
+    let listed = tfcluster::core::container::RUNTIME_DIRS
+        .iter()
+        .map(|d| format!("`{d}`"))
+        .collect::<Vec<_>>();
+    let sentence = format!(
+        "{} and {}",
+        listed[..listed.len() - 1].join(", "),
+        listed[listed.len() - 1]
+    );
+    assert!(
+        guide.contains(&sentence),
+        "docs/user-guide.md must list {sentence}"
+    );
+}
+
 /// The file look on this machine: a link to an executable is its target's name; a file that
 /// is not executable, or is missing, is nothing.
 #[test]

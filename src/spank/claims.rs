@@ -31,6 +31,8 @@ impl Claimant<'_> {
     /// the node's files would not do (the step cannot be kept from another's ports then, so it
     /// does not start).
     pub fn claim(&self) -> Result<Claimed, String> {
+        // The step's own job: the first component's in a heterogeneous job.
+        let job_id = self.jobs.first().copied().unwrap_or_default();
         let dir = PathBuf::from(claims::node_dir(self.node));
         let io = |what: &str, e: std::io::Error| format!("cannot {what} {}: {e}", dir.display());
         fs::create_dir_all(&dir).map_err(|e| io("make", e))?;
@@ -52,7 +54,7 @@ impl Claimant<'_> {
             .and_then(|text| Owner::from_stat(me, &text))
             .ok_or_else(|| "cannot read slurmstepd's own /proc/self/stat".to_string())?;
         let claim = Claim {
-            job_id: self.jobs[0],
+            job_id,
             step_id: self.step_id,
             owner,
             ports: self.ports.to_vec(),

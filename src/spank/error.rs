@@ -25,7 +25,8 @@ pub enum ShellError {
     PassOrder { reason: String },
     #[error(
         "node {node} cannot give the step its ports: {reason}; the step is stopped before its \
-         tasks start"
+         tasks start (when the reason is the node's files, ask the admin to let slurmstepd write \
+         /run/tfcluster)"
     )]
     Ports { node: String, reason: String },
     #[error(

@@ -6,7 +6,7 @@
 //! | same                | option callback              | parse the spec: a syntax error fails srun/sbatch before submission |
 //! | srun (1/component)  | `init_post_opt`              | count the step's components |
 //! | srun                | `local_user_init`            | say the version loaded (`-v`); fit the spec to the step: a mismatch fails srun before launch ([`srun`]); a heterogeneous step's counts are checked on the nodes |
-//! | slurmstepd (1/node) | `init_post_opt`              | plan the whole step once, check it against Slurm's own ids for this node, record the node's GPUs ([`stepd`]); with `isolate=yes`, install the step's firewall ([`isolation`]); a node that cannot keeps every task from starting (`task_init` ends each, the first says why) |
+//! | slurmstepd (1/node) | `init_post_opt`              | plan the whole step once, check it against Slurm's own ids for this node, record the node's GPUs ([`stepd`]); claim the node's step ports ([`crate::spank::claims`]); with `isolate=yes`, install the step's firewall ([`isolation`]); a node that cannot keeps every task from starting (`task_init` ends each, the first says why) |
 //! | task (1/task)       | `task_init`                  | `spank_setenv` every variable the plan gives this task (TF_CONFIG, its GPUs, ...) |
 //! | slurmstepd          | `task_exit`                  | when the chief (or worker 0) ends (`end_with_chief`), or another trainer fails (`fail_fast`), say which and end the step (from a thread, once the task's own status is on its way to srun) |
 //! | slurmstepd          | `exit`                       | wait for that thread: the stop must go out even when the node's last task has ended; remove the step's firewall |
