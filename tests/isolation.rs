@@ -8,8 +8,8 @@ use common::cluster::{dir, records, sh, sh_ok, tool, PlugStack};
 use common::*;
 use std::net::IpAddr;
 use tfcluster::core::isolation::{
-    check_tables, job_tables, other_tables, persistent, removal, set_ports, table_name, OWNED,
-    OWNED_PERSISTENT,
+    check_tables, ended_steps, ended_table_name, job_tables, other_tables, persistent, removal,
+    set_ports, table_name, OWNED, OWNED_PERSISTENT,
 };
 use tfcluster::core::StepInputs;
 use tfcluster::spank::nftables::LIBRARY;
@@ -112,6 +112,89 @@ tcp flags & (syn | ack) == syn meta skuid != 61001 oif \"lo\" tcp dport @ports r
     );
 }
 
+/// What n9 keeps for the same step once its own tasks have all ended while n10's still run: a
+/// table of its own, not owned (it outlives n9's slurmstepd), with the forward and output rules
+/// over every endpoint of the step, so that no other user on n9, and nothing forwarded through
+/// it, reaches n10's servers, which still admit n9's address; every port of the step in its
+/// `ports` set, for a later step's check. No input rule: n9 serves nothing of the step any more.
+#[test]
+fn what_a_node_keeps_after_its_tasks_ended() {
+    let plan = plan("worker:*", &["isolate=yes"], &step("n9,n10", "2,1", None));
+    let firewall = plan.isolation(12, 3, 61001, 0).unwrap();
+    let (_, ended) = firewall.scripts(resolve).unwrap();
+    let expected = format!(
+        "table inet tfcluster_12_3_ended {{
+set ports {{
+type inet_service
+elements = {{ {a}, {b} }}
+}}
+set hosts4_0 {{
+type ipv4_addr
+elements = {{ 10.77.0.12 }}
+}}
+set hosts6_0 {{
+type ipv6_addr
+elements = {{ fd00::12 }}
+}}
+set ports_0 {{
+type inet_service
+elements = {{ {a} }}
+}}
+set hosts4_1 {{
+type ipv4_addr
+elements = {{ 10.77.0.11 }}
+}}
+set hosts6_1 {{
+type ipv6_addr
+}}
+set ports_1 {{
+type inet_service
+elements = {{ {a}, {b} }}
+}}
+chain forward {{
+type filter hook forward priority 0; policy accept;
+tcp flags & (syn | ack) == syn ip daddr @hosts4_0 tcp dport @ports_0 reject with tcp reset
+tcp flags & (syn | ack) == syn ip6 daddr @hosts6_0 tcp dport @ports_0 reject with tcp reset
+tcp flags & (syn | ack) == syn ip daddr @hosts4_1 tcp dport @ports_1 reject with tcp reset
+tcp flags & (syn | ack) == syn ip6 daddr @hosts6_1 tcp dport @ports_1 reject with tcp reset
+}}
+chain output {{
+type filter hook output priority 0; policy accept;
+tcp flags & (syn | ack) == syn meta skuid != 61001 ip daddr @hosts4_0 tcp dport @ports_0 reject with tcp reset
+tcp flags & (syn | ack) == syn meta skuid != 61001 ip6 daddr @hosts6_0 tcp dport @ports_0 reject with tcp reset
+tcp flags & (syn | ack) == syn meta skuid != 61001 ip daddr @hosts4_1 tcp dport @ports_1 reject with tcp reset
+tcp flags & (syn | ack) == syn meta skuid != 61001 ip6 daddr @hosts6_1 tcp dport @ports_1 reject with tcp reset
+}}
+}}
+",
+        a = plan.endpoints.port(0),
+        b = plan.endpoints.port(1)
+    );
+    assert_eq!(ended, expected);
+    assert_eq!(ended_table_name(12, 3), "tfcluster_12_3_ended");
+}
+
+/// The tables of steps whose tasks ended on the node, which a later step's node removes once
+/// slurmctld says their step has ended: (a line of `nft list tables`, its job and step).
+#[rustfmt::skip]
+#[test]
+fn the_tables_of_steps_that_ended_on_a_node() {
+    let cases: &[(&str, Option<(u32, u32)>)] = &[
+        ("table inet tfcluster_12_3_ended",          Some((12, 3))),
+        ("table inet tfcluster_12_4294967290_ended", Some((12, 4294967290))),
+        ("table inet tfcluster_12_3",                None),
+        ("table inet tfcluster_12__ended",           None),
+        ("table inet tfcluster__3_ended",            None),
+        ("table inet tfcluster_12_3_ended_x",        None),
+        ("table ip tfcluster_12_3_ended",            None),
+        ("table inet filter",                        None),
+    ];
+    for (line, ids) in cases {
+        let got: Vec<(u32, u32)> = ended_steps(line).iter().map(|&(_, j, s)| (j, s)).collect();
+        assert_eq!(got, ids.iter().copied().collect::<Vec<_>>(), "{line}");
+    }
+}
+
 /// Each node admits connections to its own ports only (the peers and endpoints are the same on
 /// every node). (node, its `ports` set)
 #[rustfmt::skip]
@@ -161,6 +244,10 @@ fn the_job_epilog_removes_every_table_of_its_job_and_no_other() {
     let cases: &[(&str, bool)] = &[
         ("table inet tfcluster_12_0",          true),
         ("table inet tfcluster_12_4294967290", true),
+        ("table inet tfcluster_12_3_ended",    true),
+        ("table inet tfcluster_123_3_ended",   false),
+        ("table inet tfcluster_12__ended",     false),
+        ("table inet tfcluster_12_3_ended_",   false),
 
         ("table inet tfcluster_123_0",         false),
         ("table inet tfcluster_1_2",           false),
@@ -174,7 +261,10 @@ fn the_job_epilog_removes_every_table_of_its_job_and_no_other() {
         assert_eq!(!job_tables(line, 12).is_empty(), *removed, "{line}");
     }
     let listing: String = cases.iter().map(|(l, _)| format!("{l}\n")).collect();
-    assert_eq!(job_tables(&listing, 12), ["tfcluster_12_0", "tfcluster_12_4294967290"]);
+    assert_eq!(
+        job_tables(&listing, 12),
+        ["tfcluster_12_0", "tfcluster_12_4294967290", "tfcluster_12_3_ended"]
+    );
     assert_eq!(table_name(12, 4294967290), "tfcluster_12_4294967290");
     assert_eq!(removal("tfcluster_12_0"), "delete table inet tfcluster_12_0\n");
 }
@@ -247,6 +337,8 @@ fn the_tables_a_step_compares_its_ports_with() {
         ("table inet tfcluster_12_3",  false),
         ("table inet tfcluster_13_3",  false),
         ("table inet tfcluster_12_31", true),
+        ("table inet tfcluster_57_0_ended", true),
+        ("table inet tfcluster_12_3_ended", false),
         ("table inet filter",          false),
         ("table ip nat",               false),
     ];
@@ -496,6 +588,87 @@ echo \"LEFT|$left\"",
             .map(|n| format!("{n}|{}", u8::from(isolate && ["n9", "n10"].contains(n))))
             .collect();
         assert_eq!(tables, [held.clone(), held].concat(), "{what}");
+        assert_eq!(records(&stdout, "LEFT"), [["0"]], "{what}: rules left");
+    }
+}
+
+/// A shell loop that prints `NAMES|node|table,table,...` of tfcluster's tables on each step node.
+fn table_names_script() -> String {
+    "for n in n9 n10; do echo \"NAMES|$n|$(nsenter --net=/run/netns/tfc-$n nft list tables | awk '/tfcluster_/ {print $3}' | sort | paste -sd,)\"; done".to_string()
+}
+
+/// A node whose tasks ended first (n9's, while n10's still serve): another user on n9 still
+/// reaches none of n10's servers, which admit n9's address. n9 keeps a table for that until
+/// the step has ended everywhere; the job's next step on the node removes it once slurmctld
+/// says so, and the job's epilog removes the last. Without isolate=yes n10's servers are open
+/// from n9. (isolate, what another user on n9 gets at each endpoint, n9's and n10's tables
+/// while n10 still serves, after the step, after the job's next step)
+#[rustfmt::skip]
+#[test]
+#[ignore = "needs the test cluster: run tests/run.sh"]
+fn a_node_whose_tasks_ended_first_keeps_other_users_away() {
+    type Tables = [&'static str; 2];
+    let cases: &[(bool, [&str; 4], Tables, Tables, Tables)] = &[
+        (true,  ["refused", "refused", "refused", "refused"], ["J_0_ended", "J_0"], ["J_0_ended", "J_0_ended"], ["J_1_ended", "J_1_ended"]),
+        (false, ["refused", "refused", "open",    "open"],    ["", ""],             ["", ""],                   ["", ""]),
+    ];
+    let probe = format!("/usr/bin/python3 {}", tool("isolation_probe.py"));
+    for (isolate, reached, serving, after, next) in cases {
+        let _plugstack = isolate.then(|| PlugStack::isolated(""));
+        let d = dir().join(format!("ended-first-{isolate}"));
+        let d = d.display();
+        let stepds = |step: u32, left: u32| {
+            format!("for i in $(seq 100); do [ $(pgrep -fc \"^slurmstepd: \\[$job\\.{step}\\]\") -le {left} ] && break; sleep 0.1; done")
+        };
+        let out = sh(&format!(
+            "rm -rf {d}; mkdir -m 1777 {d}
+job=$(runuser -u {OWNER} -- salloc --no-shell -p shared -w n9,n10 -N2 --ntasks-per-node=2 -t 3 2>&1 | sed -n 's/.*Granted job allocation \\([0-9]*\\).*/\\1/p')
+echo \"JOB|$job\"
+runuser -u {OWNER} -- srun --jobid=$job -N2 --ntasks-per-node=2 -t 2 --tf-cluster {probe} serve {d} >{d}/step.out 2>{d}/step.err &
+step=$!
+for i in $(seq 600); do [ -e {d}/endpoints ] && break; kill -0 $step 2>/dev/null || break; sleep 0.1; done
+touch {d}/stop.n9
+{n9_gone}
+{names}
+runuser -u {OTHER} -- srun -p shared -w n9 -N1 -n1 -t 1 {probe} probe {d} ENDED
+touch {d}/stop; wait $step; echo \"SRUN|$?\"
+{all_gone}
+{names}
+runuser -u {OWNER} -- srun --jobid=$job -N2 -n2 -t 1 --tf-cluster true; echo \"NEXT|$?\"
+{next_gone}
+{names}
+scancel $job
+for i in $(seq 100); do left=$({tables} | grep -vc '|0$'); [ \"$left\" = 0 ] && break; sleep 0.1; done
+echo \"LEFT|$left\"
+cat {d}/step.err >&2",
+            n9_gone = stepds(0, 1),
+            all_gone = stepds(0, 0),
+            next_gone = stepds(1, 0),
+            names = table_names_script(),
+            tables = tables_script(),
+        ));
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        let what = format!("isolate={isolate}:\n{stdout}\n{stderr}");
+        let job = records(&stdout, "JOB")[0][0].to_string();
+        assert!(!job.is_empty(), "{what}");
+        let got: Vec<&str> = records(&stdout, "ENDED").iter().map(|r| r[1]).collect();
+        assert_eq!(got, reached, "{what}");
+        assert_eq!(records(&stdout, "SRUN"), [["0"]], "{what}");
+        assert_eq!(records(&stdout, "NEXT"), [["0"]], "{what}");
+        let names: Vec<String> = records(&stdout, "NAMES").iter().map(|r| r.join("|")).collect();
+        let expected: Vec<String> = [serving, after, next]
+            .iter()
+            .flat_map(|tables| {
+                ["n9", "n10"].iter().zip(tables.iter()).map(|(n, t)| match t.is_empty() {
+                    true => format!("{n}|"),
+                    false => format!("{n}|tfcluster_{}", t.replace('J', &job)),
+                })
+            })
+            .collect();
+        assert_eq!(names, expected, "{what}");
         assert_eq!(records(&stdout, "LEFT"), [["0"]], "{what}: rules left");
     }
 }

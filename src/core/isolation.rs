@@ -28,6 +28,12 @@
 //! process can delete it; with `persist` (Linux 6.9, libnftables 1.1) it also outlives a
 //! slurmstepd killed with SIGKILL until the job's epilog removes it ([`persistent`]).
 //!
+//! A node whose tasks have all ended while the step runs on elsewhere keeps part of the rules
+//! in a table of its own ([`ended_table_name`], [`StepFirewall::scripts`]): its peers still
+//! admit its address, so without them another user there would reach their servers. That table
+//! is not owned (its slurmstepd exits); it stays until the step has ended everywhere, found by
+//! the next step on the node that asks slurmctld, or the job's epilog ([`ended_steps`]).
+//!
 //! Before the rules go in, a node refuses a step whose ports another step's table holds
 //! ([`check_tables`]): the rules would act on the other job's connections. (Every step, isolated
 //! or not, first claims its ports on the node: [`super::claims`].)
@@ -52,6 +58,26 @@ pub fn table_name(job_id: u32, step_id: u32) -> String {
     format!("{TABLE_PREFIX}{job_id}_{step_id}")
 }
 
+/// What the name of a node's table after its tasks ended adds to [`table_name`].
+pub const ENDED: &str = "_ended";
+
+/// The table a node keeps for a step once its own tasks have all ended ([`StepFirewall::scripts`]).
+pub fn ended_table_name(job_id: u32, step_id: u32) -> String {
+    format!("{}{ENDED}", table_name(job_id, step_id))
+}
+
+/// The tables of steps whose tasks ended here in the text of `list tables`, each with its job
+/// and step: each stays until slurmctld says its step has ended.
+pub fn ended_steps(listing: &str) -> Vec<(&str, u32, u32)> {
+    listed(listing)
+        .filter_map(|name| {
+            let ids = name.strip_prefix(TABLE_PREFIX)?.strip_suffix(ENDED)?;
+            let (job, step) = ids.split_once('_')?;
+            Some((name, decimal(job)?, decimal(step)?))
+        })
+        .collect()
+}
+
 /// The script that removes `table`, which must exist. The usual way to remove a table whether
 /// or not it exists (add it, then delete it, in one transaction; nftables 1.0.6, Debian 12's,
 /// has no `destroy`) fails on an owned table, even for its owner (the add would change its
@@ -69,12 +95,14 @@ pub fn listed(listing: &str) -> impl Iterator<Item = &str> {
 }
 
 /// The tables of job `job_id` in the text of `list tables` (`table inet tfcluster_12_0` per
-/// line): what the job epilog removes, whichever of the job's steps left them.
+/// line, or `tfcluster_12_0_ended`): what the job epilog removes, whichever of the job's steps
+/// left them.
 pub fn job_tables(listing: &str, job_id: u32) -> Vec<&str> {
     let prefix = format!("{TABLE_PREFIX}{job_id}_");
     listed(listing)
         .filter(|name| {
             name.strip_prefix(&prefix)
+                .map(|step| step.strip_suffix(ENDED).unwrap_or(step))
                 .is_some_and(|step| !step.is_empty() && step.bytes().all(|b| b.is_ascii_digit()))
         })
         .collect()
@@ -141,6 +169,20 @@ impl StepFirewall<'_> {
         &self,
         resolve: impl FnMut(&str) -> std::result::Result<Vec<IpAddr>, String>,
     ) -> Result<String> {
+        self.scripts(resolve).map(|(running, _)| running)
+    }
+
+    /// [`Self::script`], and the script of what the node keeps once its own tasks have all
+    /// ended while the step may run on elsewhere, in [`ended_table_name`]: the forward and
+    /// output rules alone, over every endpoint of the step. Its peers still admit this node's
+    /// address, so no other uid here, and nothing forwarded through here, may open a
+    /// connection to them; its own ports have no server left to protect. Not owned: it
+    /// outlives its slurmstepd. Its `ports` set holds every port of the step, for the check of
+    /// a later step on the node ([`check_tables`]). Names are resolved once for both.
+    pub fn scripts(
+        &self,
+        resolve: impl FnMut(&str) -> std::result::Result<Vec<IpAddr>, String>,
+    ) -> Result<(String, String)> {
         if let Some(range) = self.port_range {
             let busiest = self.layout.busiest().1;
             let port = |slot| decimal::<u32>(self.endpoints.port(slot)).unwrap_or(0);
@@ -148,7 +190,7 @@ impl StepFirewall<'_> {
         }
         let resolved = self.resolve(resolve)?;
         let groups = self.groups(&resolved);
-        Ok(self.write(&resolved, &groups))
+        Ok((self.write(&resolved, &groups), self.write_ended(&groups)))
     }
 
     /// The name of this node's table for the step.
@@ -219,20 +261,7 @@ impl StepFirewall<'_> {
         families(&mut out, ["peers4", "peers6"], peers.into_iter());
         families(&mut out, ["self4", "self6"], own.iter());
         set(&mut out, "ports", "inet_service", self.own_ports().iter());
-        for (i, group) in groups.iter().enumerate() {
-            let names = [format!("hosts4_{i}"), format!("hosts6_{i}")];
-            families(&mut out, names, group.hosts.iter());
-            set(
-                &mut out,
-                &format!("ports_{i}"),
-                "inet_service",
-                group.ports.iter(),
-            );
-        }
-        // Refused with a TCP reset, so a refused client fails at once instead of waiting for
-        // its connect timeout. Only connection attempts are matched (SYN without ACK).
-        let refuse = "reject with tcp reset";
-        let attempt = "tcp flags & (syn | ack) == syn";
+        self.write_groups(&mut out, groups);
         let _ = write!(
             out,
             "chain input {{\n\
@@ -240,33 +269,80 @@ impl StepFirewall<'_> {
              iif \"lo\" accept\n\
              ip daddr @self4 ip saddr @peers4 accept\n\
              ip6 daddr @self6 ip6 saddr @peers6 accept\n\
-             {attempt} tcp dport @ports {refuse}\n\
+             {ATTEMPT} tcp dport @ports {REFUSE}\n\
              }}\n\
              chain forward {{\n\
              type filter hook forward priority 0; policy accept;\n"
         );
-        let endpoints = |out: &mut String, condition: &str| {
-            for i in 0..groups.len() {
-                for (family, v) in [("ip", 4), ("ip6", 6)] {
-                    let _ = writeln!(
-                        out,
-                        "{condition} {family} daddr @hosts{v}_{i} tcp dport @ports_{i} {refuse}"
-                    );
-                }
-            }
-        };
-        endpoints(&mut out, attempt);
+        endpoints(&mut out, groups.len(), ATTEMPT);
         let _ = write!(
             out,
             "}}\nchain output {{\ntype filter hook output priority 0; policy accept;\n"
         );
-        let attempt = format!("{attempt} meta skuid != {}", self.uid);
-        endpoints(&mut out, &attempt);
+        let attempt = format!("{ATTEMPT} meta skuid != {}", self.uid);
+        endpoints(&mut out, groups.len(), &attempt);
         let _ = write!(
             out,
-            "{attempt} oif \"lo\" tcp dport @ports {refuse}\n}}\n}}\n"
+            "{attempt} oif \"lo\" tcp dport @ports {REFUSE}\n}}\n}}\n"
         );
         out
+    }
+
+    /// The script of [`Self::scripts`]'s second table: the groups' sets, every port of the
+    /// step, and the forward and output chains of [`Self::write`] without the loopback rule.
+    fn write_ended(&self, groups: &[Group]) -> String {
+        let table = ended_table_name(self.job_id, self.step_id);
+        let mut out = format!("table inet {table} {{\n");
+        let all: BTreeSet<&str> = groups
+            .iter()
+            .flat_map(|g| g.ports.iter().copied())
+            .collect();
+        set(&mut out, "ports", "inet_service", all.iter());
+        self.write_groups(&mut out, groups);
+        out.push_str("chain forward {\ntype filter hook forward priority 0; policy accept;\n");
+        endpoints(&mut out, groups.len(), ATTEMPT);
+        out.push_str("}\nchain output {\ntype filter hook output priority 0; policy accept;\n");
+        endpoints(
+            &mut out,
+            groups.len(),
+            &format!("{ATTEMPT} meta skuid != {}", self.uid),
+        );
+        out.push_str("}\n}\n");
+        out
+    }
+
+    /// Each group's sets: its hosts by family and its ports.
+    fn write_groups(&self, out: &mut String, groups: &[Group]) {
+        for (i, group) in groups.iter().enumerate() {
+            let names = [format!("hosts4_{i}"), format!("hosts6_{i}")];
+            families(out, names, group.hosts.iter());
+            set(
+                out,
+                &format!("ports_{i}"),
+                "inet_service",
+                group.ports.iter(),
+            );
+        }
+    }
+}
+
+/// Refused with a TCP reset, so a refused client fails at once instead of waiting for its
+/// connect timeout.
+const REFUSE: &str = "reject with tcp reset";
+/// Only connection attempts are matched (SYN without ACK): no connection tracking, and no
+/// established connection, the step's or anyone else's, is ever touched.
+const ATTEMPT: &str = "tcp flags & (syn | ack) == syn";
+
+/// One rule per group and family that refuses `condition`'s connection attempts to the
+/// group's endpoints.
+fn endpoints(out: &mut String, groups: usize, condition: &str) {
+    for i in 0..groups {
+        for (family, v) in [("ip", 4), ("ip6", 6)] {
+            let _ = writeln!(
+                out,
+                "{condition} {family} daddr @hosts{v}_{i} tcp dport @ports_{i} {REFUSE}"
+            );
+        }
     }
 }
 
@@ -288,7 +364,7 @@ fn families<'a>(
 pub fn other_tables<'l>(listing: &'l str, own_jobs: &[u32], step_id: u32) -> Vec<&'l str> {
     let own: Vec<String> = own_jobs
         .iter()
-        .map(|&job| table_name(job, step_id))
+        .flat_map(|&job| [table_name(job, step_id), ended_table_name(job, step_id)])
         .collect();
     listed(listing)
         .filter(|name| name.starts_with(TABLE_PREFIX) && !own.iter().any(|o| o == name))

@@ -1,5 +1,5 @@
-//! The libslurm calls slurmstepd makes for tfcluster, through slurmctld: ending a step, and
-//! asking where a heterogeneous step's components run. libslurm is loaded in every process
+//! The libslurm calls slurmstepd makes for tfcluster, through slurmctld: ending a step,
+//! asking where a heterogeneous step's components run, and whether a step has ended. libslurm is loaded in every process
 //! that runs the hooks (the plugin links none of it); each call's form per release comes from
 //! build.rs, and tests/abi.rs checks it against the release's `<slurm/slurm.h>`.
 
@@ -118,6 +118,25 @@ pub fn step_layout(
             tasks,
         }),
         _ => Err("slurmctld's layout has no node list or no task ids".into()),
+    }
+}
+
+/// Whether slurmctld still has step `step_id` of job `job_id` (its layout, which it keeps
+/// until the step has ended on every node): `Some(false)` once the step or its job has ended,
+/// `None` when slurmctld does not say (not reached, say). Blocks until slurmctld answers.
+pub fn step_exists(job_id: u32, step_id: u32) -> Option<bool> {
+    let mut id = step_id_of(job_id, ffi::TFC_NO_VAL as u32, step_id);
+    // SAFETY: as in [`step_layout`]: a valid slurm_step_id_t that outlives the call.
+    let layout = unsafe { ffi::slurm_job_step_layout_get(&mut id) };
+    if !layout.is_null() {
+        // SAFETY: made by slurm_job_step_layout_get and not used after this.
+        unsafe { ffi::slurm_job_step_layout_free(layout) };
+        return Some(true);
+    }
+    let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+    match errno {
+        ffi::TFC_ESLURM_INVALID_JOB_ID | ffi::TFC_ESLURM_ALREADY_DONE => Some(false),
+        _ => None,
     }
 }
 

@@ -5,7 +5,8 @@ gRPC servers use them: a listener on every address, IPv4 and IPv6, clients that 
                                    wait for every task, connect to every endpoint of the step and
                                    print STEP|rank|endpoint|result (and NETLINK|rank|count of the
                                    netlink sockets it inherited); rank 0 writes the endpoints to
-                                   DIR/endpoints; hold the port until DIR/stop exists (120 s at most)
+                                   DIR/endpoints; hold the port until DIR/stop, or
+                                   DIR/stop.NODE for the tasks of node NODE, exists (120 s at most)
   isolation_probe.py probe DIR WHO [HOST [SOURCE]]
                                    connect to every endpoint in DIR/endpoints (at HOST instead
                                    of the endpoint's own address, from SOURCE if given) and print
@@ -46,9 +47,9 @@ def netlink_sockets():
     return count
 
 
-def wait_for(path, seconds):
+def wait_for(path, seconds, *others):
     end = time.time() + seconds
-    while not os.path.exists(path):
+    while not any(os.path.exists(p) for p in (path,) + others):
         if time.time() > end:
             sys.exit(f"{path} did not appear in {seconds} s")
         time.sleep(0.05)
@@ -74,7 +75,7 @@ if mode == "serve":
                 f.write("\n".join(endpoints) + "\n")
             os.chmod(f"{d}/endpoints.tmp", 0o644)
             os.rename(f"{d}/endpoints.tmp", f"{d}/endpoints")
-        wait_for(f"{d}/stop", 120)
+        wait_for(f"{d}/stop", 120, f"{d}/stop.{os.environ['SLURMD_NODENAME']}")
 elif mode == "listen":
     with socket.create_server(("", int(sys.argv[3])), family=socket.AF_INET6,
                               dualstack_ipv6=True):

@@ -1,6 +1,7 @@
 //! `isolate=yes` on the nodes: each slurmstepd installs its step's firewall before the tasks
-//! fork and removes it when it exits; slurmd's job epilog removes whatever any step of the job
-//! left (a slurmstepd killed with SIGKILL runs no exit hook). All as root, all through
+//! fork and, when it exits, leaves only what keeps other users on the node away from the step's
+//! other nodes until the step has ended; slurmd's job epilog removes whatever any step of the
+//! job left (a slurmstepd killed with SIGKILL runs no exit hook). All as root, all through
 //! libnftables ([`Nft`]); the rules themselves are the core's ([`crate::core::isolation`]).
 
 use crate::core::isolation;
@@ -9,12 +10,16 @@ use crate::spank::error::ShellError;
 use crate::spank::handle::{Spank, U32Item};
 use crate::spank::log;
 use crate::spank::nftables::Nft;
+use crate::spank::slurm;
 use std::ffi::c_int;
 use std::net::{IpAddr, ToSocketAddrs};
 
-/// The firewall one slurmstepd installed, removed when it exits ([`remove`]).
+/// The firewall one slurmstepd installed, which [`leave`] replaces when it exits.
 pub struct Installed {
     table: String,
+    /// The script of what the node keeps once its tasks have ended
+    /// ([`isolation::StepFirewall::scripts`]).
+    ended: String,
     nft: Nft,
 }
 
@@ -37,8 +42,8 @@ pub fn install(
     let Some(firewall) = plan.isolation(job_id, step_id, uid, node) else {
         return Ok(None);
     };
-    let script = firewall
-        .script(resolve)
+    let (script, ended) = firewall
+        .scripts(resolve)
         .map_err(|e| failed(e.to_string()))?;
     let mut nft = Nft::open().map_err(|e| {
         failed(format!(
@@ -51,15 +56,19 @@ pub fn install(
         ))
     })?;
     let table = firewall.table();
-    if isolation::listed(&listing).any(|t| t == table) {
-        // Left by a killed slurmstepd of this step's job before a requeue.
-        nft.run(&isolation::removal(&table)).map_err(|e| {
-            failed(format!(
-                "cannot remove the table inet {table} left here: {e}; once no slurmstepd of \
-                 that step runs on the node, remove it as root (nft delete table inet {table})"
-            ))
-        })?;
+    // Left by this step's job before a requeue: by a killed slurmstepd, or after its tasks ended.
+    for left in [table.clone(), isolation::ended_table_name(job_id, step_id)] {
+        if isolation::listed(&listing).any(|t| t == left) {
+            nft.run(&isolation::removal(&left)).map_err(|e| {
+                failed(format!(
+                    "cannot remove the table inet {left} left here: {e}; once no slurmstepd \
+                     of that step runs on the node, remove it as root (nft delete table inet \
+                     {left})"
+                ))
+            })?;
+        }
     }
+    remove_ended(&mut nft, &listing, (job_id, step_id));
     tables_clear(
         &mut nft,
         &listing,
@@ -78,7 +87,18 @@ pub fn install(
                  and that slurmstepd runs as root"
             ))
         })?;
-    Ok(Some(Installed { table, nft }))
+    Ok(Some(Installed { table, ended, nft }))
+}
+
+/// Removes the tables of other steps whose tasks ended here once slurmctld says those steps
+/// have ended everywhere (one request per table; usually the job's previous step). A table
+/// whose step slurmctld cannot answer for stays, for the next step or the job's epilog.
+fn remove_ended(nft: &mut Nft, listing: &str, own: (u32, u32)) {
+    for (table, job_id, step_id) in isolation::ended_steps(listing) {
+        if (job_id, step_id) != own && slurm::step_exists(job_id, step_id) == Some(false) {
+            let _ = nft.run(&isolation::removal(table));
+        }
+    }
 }
 
 /// Refuses `ports` when another step's table in `listing` holds one of them (each asked for its
@@ -108,9 +128,18 @@ fn resolve(address: &str) -> Result<Vec<IpAddr>, String> {
         .map_err(|e| e.to_string())
 }
 
-/// slurmstepd, as it exits: the step's rules go with it. A failure is logged; the job epilog
-/// tries again.
-pub fn remove(installed: &mut Installed) {
+/// slurmstepd, as it exits, its tasks all ended: the step may still run on other nodes, which
+/// admit this node's address, so the node keeps the rules that keep other users here away from
+/// them, in a table that outlives this process ([`remove_ended`] and the job's epilog remove it),
+/// then removes the step's own. A failure is logged; the job epilog tries again.
+pub fn leave(installed: &mut Installed) {
+    if let Err(e) = installed.nft.run(&installed.ended) {
+        log::error(&format!(
+            "isolate=yes: could not keep the rules for the step's other nodes after this node's \
+             tasks ended: {e}; until the step ends, other users on this node may reach its \
+             other nodes' servers"
+        ));
+    }
     if let Err(e) = installed.nft.run(&isolation::removal(&installed.table)) {
         log::error(&format!(
             "isolate=yes: could not remove the step's firewall (table inet {}): {e}; the job's \

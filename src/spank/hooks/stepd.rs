@@ -384,7 +384,7 @@ pub fn exit() -> c_int {
     stop::wait_for_the_stopper();
     if let Some(Ok(node)) = &mut state().plan {
         if let Some(firewall) = &mut node.firewall {
-            isolation::remove(firewall);
+            isolation::leave(firewall);
         }
         node.firewall = None;
         node.claim = None;
