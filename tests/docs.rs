@@ -179,3 +179,132 @@ fn every_page_names_the_crates_version() {
     }
     assert!(named > 0, "no page names a version");
 }
+
+/// The man page's ENVIRONMENT section: its text, from its heading to the next.
+fn man_section(name: &str) -> String {
+    let man = std::fs::read_to_string(repo().join("packaging/spank-tfcluster.8")).unwrap();
+    let heading = format!(".SH {name}\n");
+    let start = man
+        .find(&heading)
+        .unwrap_or_else(|| panic!("no {heading:?}"))
+        + heading.len();
+    let rest = &man[start..];
+    rest[..rest.find("\n.SH ").unwrap_or(rest.len())].replace("\\-", "-")
+}
+
+/// The names the SPANK shell reads with a literal: `env("X")`, `getenv("X")`, `var("X")` and
+/// `var_os("X")` anywhere in src/spank/.
+fn names_read_in_the_shell() -> Vec<String> {
+    let mut names = Vec::new();
+    for path in rust_files(&repo().join("src/spank")) {
+        let text = std::fs::read_to_string(&path).unwrap();
+        for call in ["env(\"", "getenv(\"", "var(\"", "var_os(\""] {
+            for (at, _) in text.match_indices(call) {
+                let rest = &text[at + call.len()..];
+                names.push(rest[..rest.find('"').unwrap()].to_string());
+            }
+        }
+    }
+    names
+}
+
+/// Every `.rs` file under `dir`, recursively.
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(rust_files(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            files.push(path);
+        }
+    }
+    files.sort();
+    files
+}
+
+/// The man page's ENVIRONMENT names every variable a task gets (the core's table of them, and
+/// the runtimes' prefixes) and every one tfcluster reads (the core's named ones and the shell's
+/// literals).
+#[test]
+fn the_man_page_names_every_variable_set_and_read() {
+    use tfcluster::core::{container, gpus, layout, proxy};
+    let section = man_section("ENVIRONMENT");
+    let mut names: Vec<String> = container::APPTAINER_NAMES
+        .iter()
+        .map(|(name, _)| name.to_string())
+        .collect();
+    names.extend(["APPTAINERENV_", "SINGULARITYENV_"].map(String::from));
+    names.extend(proxy::READ.map(String::from));
+    names.extend(
+        [
+            gpus::SLURM_STEP_GPUS,
+            container::REQUEST_VAR,
+            container::BUNDLE_VAR,
+            layout::TASK_HOSTS_VAR,
+            tfcluster::spank::error::ENV_OPTION,
+        ]
+        .map(String::from),
+    );
+    names.extend(names_read_in_the_shell());
+    let words: Vec<&str> = section
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .collect();
+    for name in &names {
+        assert!(
+            words
+                .iter()
+                .any(|w| w == name || (name.ends_with('_') && w.starts_with(name.as_str()))),
+            "the man page's ENVIRONMENT does not name {name}"
+        );
+    }
+    assert!(names.len() > 20, "{names:?}");
+}
+
+/// docs/testing.md's source map: a row per directory of src/ (`| \`src/core/\` | ...`) names
+/// every module file in it (`` `stem` ``), and a row names each file at src/'s top.
+#[test]
+fn the_source_map_names_every_file_under_src() {
+    let map = &pages()[Path::new("docs/testing.md")];
+    let src = repo().join("src");
+    for path in rust_files(&src) {
+        let relative = path.strip_prefix(repo()).unwrap();
+        let dir = relative.parent().unwrap();
+        let stem = path.file_stem().unwrap().to_str().unwrap();
+        let (row, named) = match dir == Path::new("src") {
+            true => (format!("| `{}` |", relative.display()), None),
+            false => (
+                format!("| `{}/` |", dir.display()),
+                Some(format!("`{stem}`")),
+            ),
+        };
+        let line = map.lines().find(|l| l.starts_with(&row));
+        let line = line.unwrap_or_else(|| panic!("docs/testing.md has no row {row}"));
+        if let Some(named) = named {
+            assert!(
+                stem == "mod" || line.contains(&named),
+                "docs/testing.md's row {row} does not name {named}"
+            );
+        }
+    }
+}
+
+/// The oldest Rust is one fact, Cargo.toml's `rust-version`: every "Rust X or later" in README
+/// and docs/ says the same.
+#[test]
+fn every_page_names_cargos_rust_version() {
+    let version = env!("CARGO_PKG_RUST_VERSION");
+    let mut named = 0;
+    for (page, text) in pages() {
+        for (at, _) in text.match_indices("Rust ") {
+            let rest = &text[at + "Rust ".len()..];
+            if let Some((v, _)) = rest.split_once(" or later") {
+                if v.chars().all(|c| c.is_ascii_digit() || c == '.') {
+                    assert_eq!(v, version, "{}: Rust {v} or later", page.display());
+                    named += 1;
+                }
+            }
+        }
+    }
+    assert!(named > 0, "no page names the oldest Rust");
+}

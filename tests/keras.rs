@@ -94,6 +94,49 @@ fn keras_fit_trains_with_multi_worker_mirrored_strategy() {
     }
 }
 
+/// README's first job, exactly as written there: its batch script (`train.sh`) and its program
+/// (`train.py`), the first `sh` and `python` blocks under "## A first job", submitted with
+/// sbatch with the newest TensorFlow's `python` first on the `PATH`. Every one of the four
+/// workers runs both epochs of `model.fit`, and the job completes.
+#[test]
+#[ignore = "needs the test cluster and TensorFlow: run tests/run.sh"]
+fn readmes_first_job_trains() {
+    let _defaults = PlugStack::defaults();
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let section = readme
+        .split("## A first job\n")
+        .nth(1)
+        .expect("README has A first job");
+    let section = section.split("\n## ").next().unwrap();
+    let block = |lang: &str| {
+        let open = format!("```{lang}\n");
+        let rest = &section[section.find(&open).expect(&open) + open.len()..];
+        rest[..rest.find("```").unwrap()].to_string()
+    };
+    let work = dir().join("first-job");
+    let _ = std::fs::remove_dir_all(&work);
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::write(work.join("train.sh"), block("sh")).unwrap();
+    std::fs::write(work.join("train.py"), block("python")).unwrap();
+    let python = std::env::var("TFC_PYTHON").expect("TFC_PYTHON (tests/run.sh sets it)");
+    let bin = std::path::Path::new(&python).parent().unwrap();
+    let out = work.join("out");
+    let submitted = sh(&format!(
+        "cd {w} && PATH={bin}:$PATH sbatch --wait -t 5 -o {out} train.sh",
+        w = work.display(),
+        bin = bin.display(),
+        out = out.display()
+    ));
+    let output = std::fs::read_to_string(&out).unwrap_or_default();
+    assert!(
+        submitted.status.success(),
+        "{output}\n{}",
+        String::from_utf8_lossy(&submitted.stderr)
+    );
+    assert_eq!(output.matches("Epoch 2/2").count(), 4, "{output}");
+}
+
 /// The parameter-server tutorial's Keras path: model.fit with DatasetCreator, ModelCheckpoint
 /// and BackupAndRestore on the chief, ps and workers serving; the model learns, and the step
 /// ends when the chief returns.

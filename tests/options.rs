@@ -6,6 +6,7 @@ mod common;
 use common::cluster::{parse, plugin, records, sh, sh_ok, summary, tool, PlugStack, Run};
 use common::release;
 use tfcluster::core::{GpuAction, Role, Spec, TaskEnv};
+use tfcluster::spank::hooks::OPTION_USAGE;
 
 fn srun(args: &str) -> Run {
     parse(sh(&format!("srun {args} {}", report())))
@@ -88,6 +89,17 @@ fn srun_v_and_slurmds_log_name_the_version() {
     assert!(stderr.contains(&format!("srun: {line}")), "{stderr}");
     let log = std::fs::read_to_string(common::cluster::dir().join("log/slurmd-n011.log")).unwrap();
     assert!(log.contains(&line), "slurmd-n011.log lacks {line}");
+}
+
+/// `srun --help` lists the option with its line, which says to write the `=` (Slurm wraps the
+/// line to the terminal's width: compared word by word).
+#[test]
+#[ignore = "needs the test cluster: run tests/run.sh"]
+fn srun_help_says_to_write_the_equals_sign() {
+    let words = |text: &str| text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let help = words(&sh_ok("srun --help"));
+    assert!(help.contains("--tf-cluster=SPEC"), "{help}");
+    assert!(help.contains(&words(OPTION_USAGE)), "{help}");
 }
 
 #[test]

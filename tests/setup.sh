@@ -12,9 +12,10 @@
 set -euo pipefail
 [ "$(id -u)" = 0 ] || { echo "setup: run as root (apt-get, namespaces, munge)" >&2; exit 1; }
 
-# The oldest Rust that builds the plugin and its test dependencies (Debian 12 ships 1.85 in
-# bookworm and newer in bookworm-security as rustc-web).
-tfc_min_rust=1.85
+# The oldest Rust that builds the plugin and its test dependencies: Cargo.toml's rust-version,
+# the one place it is written (clippy holds the code to it). Debian 12 ships 1.85 in bookworm
+# and newer in bookworm-security as rustc-web.
+tfc_min_rust=$(sed -n 's/^rust-version = "\(.*\)"$/\1/p' "$(dirname "${BASH_SOURCE[0]}")/../Cargo.toml")
 
 tfc_install() {
     local missing=() p

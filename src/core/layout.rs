@@ -134,7 +134,7 @@ impl TaskCounts {
                     limit: MAX_TASKS,
                 });
             }
-            counts.extend(std::iter::repeat(count).take(reps as usize));
+            counts.extend(std::iter::repeat_n(count, reps as usize));
         }
         Ok(TaskCounts {
             counts,

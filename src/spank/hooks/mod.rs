@@ -36,8 +36,11 @@ use std::ffi::c_int;
 use std::sync::{Mutex, MutexGuard};
 
 pub const OPTION_NAME: &str = "tf-cluster";
-const OPTION_USAGE: &str =
-    "[tfcluster] TF_CONFIG + GPU split for TensorFlow: SPEC=ROLE:COUNT,... e.g. chief:1,ps:2,worker:*";
+/// `srun --help`'s line. The argument is optional, so getopt takes it only after `=`: the line
+/// says so, since `--tf-cluster SPEC` would make SPEC the program.
+pub const OPTION_USAGE: &str = "[tfcluster] TF_CONFIG and a GPU share per task for TensorFlow. \
+     Write the =: --tf-cluster=chief:1,ps:2,worker:* (SPEC is ROLE:COUNT,...); no SPEC: every \
+     task a worker; --tf-cluster=off: not this step";
 
 /// Everything the plugin remembers inside one process (srun, or one slurmstepd and the task
 /// children it forks, which inherit a copy).
