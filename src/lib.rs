@@ -11,6 +11,8 @@
 //! without that setting it returns at once (its cost is measured in docs/performance.md).
 
 #![allow(non_upper_case_globals)]
+// Every `unsafe` block says why it is sound, in a `// SAFETY:` line just above it.
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod core;
 pub mod spank;
@@ -62,6 +64,7 @@ pub unsafe extern "C" fn slurm_spank_init(
     av: *mut *mut c_char,
 ) -> c_int {
     guard("slurm_spank_init", || {
+        // SAFETY: Slurm passes its handle and `ac` words at `av` (the function's contract).
         let (sp, args) = unsafe { (Spank::from_raw(sp), handle::args(ac, av)) };
         spank::hooks::init(&sp, &args)
     })
@@ -76,7 +79,9 @@ pub unsafe extern "C" fn slurm_spank_init_post_opt(
     _av: *mut *mut c_char,
 ) -> c_int {
     guard("slurm_spank_init_post_opt", || {
-        spank::hooks::init_post_opt(&unsafe { Spank::from_raw(sp) })
+        // SAFETY: Slurm's own handle for this hook (the function's contract).
+        let sp = unsafe { Spank::from_raw(sp) };
+        spank::hooks::init_post_opt(&sp)
     })
 }
 
@@ -89,7 +94,9 @@ pub unsafe extern "C" fn slurm_spank_local_user_init(
     _av: *mut *mut c_char,
 ) -> c_int {
     guard("slurm_spank_local_user_init", || {
-        spank::hooks::local_user_init(&unsafe { Spank::from_raw(sp) })
+        // SAFETY: Slurm's own handle for this hook (the function's contract).
+        let sp = unsafe { Spank::from_raw(sp) };
+        spank::hooks::local_user_init(&sp)
     })
 }
 
@@ -102,7 +109,9 @@ pub unsafe extern "C" fn slurm_spank_task_init(
     _av: *mut *mut c_char,
 ) -> c_int {
     guard("slurm_spank_task_init", || {
-        spank::hooks::task_init(&unsafe { Spank::from_raw(sp) })
+        // SAFETY: Slurm's own handle for this hook (the function's contract).
+        let sp = unsafe { Spank::from_raw(sp) };
+        spank::hooks::task_init(&sp)
     })
 }
 
@@ -115,7 +124,9 @@ pub unsafe extern "C" fn slurm_spank_task_exit(
     _av: *mut *mut c_char,
 ) -> c_int {
     guard("slurm_spank_task_exit", || {
-        spank::hooks::task_exit(&unsafe { Spank::from_raw(sp) })
+        // SAFETY: Slurm's own handle for this hook (the function's contract).
+        let sp = unsafe { Spank::from_raw(sp) };
+        spank::hooks::task_exit(&sp)
     })
 }
 
@@ -139,6 +150,7 @@ pub unsafe extern "C" fn slurm_spank_job_epilog(
     av: *mut *mut c_char,
 ) -> c_int {
     guard("slurm_spank_job_epilog", || {
+        // SAFETY: as in `slurm_spank_init`.
         let (sp, args) = unsafe { (Spank::from_raw(sp), handle::args(ac, av)) };
         spank::hooks::job_epilog(&sp, &args)
     })
@@ -154,6 +166,7 @@ pub unsafe extern "C" fn option_callback(
     remote: c_int,
 ) -> c_int {
     guard("the --tf-cluster callback", || {
+        // SAFETY: `optarg` is NULL or a valid C string (the function's contract).
         let arg = unsafe { handle::c_string(optarg) };
         spank::hooks::option(arg, remote != 0)
     })
@@ -171,6 +184,7 @@ mod tests {
     /// calls it as `("%s", message)`, so two pointer arguments are the whole call.
     #[no_mangle]
     extern "C" fn slurm_error(_fmt: *const c_char, msg: *const c_char) {
+        // SAFETY: the plugin's own NUL-terminated message.
         let msg = unsafe { CStr::from_ptr(msg) }
             .to_string_lossy()
             .into_owned();

@@ -21,19 +21,93 @@ fn core_modules() -> BTreeMap<String, BTreeSet<String>> {
             .filter(|l| !l.trim_start().starts_with("//"))
             .collect::<Vec<_>>()
             .join("\n");
-        let uses = text
-            .split("super::")
-            .skip(1)
-            .map(|rest| {
-                rest.chars()
-                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                    .collect::<String>()
-            })
-            .filter(|used| !used.is_empty() && *used != name)
-            .collect();
+        let uses = edges(&text, &name);
         graph.insert(name, uses);
     }
     graph
+}
+
+/// The core modules `text` (the code of module `own`) names: `super::a::f`, `crate::core::a`,
+/// and each item of a group, `use super::{a, b::{C, D}}`.
+fn edges(text: &str, own: &str) -> BTreeSet<String> {
+    let mut used = BTreeSet::new();
+    for prefix in ["super::", "crate::core::"] {
+        for rest in text.split(prefix).skip(1) {
+            match rest.strip_prefix('{') {
+                Some(group) => used.extend(group_items(group)),
+                None => used.extend([first_name(rest)]),
+            }
+        }
+    }
+    used.retain(|u| !u.is_empty() && u != own && u != "super");
+    used
+}
+
+/// The first path segment of each top-level item of a `{...}` group (the text after `{`).
+fn group_items(group: &str) -> Vec<String> {
+    let (mut items, mut depth, mut start) = (Vec::new(), 0, true);
+    for (at, c) in group.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => break,
+            '}' => depth -= 1,
+            ',' if depth == 0 => start = true,
+            c if start && !c.is_whitespace() => {
+                items.push(first_name(&group[at..]));
+                start = false;
+            }
+            _ => {}
+        }
+    }
+    items
+}
+
+fn first_name(rest: &str) -> String {
+    rest.chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect()
+}
+
+/// How the check reads a module's code: (code, the modules it names).
+#[rustfmt::skip]
+#[test]
+fn each_way_of_naming_a_module_is_an_edge() {
+    let cases: &[(&str, &[&str])] = &[
+        ("use super::address::Endpoints;",             &["address"]),
+        ("let x = super::text::decimal(s);",           &["text"]),
+        ("use super::{address, text::decimal};",       &["address", "text"]),
+        ("use super::{error::{Error, Result}, layout};", &["error", "layout"]),
+        ("use super::{\n    gpus,\n    ports::Place,\n};",  &["gpus", "ports"]),
+        ("use crate::core::{spec::Spec, topology};",    &["spec", "topology"]),
+        ("use crate::core::het::Component;",            &["het"]),
+        ("use super::own::Thing;",                      &[]),
+        ("use std::collections::BTreeMap;",             &[]),
+    ];
+    for (code, want) in cases {
+        let want: BTreeSet<String> = want.iter().map(|s| s.to_string()).collect();
+        assert_eq!(edges(code, "own"), want, "{code}");
+    }
+}
+
+/// The core never reaches up into the SPANK shell, by name or through its parent.
+#[test]
+fn the_core_never_names_the_shell() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/core");
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            for forbidden in ["crate::spank", "super::super"] {
+                assert!(
+                    !code.contains(forbidden),
+                    "{}:{}: {forbidden}",
+                    path.display(),
+                    n + 1
+                );
+            }
+        }
+    }
 }
 
 /// A path of modules that comes back to where it started, if any.

@@ -115,8 +115,10 @@ pub unsafe fn args(ac: c_int, argv: *mut *mut c_char) -> Vec<String> {
         return Vec::new();
     }
     (0..ac as usize)
+        // SAFETY: `ac` entries at `argv` (the function's contract).
         .map(|i| unsafe { *argv.add(i) })
         .filter(|p| !p.is_null())
+        // SAFETY: each non-NULL entry is a valid C string (the function's contract).
         .map(|p| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
         .collect()
 }
@@ -194,6 +196,7 @@ impl Spank {
         // SAFETY: `argc` > 0 entries at `argv`, each a valid C string or null.
         let first = unsafe { *argv };
         Ok((!first.is_null()).then(|| {
+            // SAFETY: non-NULL, and a valid C string, as above.
             unsafe { CStr::from_ptr(first) }
                 .to_string_lossy()
                 .into_owned()

@@ -47,7 +47,7 @@ impl Nft {
                 Ok(found)
             }
         };
-        // SAFETY (each transmute): the symbol is the libnftables function of that name, whose C
+        // SAFETY: (each transmute) the symbol is the libnftables function of that name, whose C
         // prototype the function type spells (see the module's doc).
         let (new, free, buffer_output, buffer_error, output, error, run) = unsafe {
             (
