@@ -171,3 +171,38 @@ fn a_cycle_is_found() {
     ]);
     assert_eq!(cycle(&graph), None);
 }
+
+/// Slurm's C functions are called from three rooms of the shell only (the safe handle, the
+/// libslurm calls, the log); the hooks read only ffi's constants (src/spank/ffi.rs says so).
+#[test]
+fn only_three_rooms_call_slurms_functions() {
+    fn files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            match path.is_dir() {
+                true => files(&path, out),
+                false => out.push(path),
+            }
+        }
+    }
+    let spank = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/spank");
+    let mut all = Vec::new();
+    files(&spank, &mut all);
+    let mut callers: Vec<String> = all
+        .iter()
+        .filter(|path| {
+            let text = std::fs::read_to_string(path).unwrap();
+            text.split("ffi::").skip(1).any(|rest| {
+                let name: String = rest
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                name.starts_with(|c: char| c.is_ascii_lowercase())
+                    && rest[name.len()..].starts_with('(')
+            })
+        })
+        .map(|path| path.strip_prefix(&spank).unwrap().display().to_string())
+        .collect();
+    callers.sort();
+    assert_eq!(callers, ["handle.rs", "log.rs", "slurm.rs"]);
+}
