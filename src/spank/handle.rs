@@ -117,9 +117,8 @@ pub unsafe fn args(ac: c_int, argv: *mut *mut c_char) -> Vec<String> {
     (0..ac as usize)
         // SAFETY: `ac` entries at `argv` (the function's contract).
         .map(|i| unsafe { *argv.add(i) })
-        .filter(|p| !p.is_null())
-        // SAFETY: each non-NULL entry is a valid C string (the function's contract).
-        .map(|p| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
+        // SAFETY: each entry is NULL or a valid C string (the function's contract).
+        .filter_map(|p| unsafe { c_string(p) })
         .collect()
 }
 
@@ -139,7 +138,8 @@ pub fn set_srun_env(name: &str, value: &str) -> Result<(), std::io::Error> {
     }
 }
 
-/// A C string Slurm passed (an option's argument), copied; `None` for NULL.
+/// A C string from C (an option's argument, a library's message), copied, bytes that are not
+/// UTF-8 replaced; `None` for NULL. The shell's one way to read a C string.
 ///
 /// # Safety
 /// `ptr` must be NULL or point to a NUL-terminated string valid for the call.
@@ -195,12 +195,8 @@ impl Spank {
         }
         // SAFETY: `argc` > 0 entries at `argv`, each a valid C string or null.
         let first = unsafe { *argv };
-        Ok((!first.is_null()).then(|| {
-            // SAFETY: non-NULL, and a valid C string, as above.
-            unsafe { CStr::from_ptr(first) }
-                .to_string_lossy()
-                .into_owned()
-        }))
+        // SAFETY: NULL or a valid C string, as above.
+        Ok(unsafe { c_string(first) })
     }
 
     /// This task's local index (`S_TASK_ID`, an `int`).

@@ -9,6 +9,7 @@
 //! `nft_ctx_get_output_buffer`/`nft_ctx_get_error_buffer`, `nft_run_cmd_from_buffer` (0 on
 //! success).
 
+use super::handle::c_string;
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 
 /// The library's soname: Debian's libnftables1, RHEL's nftables package.
@@ -104,14 +105,8 @@ impl Nft {
     fn buffer(&self, get: GetBufferFn) -> String {
         // SAFETY: a live context; the buffer is NUL-terminated and owned by it.
         let text = unsafe { get(self.ctx) };
-        if text.is_null() {
-            String::new()
-        } else {
-            // SAFETY: non-NULL and NUL-terminated.
-            unsafe { CStr::from_ptr(text) }
-                .to_string_lossy()
-                .into_owned()
-        }
+        // SAFETY: NULL or NUL-terminated, as above.
+        unsafe { c_string(text) }.unwrap_or_default()
     }
 }
 
@@ -175,12 +170,6 @@ fn close_on_exec_netfilter_sockets() {
 fn dl_error() -> String {
     // SAFETY: dlerror returns NULL or a NUL-terminated string valid until the next dl call.
     let text = unsafe { libc::dlerror() };
-    if text.is_null() {
-        "unknown error".into()
-    } else {
-        // SAFETY: as above.
-        unsafe { CStr::from_ptr(text) }
-            .to_string_lossy()
-            .into_owned()
-    }
+    // SAFETY: as above.
+    unsafe { c_string(text) }.unwrap_or_else(|| "unknown error".into())
 }

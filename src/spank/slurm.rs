@@ -4,8 +4,9 @@
 //! build.rs, and tests/abi.rs checks it against the release's `<slurm/slurm.h>`.
 
 use super::ffi;
+use super::handle::c_string;
 use crate::core::het::ComponentLayout;
-use std::ffi::{c_int, CStr};
+use std::ffi::c_int;
 
 /// Ends every task of a step on every node, through slurmctld (`slurm_kill_job_step`, which
 /// Slurm's own MPI plugins call from slurmstepd too). Blocks until slurmctld answers. A step
@@ -93,8 +94,7 @@ pub fn step_layout(
     // (tests/abi.rs checks the offsets of every field read); each pointer is checked for NULL.
     let read = unsafe {
         let l = &*layout;
-        let node_list = (!l.node_list.is_null())
-            .then(|| CStr::from_ptr(l.node_list).to_string_lossy().into_owned());
+        let node_list = c_string(l.node_list);
         let nodes = l.node_cnt as usize;
         let tids = (!l.tasks.is_null() && !l.tids.is_null()).then(|| {
             (0..nodes)
@@ -145,13 +145,6 @@ fn slurm_error_text() -> String {
     let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
     // SAFETY: slurm_strerror returns a static string for any number.
     let text = unsafe { ffi::slurm_strerror(errno) };
-    let text = if text.is_null() {
-        format!("error {errno}")
-    } else {
-        // SAFETY: non-NULL and NUL-terminated, owned by Slurm.
-        unsafe { CStr::from_ptr(text) }
-            .to_string_lossy()
-            .into_owned()
-    };
-    text
+    // SAFETY: NULL or NUL-terminated, owned by Slurm.
+    unsafe { c_string(text) }.unwrap_or_else(|| format!("error {errno}"))
 }
