@@ -4,6 +4,7 @@
 pub mod claims;
 pub mod error;
 pub mod ffi;
+pub mod guard;
 pub mod handle;
 pub mod het;
 pub mod hooks;

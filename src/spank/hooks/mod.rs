@@ -32,7 +32,7 @@ use super::ffi;
 use super::handle::{self, Context, Spank};
 use super::log;
 use crate::core::{Error, Settings, Spec};
-use std::ffi::c_int;
+use std::ffi::{c_char, c_int};
 use std::sync::{Mutex, MutexGuard};
 
 pub const OPTION_NAME: &str = "tf-cluster";
@@ -121,7 +121,7 @@ pub fn init(sp: &Spank, args: &[String]) -> c_int {
     }
     state().settings = Some(parsed);
     if matches!(ctx, Context::Local | Context::Remote | Context::Allocator) {
-        let cb: ffi::spank_opt_cb_f = Some(crate::option_callback);
+        let cb: ffi::spank_opt_cb_f = Some(option_callback);
         if let Err(e) = sp.register_option(OPTION_NAME, "SPEC", OPTION_USAGE, 2, cb) {
             // Not fatal: jobs without the option must keep running even if, say, another
             // plugin already owns --tf-cluster.
@@ -129,6 +129,22 @@ pub fn init(sp: &Spank, args: &[String]) -> c_int {
         }
     }
     0
+}
+
+/// The `--tf-cluster` callback Slurm calls with the option's argument.
+///
+/// # Safety
+/// `optarg` is NULL or a valid C string.
+pub unsafe extern "C" fn option_callback(
+    _val: c_int,
+    optarg: *const c_char,
+    remote: c_int,
+) -> c_int {
+    super::guard::guard("the --tf-cluster callback", || {
+        // SAFETY: `optarg` is NULL or a valid C string (the function's contract).
+        let arg = unsafe { handle::c_string(optarg) };
+        option(arg, remote != 0)
+    })
 }
 
 /// The option callback: in srun/sbatch/salloc a bad spec, or an empty one (`--tf-cluster=`),
