@@ -19,6 +19,15 @@ use super::text::{json_str_len, push_decimal, push_json_str};
 pub const ENV_STRING_LIMIT: usize = 131072;
 /// The variable TensorFlow's `TFConfigClusterResolver` reads.
 pub const NAME: &str = "TF_CONFIG";
+/// What srun puts in TF_CONFIG before launch, for the nodes' tfcluster to replace in every task.
+/// A compute node that did not load the plugin (its file missing there, `optional` in
+/// plugstack.conf) would otherwise start its tasks without a TF_CONFIG, and TensorFlow would
+/// train each of them alone, silently. Not JSON, so `TFConfigClusterResolver` fails at once on
+/// it; the text says why to whoever prints the variable.
+pub const NOT_SET_ON_THIS_NODE: &str = "tfcluster did not run on this node: srun loaded it, this \
+     compute node did not (its plugin file or plugstack.conf line is missing or wrong); ask the \
+     admin to install it on every compute node";
+
 /// The variables DTensor's multi-client setup reads: every client's `address:port` in rank
 /// order, and this client's rank.
 pub const DTENSOR_JOBS: &str = "DTENSOR_JOBS";

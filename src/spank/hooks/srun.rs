@@ -3,7 +3,7 @@
 use super::{settings, state};
 use crate::core::container::{self, ContainerStep};
 use crate::core::layout::{Distribution, TASK_HOSTS_VAR};
-use crate::core::{hostlist, Error, Settings, Spec};
+use crate::core::{hostlist, tf_config, Error, Settings, Spec};
 use crate::spank::error::{ShellError, ENV_OPTION};
 use crate::spank::ffi;
 use crate::spank::handle::{self, Spank, U32Item};
@@ -39,7 +39,14 @@ pub fn local_user_init(sp: &Spank) -> c_int {
     // One call, with the job's environment holding the option: srun's own line gave none.
     let from_environment = calls == 1 && std::env::var_os(ENV_OPTION).is_some();
     match check_before_launch(sp, &spec, bare, settings, components) {
-        Ok(()) => 0,
+        Ok(()) => {
+            // Replaced in every task by the nodes' tfcluster: a node without it starts tasks
+            // that fail on it, not tasks that train alone.
+            if let Err(e) = handle::set_srun_env(tf_config::NAME, tf_config::NOT_SET_ON_THIS_NODE) {
+                log::debug(&format!("cannot set TF_CONFIG in srun's environment: {e}"));
+            }
+            0
+        }
         Err(e) => {
             let e = match from_environment {
                 true => ShellError::FromEnvironment { error: Box::new(e) },

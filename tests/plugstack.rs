@@ -1,0 +1,191 @@
+//! The admin guide's plugstack advice, tested: with the plugin `required` and `optional`, what
+//! srun and sbatch do, with and without `--tf-cluster`, when the plugin file is missing on one
+//! compute node, missing on the login host (where srun and sbatch run), or built for another
+//! Slurm release. Needs root and the test cluster; tests/run.sh runs it on every release.
+
+mod common;
+use common::cluster::{dir, plugin, sh, tool, PlugStack};
+use common::release;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use tfcluster::core::tf_config::NOT_SET_ON_THIS_NODE;
+
+/// Where the plugin goes wrong.
+#[derive(Clone, Copy, Debug)]
+enum Fault {
+    /// The file is missing on compute node n012 only (its slurmd's mount namespace).
+    MissingOnOneNode,
+    /// The file is missing where srun and sbatch run.
+    MissingOnTheLoginHost,
+    /// The file is there, everywhere, built for another Slurm release.
+    AnotherRelease,
+}
+
+/// A copy of the plugin in a directory of its own, which a fault can hide from one place.
+fn plugin_dir() -> PathBuf {
+    dir().join("plugstack-faults")
+}
+
+/// The plugin file a line of plugstack.conf names for `fault`, made ready.
+fn prepare(fault: Fault) -> PathBuf {
+    let d = plugin_dir();
+    std::fs::create_dir_all(&d).unwrap();
+    let so = d.join("libtfcluster.so");
+    let source = match fault {
+        Fault::AnotherRelease => another_release(),
+        _ => PathBuf::from(plugin()),
+    };
+    std::fs::copy(source, &so).unwrap();
+    so
+}
+
+/// The plugin built from these sources for another Slurm release (as a site would for its
+/// release).
+fn another_release() -> PathBuf {
+    let other = release::current().another().version;
+    let target = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("target/slurm-{other}-other"));
+    let built = Command::new("cargo")
+        .args(["build", "--quiet", "--lib", "--target-dir"])
+        .arg(&target)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("TFCLUSTER_SLURM_VERSION", other)
+        .status()
+        .unwrap();
+    assert!(built.success());
+    target.join("debug/libtfcluster.so")
+}
+
+/// Hides the plugin's directory where `fault` says, until dropped.
+struct Hidden(Option<String>);
+
+impl Hidden {
+    fn make(fault: Fault) -> Hidden {
+        let d = plugin_dir().display().to_string();
+        let mount_ns = match fault {
+            Fault::MissingOnOneNode => {
+                let pid = std::fs::read_to_string(dir().join("slurmd-n012.run.pid")).unwrap();
+                format!("nsenter --mount --target {} ", pid.trim())
+            }
+            Fault::MissingOnTheLoginHost => String::new(),
+            Fault::AnotherRelease => return Hidden(None),
+        };
+        let out = sh(&format!("{mount_ns}mount -t tmpfs tfc-hidden {d}"));
+        assert!(out.status.success(), "{:?}", out);
+        Hidden(Some(format!("{mount_ns}umount {d}")))
+    }
+}
+
+impl Drop for Hidden {
+    fn drop(&mut self) {
+        if let Some(undo) = &self.0 {
+            sh(undo);
+        }
+    }
+}
+
+/// What one command did: its exit status, each task that ran (by rank, and what its TF_CONFIG
+/// was: `json`, `placeholder` for the text srun puts there, `-` unset), and n012's state after
+/// it, as one line: `exit 0 | 0:json 1:placeholder | idle`. And its stderr.
+fn outcome(line: &str) -> (String, String) {
+    sh("scontrol update nodename=n012 state=resume 2>/dev/null; sleep 1");
+    let out = sh(line);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let mut tasks: Vec<(u32, &str)> = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("TASK|"))
+        .map(|l| {
+            let f: Vec<&str> = l.splitn(4, '|').collect();
+            let tf = match f[3] {
+                "-" => "-",
+                t if t == NOT_SET_ON_THIS_NODE => "placeholder",
+                _ => "json",
+            };
+            (f[0].parse().unwrap(), tf)
+        })
+        .collect();
+    tasks.sort();
+    let tasks: Vec<String> = tasks.iter().map(|(r, tf)| format!("{r}:{tf}")).collect();
+    let state = String::from_utf8_lossy(&sh("sinfo -h -n n012 -o %T | head -1").stdout)
+        .trim()
+        .to_string();
+    let code = out.status.code().unwrap_or(-1);
+    (
+        format!("exit {code} | {} | {state}", tasks.join(" ")),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// What each command does, the plugin `required` or `optional`, with each fault: (fault,
+/// plugstack.conf's word, command, what came of it, a piece of what it printed). A node that
+/// lacks the file fails every job's tasks there with `required` (srun still exits 0) and is
+/// drained when the first job ends (slurmd's spank epilog cannot load the plugin); with
+/// `optional` it runs them, and a `--tf-cluster` task there gets srun's placeholder TF_CONFIG,
+/// on which TensorFlow fails, never a task that trains alone. Where srun and sbatch lack the file
+/// or have one built for another release, `required` fails every srun and sbatch, `optional`
+/// only `--tf-cluster` (an option they do not know).
+#[rustfmt::skip]
+const CASES: &[(Fault, &str, Job, &str, &str)] = &[
+    (Fault::MissingOnOneNode,      "required", Job::TfCluster, "exit 0 | 0:json | drained",          "launch failed: Plugin initialization failed"),
+    (Fault::MissingOnOneNode,      "required", Job::Plain,     "exit 0 | 0:- | drained",             "launch failed: Plugin initialization failed"),
+    (Fault::MissingOnOneNode,      "required", Job::Batch,     "exit 0 | 0:- | drained",             ""),
+    (Fault::MissingOnOneNode,      "optional", Job::TfCluster, "exit 0 | 0:json 1:placeholder | idle", ""),
+    (Fault::MissingOnOneNode,      "optional", Job::Plain,     "exit 0 | 0:- 1:- | idle",            ""),
+    (Fault::MissingOnOneNode,      "optional", Job::Batch,     "exit 0 | 0:- 1:- | idle",            ""),
+    (Fault::MissingOnTheLoginHost, "required", Job::TfCluster, "exit 1 |  | idle",                   "cannot open shared object file"),
+    (Fault::MissingOnTheLoginHost, "required", Job::Plain,     "exit 1 |  | idle",                   "cannot open shared object file"),
+    (Fault::MissingOnTheLoginHost, "required", Job::Batch,     "exit 1 |  | idle",            "cannot open shared object file"),
+    (Fault::MissingOnTheLoginHost, "optional", Job::TfCluster, "exit 255 |  | idle",                 "unrecognized option '--tf-cluster'"),
+    (Fault::MissingOnTheLoginHost, "optional", Job::Plain,     "exit 0 | 0:- 1:- | idle",            "cannot open shared object file"),
+    (Fault::MissingOnTheLoginHost, "optional", Job::Batch,     "exit 0 | 0:- 1:- | idle",            "cannot open shared object file"),
+    (Fault::AnotherRelease,        "required", Job::TfCluster, "exit 1 |  | idle",                   "Incompatible"),
+    (Fault::AnotherRelease,        "required", Job::Plain,     "exit 1 |  | idle",                   "Incompatible"),
+    (Fault::AnotherRelease,        "required", Job::Batch,     "exit 1 |  | idle",            "Incompatible"),
+    (Fault::AnotherRelease,        "optional", Job::TfCluster, "exit 255 |  | idle",                 "unrecognized option '--tf-cluster'"),
+    (Fault::AnotherRelease,        "optional", Job::Plain,     "exit 0 | 0:- 1:- | idle",            "Incompatible"),
+    (Fault::AnotherRelease,        "optional", Job::Batch,     "exit 0 | 0:- 1:- | idle",            "Incompatible"),
+];
+
+/// The commands: a 2-task step over n011 and n012 with `--tf-cluster`, the same without it, and
+/// a batch job without it whose step is the same.
+#[derive(Clone, Copy, Debug)]
+enum Job {
+    TfCluster,
+    Plain,
+    Batch,
+}
+
+impl Job {
+    fn line(self) -> String {
+        let report = tool("report.sh");
+        let out = dir().join("plugstack-faults.out");
+        let out = out.display();
+        match self {
+            Job::TfCluster => format!("srun -w n011,n012 -N2 -n2 -t 1 --tf-cluster {report}"),
+            Job::Plain => format!("srun -w n011,n012 -N2 -n2 -t 1 {report}"),
+            Job::Batch => format!(
+                "rm -f {out}; sbatch --wait -w n011,n012 -N2 -n2 -t 1 -o {out} --wrap 'srun {report}'; s=$?; cat {out}; exit $s"
+            ),
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs root and the test cluster: run tests/run.sh"]
+fn what_each_fault_does_to_each_job() {
+    let mut wrong = Vec::new();
+    for &(fault, kind, command, expected, says) in CASES {
+        let so = prepare(fault);
+        let stack = PlugStack::set(&format!("{kind} {} end_with_chief=no", so.display()));
+        let hidden = Hidden::make(fault);
+        let (got, stderr) = outcome(&command.line());
+        drop(hidden);
+        drop(stack);
+        if got != expected || !stderr.contains(says) {
+            wrong.push(format!(
+                "{fault:?} {kind} {command:?}: {got} (want {expected}), says {says:?}:\n{stderr}"
+            ));
+        }
+    }
+    sh("scontrol update nodename=n012 state=resume 2>/dev/null");
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
