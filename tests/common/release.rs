@@ -46,6 +46,12 @@ pub struct Release {
     /// The root has Debian's apptainer (`apptainer` in tests/releases.tsv: packaged from forky
     /// on), so tasks there get its names by default; the others have no container runtime.
     pub has_apptainer: bool,
+    /// srun's exit status when a task could not launch on its node (its slurmstepd failed a
+    /// `required` plugin) while the others ran and exited 0: 0 up to 23.02, 1 from 23.11.
+    pub launch_failure_status: i32,
+    /// 25.11 and later: an `optional` plugin whose file is missing is passed over without a
+    /// line; before, srun and sbatch print the loader's error.
+    pub optional_missing_quiet: bool,
 }
 
 /// How Slurm came onto the release's system.
@@ -71,42 +77,50 @@ pub const RELEASES: &[Release] = &[
               optional_other_release: INCOMPATIBLE, install: Install::DebianPackage,
               stopped_tasks_succeed: false, topology_orders_block_steps: false,
               container_gets_task_env: false, het_leader_signalled: false,
-              firewall_persists: false, has_apptainer: false },
+              firewall_persists: false, has_apptainer: false,
+              launch_failure_status: 0, optional_missing_quiet: false },
     Release { version: "23.02", root: "slurm-23.02.8", stepd_line: StepdLine::Bare,
               optional_other_release: INCOMPATIBLE, install: Install::FromSource,
               stopped_tasks_succeed: false, topology_orders_block_steps: false,
               container_gets_task_env: true, het_leader_signalled: false,
-              firewall_persists: false, has_apptainer: false },
+              firewall_persists: false, has_apptainer: false,
+              launch_failure_status: 0, optional_missing_quiet: false },
     Release { version: "23.11", root: "slurm-23.11.11", stepd_line: StepdLine::Bare,
               optional_other_release: INCOMPATIBLE, install: Install::FromSource,
               stopped_tasks_succeed: true, topology_orders_block_steps: false,
               container_gets_task_env: true, het_leader_signalled: false,
-              firewall_persists: false, has_apptainer: false },
+              firewall_persists: false, has_apptainer: false,
+              launch_failure_status: 1, optional_missing_quiet: false },
     Release { version: "24.05", root: "slurm-24.05.8", stepd_line: StepdLine::Bare,
               optional_other_release: INCOMPATIBLE, install: Install::FromSource,
               stopped_tasks_succeed: true, topology_orders_block_steps: false,
               container_gets_task_env: true, het_leader_signalled: false,
-              firewall_persists: false, has_apptainer: false },
+              firewall_persists: false, has_apptainer: false,
+              launch_failure_status: 1, optional_missing_quiet: false },
     Release { version: "24.11", root: "trixie", stepd_line: StepdLine::NodeName,
               optional_other_release: INCOMPATIBLE, install: Install::DebianPackage,
               stopped_tasks_succeed: true, topology_orders_block_steps: false,
               container_gets_task_env: true, het_leader_signalled: false,
-              firewall_persists: true, has_apptainer: false },
+              firewall_persists: true, has_apptainer: false,
+              launch_failure_status: 1, optional_missing_quiet: false },
     Release { version: "25.05", root: "slurm-25.05.8", stepd_line: StepdLine::Timestamp,
               optional_other_release: INCOMPATIBLE, install: Install::FromSource,
               stopped_tasks_succeed: true, topology_orders_block_steps: false,
               container_gets_task_env: true, het_leader_signalled: false,
-              firewall_persists: false, has_apptainer: false },
+              firewall_persists: false, has_apptainer: false,
+              launch_failure_status: 1, optional_missing_quiet: false },
     Release { version: "25.11", root: "slurm-25.11.7-rpm", stepd_line: StepdLine::Timestamp,
               optional_other_release: INCOMPATIBLE_VERSION, install: Install::Rpm,
               stopped_tasks_succeed: true, topology_orders_block_steps: false,
               container_gets_task_env: true, het_leader_signalled: true,
-              firewall_persists: false, has_apptainer: false },
+              firewall_persists: false, has_apptainer: false,
+              launch_failure_status: 1, optional_missing_quiet: true },
     Release { version: "26.05", root: "sid", stepd_line: StepdLine::Timestamp,
               optional_other_release: INCOMPATIBLE_VERSION, install: Install::DebianPackage,
               stopped_tasks_succeed: true, topology_orders_block_steps: true,
               container_gets_task_env: true, het_leader_signalled: false,
-              firewall_persists: true, has_apptainer: true },
+              firewall_persists: true, has_apptainer: true,
+              launch_failure_status: 1, optional_missing_quiet: true },
 ];
 
 /// The release under test (TFC_RELEASE; Debian 12's 22.05 when unset).
