@@ -125,8 +125,8 @@ fn outcome(line: &str) -> (String, String) {
 /// only `--tf-cluster` (an option they do not know; the load error is printed up to 25.05).
 #[rustfmt::skip]
 const CASES: &[(Fault, &str, Job, &str, &str)] = &[
-    (Fault::MissingOnOneNode,      "required", Job::TfCluster, "exit {launch} | 0:json | drained",   "launch failed: Plugin initialization failed"),
-    (Fault::MissingOnOneNode,      "required", Job::Plain,     "exit {launch} | 0:- | drained",      "launch failed: Plugin initialization failed"),
+    (Fault::MissingOnOneNode,      "required", Job::TfCluster, "exit {launch} | 0:json | drained",   "task 1 launch failed: "),
+    (Fault::MissingOnOneNode,      "required", Job::Plain,     "exit {launch} | 0:- | drained",      "task 1 launch failed: "),
     (Fault::MissingOnOneNode,      "required", Job::Batch,     "exit {launch} | 0:- | drained",      ""),
     (Fault::MissingOnOneNode,      "optional", Job::TfCluster, "exit 0 | 0:json 1:placeholder | idle", ""),
     (Fault::MissingOnOneNode,      "optional", Job::Plain,     "exit 0 | 0:- 1:- | idle",            ""),
