@@ -105,9 +105,16 @@ fn outcome(line: &str) -> (String, String) {
         .collect();
     tasks.sort();
     let tasks: Vec<String> = tasks.iter().map(|(r, tf)| format!("{r}:{tf}")).collect();
-    let state = String::from_utf8_lossy(&sh("sinfo -h -n n012 -o %T | head -1").stdout)
-        .trim()
-        .to_string();
+    // Once the job's epilog has run on n012 (a drain comes from it): not while it completes.
+    let state = String::from_utf8_lossy(
+        &sh(
+            "for i in $(seq 150); do s=$(sinfo -h -n n012 -o %T | head -1); \
+             case $s in *comp*) sleep 0.1 ;; *) break ;; esac; done; echo $s",
+        )
+        .stdout,
+    )
+    .trim()
+    .to_string();
     let code = out.status.code().unwrap_or(-1);
     (
         format!("exit {code} | {} | {state}", tasks.join(" ")),
