@@ -308,3 +308,19 @@ fn every_page_names_cargos_rust_version() {
     }
     assert!(named > 0, "no page names the oldest Rust");
 }
+
+/// srun's placeholder TF_CONFIG is the core's text: the man page and the admin guide quote its
+/// first clause, which is what a user sees when printing the variable.
+#[test]
+fn the_docs_quote_srun_placeholder_tf_config() {
+    let text = tfcluster::core::tf_config::NOT_SET_ON_THIS_NODE;
+    let first = text.split(':').next().unwrap();
+    let man = std::fs::read_to_string(repo().join("packaging/spank-tfcluster.8")).unwrap();
+    let guide = &pages()[Path::new("docs/admin-guide.md")];
+    for (page, body) in [
+        ("the man page", man.as_str()),
+        ("the admin guide", guide.as_str()),
+    ] {
+        assert!(body.contains(first), "{page} does not quote {first:?}");
+    }
+}

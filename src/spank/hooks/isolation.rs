@@ -137,7 +137,8 @@ pub fn leave(installed: &mut Installed) {
         log::error(&format!(
             "isolate=yes: could not keep the rules for the step's other nodes after this node's \
              tasks ended: {e}; until the step ends, other users on this node may reach its \
-             other nodes' servers"
+             other nodes' servers: check the node's nftables as root (nft list tables), and \
+             stop the step (scancel) if it must not run exposed"
         ));
     }
     if let Err(e) = installed.nft.run(&isolation::removal(&installed.table)) {
