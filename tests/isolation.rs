@@ -100,6 +100,8 @@ tcp flags & (syn | ack) == syn meta skuid != 61001 ip6 daddr @hosts6_0 tcp dport
 tcp flags & (syn | ack) == syn meta skuid != 61001 ip daddr @hosts4_1 tcp dport @ports_1 reject with tcp reset
 tcp flags & (syn | ack) == syn meta skuid != 61001 ip6 daddr @hosts6_1 tcp dport @ports_1 reject with tcp reset
 tcp flags & (syn | ack) == syn meta skuid != 61001 oif \"lo\" tcp dport @ports reject with tcp reset
+tcp flags & (syn | ack) == syn | ack tcp sport @ports meta skuid 61001 accept
+tcp flags & (syn | ack) == syn | ack tcp sport @ports drop
 }}
 }}
 ",
@@ -670,6 +672,68 @@ cat {d}/step.err >&2",
             .collect();
         assert_eq!(names, expected, "{what}");
         assert_eq!(records(&stdout, "LEFT"), [["0"]], "{what}: rules left");
+    }
+}
+
+/// Another user who binds a step port on n9 after the node's check and before the owner's
+/// server does (TensorFlow's import takes seconds; here the owner's task never binds it), while
+/// the owner's task on n10 connects to that endpoint and sends "secret": what the owner's task
+/// gets and what the other user's program receives.
+struct Squat {
+    isolate: bool,
+    /// Run as root on the host first: n9 answering every connection attempt with a SYN cookie
+    /// (as a listener whose queue is full does), which the kernel sends with no socket, so no
+    /// uid.
+    before: &'static str,
+    owner_gets: &'static str,
+    squatter_receives: &'static str,
+}
+
+const COOKIES_ON_N9: &str =
+    "nsenter --net=/run/netns/tfc-n9 sh -c 'echo 2 > /proc/sys/net/ipv4/tcp_syncookies'";
+const COOKIES_OFF_N9: &str =
+    "nsenter --net=/run/netns/tfc-n9 sh -c 'echo 1 > /proc/sys/net/ipv4/tcp_syncookies'";
+
+#[rustfmt::skip]
+const SQUATS: &[Squat] = &[
+    Squat { isolate: true,  before: "",            owner_gets: "timeout", squatter_receives: "nothing" },
+    Squat { isolate: true,  before: COOKIES_ON_N9, owner_gets: "timeout", squatter_receives: "nothing" },
+    Squat { isolate: false, before: "",            owner_gets: "open",    squatter_receives: "secret" },
+    Squat { isolate: false, before: COOKIES_ON_N9, owner_gets: "open",    squatter_receives: "secret" },
+];
+
+#[test]
+#[ignore = "needs the test cluster: run tests/run.sh"]
+fn a_port_taken_before_the_owners_server_binds_it_serves_no_one() {
+    let probe = format!("/usr/bin/python3 {}", tool("isolation_probe.py"));
+    for (i, case) in SQUATS.iter().enumerate() {
+        let _plugstack = case.isolate.then(|| PlugStack::isolated(""));
+        let d = dir().join(format!("squat-{i}"));
+        let d = d.display();
+        let out = sh(&format!(
+            "rm -rf {d}; mkdir -m 1777 {d}
+{before}
+runuser -u {OWNER} -- srun -p shared -w n9,n10 -N2 -n2 -t 1 --tf-cluster {probe} victim {d} >{d}/step.out 2>{d}/step.err &
+step=$!
+for i in $(seq 600); do [ -e {d}/endpoints ] && break; kill -0 $step 2>/dev/null || break; sleep 0.1; done
+runuser -u {OTHER} -- srun -p shared -w n9 -N1 -n1 -t 1 {probe} squat {d}
+wait $step; echo \"SRUN|$?\"
+{COOKIES_OFF_N9}
+cat {d}/step.out; cat {d}/step.err >&2",
+            before = case.before,
+        ));
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        let what = format!("case {i}:\n{stdout}\n{stderr}");
+        assert_eq!(records(&stdout, "SRUN"), [["0"]], "{what}");
+        assert_eq!(records(&stdout, "VICTIM"), [[case.owner_gets]], "{what}");
+        assert_eq!(
+            records(&stdout, "SQUAT"),
+            [[case.squatter_receives]],
+            "{what}"
+        );
     }
 }
 

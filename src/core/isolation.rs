@@ -4,9 +4,9 @@
 //! TensorFlow's gRPC servers listen on every interface, with no authentication, and run any graph
 //! they are sent (TensorFlow's SECURITY.md), so on a shared cluster anyone who reaches a port can
 //! run code as the job's owner. Each node of the step gets an nftables table of its own, named
-//! after the job and step ([`table_name`]), before any task starts. Only connection attempts
-//! (TCP SYN without ACK) are matched, so no connection tracking is needed and established
-//! connections, the step's or anyone else's, are never touched:
+//! after the job and step ([`table_name`]), before any task starts. Only the TCP handshake is
+//! matched (a SYN without ACK, and the SYN-ACK that answers it), so no connection tracking is
+//! needed and established connections, the step's or anyone else's, are never touched:
 //! - **input**: a connection to one of this node's step ports is refused unless it is addressed
 //!   to this node's own step address (as TF_CONFIG names it, resolved: IPv4 and IPv6) and comes
 //!   from a step node's address, or arrives over loopback. TensorFlow listens on every address,
@@ -17,7 +17,8 @@
 //!   uid to check, and after NAT it would come from a step node's address;
 //! - **output**: a connection from this node to any endpoint of the step (and, over loopback, to
 //!   this node's step ports at any address) is refused unless its socket belongs to the job's
-//!   uid.
+//!   uid; and an answer from one of this node's step ports goes out only from a socket of the
+//!   job's uid, so another user who binds a step port before TensorFlow does serves no one.
 //!
 //! Together: a connection reaches a step's server only from the job's uid on a node of the step,
 //! and only at the step's own addresses. The admin's own tables are never edited: a packet
@@ -283,7 +284,10 @@ impl StepFirewall<'_> {
         endpoints(&mut out, groups.len(), &attempt);
         let _ = write!(
             out,
-            "{attempt} oif \"lo\" tcp dport @ports {REFUSE}\n}}\n}}\n"
+            "{attempt} oif \"lo\" tcp dport @ports {REFUSE}\n\
+             {ANSWER} tcp sport @ports meta skuid {uid} accept\n\
+             {ANSWER} tcp sport @ports drop\n}}\n}}\n",
+            uid = self.uid
         );
         out
     }
@@ -332,6 +336,16 @@ const REFUSE: &str = "reject with tcp reset";
 /// Only connection attempts are matched (SYN without ACK): no connection tracking, and no
 /// established connection, the step's or anyone else's, is ever touched.
 const ATTEMPT: &str = "tcp flags & (syn | ack) == syn";
+/// A server's answer to a connection attempt (SYN and ACK). Answers from this node's step
+/// ports are let out only from a socket of the job's uid: another user who binds a step port
+/// after the node's check ([`super::claims`]) and before TensorFlow does (its import takes
+/// seconds) never completes a handshake, so receives nothing the owner's tasks send. The
+/// kernel gives an answer the listening socket's uid, and none to an answer with a SYN cookie
+/// (which a listener with a full queue sends, and its owner can make its queue full): hence
+/// the job's uid accepted, every other answer dropped. A dropped answer is retried by the
+/// client, and TensorFlow's own bind of the port fails, so the step ends with TensorFlow's
+/// error rather than run with another user's server in its place.
+const ANSWER: &str = "tcp flags & (syn | ack) == syn | ack";
 
 /// One rule per group and family that refuses `condition`'s connection attempts to the
 /// group's endpoints.

@@ -14,6 +14,13 @@ gRPC servers use them: a listener on every address, IPv4 and IPv6, clients that 
   isolation_probe.py listen DIR PORT
                                    another program on a step's port: listen on PORT, write
                                    DIR/endpoints, hold the port until DIR/stop exists
+  isolation_probe.py victim DIR   a task of a 2-task step whose server has not bound its port
+                                   yet: rank 0 writes its endpoint to DIR/endpoints; once
+                                   DIR/squatted exists, rank 1 connects to it, sends "secret" and
+                                   prints VICTIM|result
+  isolation_probe.py squat DIR     another user's program: listen on the port of DIR/endpoints
+                                   first, create DIR/squatted, and print SQUAT|what it received
+                                   in 8 s (or nothing)
 Results: open (connected), refused (reset), timeout, or error:NAME.
 """
 import json, os, socket, sys, time
@@ -76,6 +83,41 @@ if mode == "serve":
             os.chmod(f"{d}/endpoints.tmp", 0o644)
             os.rename(f"{d}/endpoints.tmp", f"{d}/endpoints")
         wait_for(f"{d}/stop", 120, f"{d}/stop.{os.environ['SLURMD_NODENAME']}")
+elif mode == "victim":
+    tf = json.loads(os.environ["TF_CONFIG"])
+    own = tf["cluster"][tf["task"]["type"]][tf["task"]["index"]]
+    if os.environ["SLURM_PROCID"] == "0":
+        with open(f"{d}/endpoints.tmp", "w") as f:
+            f.write(own + "\n")
+        os.chmod(f"{d}/endpoints.tmp", 0o644)
+        os.rename(f"{d}/endpoints.tmp", f"{d}/endpoints")
+        wait_for(f"{d}/done", 60)
+    else:
+        wait_for(f"{d}/squatted", 60)
+        server = tf["cluster"]["worker"][0]
+        host, port = server.rsplit(":", 1)
+        try:
+            with socket.create_connection((host, int(port)), timeout=3) as s:
+                s.sendall(b"secret")
+                result = "open"
+        except socket.timeout:
+            result = "timeout"
+        except OSError as e:
+            result = f"error:{type(e).__name__}"
+        print(f"VICTIM|{result}", flush=True)
+        open(f"{d}/done", "w").close()
+elif mode == "squat":
+    port = int(open(f"{d}/endpoints").read().split()[0].rsplit(":", 1)[1])
+    with socket.create_server(("", port), family=socket.AF_INET6, dualstack_ipv6=True) as s:
+        s.settimeout(8)
+        open(f"{d}/squatted", "w").close()
+        try:
+            conn, _ = s.accept()
+            conn.settimeout(2)
+            received = conn.recv(100).decode() or "nothing"
+        except socket.timeout:
+            received = "nothing"
+        print(f"SQUAT|{received}", flush=True)
 elif mode == "listen":
     with socket.create_server(("", int(sys.argv[3])), family=socket.AF_INET6,
                               dualstack_ipv6=True):
