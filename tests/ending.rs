@@ -55,6 +55,7 @@ const END_OF_TRAINING: &[(&str, &str, &str, i32, bool)] = &[
     ("no chief: worker 0 decides",              "ps:1,worker:*",                            "worker", 0, true),
     ("the evaluator is stopped with the rest",  "chief:1,evaluator:1,ps:1,worker:*",        "chief",  0, true),
     ("end_with_chief=yes without ps",           "chief:1,worker:*,end_with_chief=yes",      "chief",  0, true),
+    ("tuner=yes: the oracle's exit ends it",    "chief:1,worker:*,tuner=yes",               "chief",  0, true),
     ("end_with_chief=no: the step runs on",     "chief:1,ps:1,worker:*,end_with_chief=no",  "chief",  0, false),
     ("MultiWorkerMirroredStrategy: unaffected", "chief:1,worker:*",                         "chief",  0, false),
 ];

@@ -64,7 +64,7 @@ failed() { sed -n 's/^test result: .* \([0-9]*\) failed;.*/\1/p' "$1" | awk '{s 
 cargo test 2>&1 | tee "$logs/host"
 bash fuzz/run.sh smoke
 # The TensorFlow virtualenvs the chosen releases need (made once per machine).
-python= python_2_15=
+python= python_2_15= jax_python=
 marked() { awk -v r="$1" '$1 == r {print "," $3 ","}' tests/releases.tsv | grep -q ",$2,"; }
 for release in "${tested[@]}"; do
     if marked "$release" tensorflow && [ -z "$python" ]; then
@@ -73,11 +73,14 @@ for release in "${tested[@]}"; do
     if marked "$release" tensorflow-2.15 && [ -z "$python_2_15" ]; then
         python_2_15=$(TFC_TF_VERSION=2.15.1 TFC_TF_VENV=/var/cache/tfcluster/tf-venv-2.15.1 bash tests/tensorflow/setup.sh)
     fi
+    if marked "$release" jax && [ -z "$jax_python" ]; then
+        jax_python=$(bash tests/jax/setup.sh)
+    fi
 done
 bad=()
 for release in "${tested[@]}"; do
     start=$SECONDS
-    if ! TFC_PYTHON=$python TFC_PYTHON_2_15=$python_2_15 bash tests/release/run.sh "$release" 2>&1 | tee "$logs/$release"; then
+    if ! TFC_PYTHON=$python TFC_PYTHON_2_15=$python_2_15 TFC_JAX_PYTHON=$jax_python bash tests/release/run.sh "$release" 2>&1 | tee "$logs/$release"; then
         bad+=("$release")
         echo "tfcluster: the tests FAILED on Slurm $release (see above)" >&2
     fi

@@ -281,6 +281,66 @@ pub const APPTAINER_NAMES: &[(&str, [&str; 2])] = &[
             "SINGULARITYENV_DTENSOR_CLIENT_ID",
         ],
     ),
+    (
+        "JAX_COORDINATOR_ADDRESS",
+        [
+            "APPTAINERENV_JAX_COORDINATOR_ADDRESS",
+            "SINGULARITYENV_JAX_COORDINATOR_ADDRESS",
+        ],
+    ),
+    (
+        "JAX_LOCAL_DEVICE_IDS",
+        [
+            "APPTAINERENV_JAX_LOCAL_DEVICE_IDS",
+            "SINGULARITYENV_JAX_LOCAL_DEVICE_IDS",
+        ],
+    ),
+    (
+        "KERAS_BACKEND",
+        ["APPTAINERENV_KERAS_BACKEND", "SINGULARITYENV_KERAS_BACKEND"],
+    ),
+    (
+        "KERAS_DISTRIBUTION_JOB_ADDRESSES",
+        [
+            "APPTAINERENV_KERAS_DISTRIBUTION_JOB_ADDRESSES",
+            "SINGULARITYENV_KERAS_DISTRIBUTION_JOB_ADDRESSES",
+        ],
+    ),
+    (
+        "KERAS_DISTRIBUTION_NUM_PROCESSES",
+        [
+            "APPTAINERENV_KERAS_DISTRIBUTION_NUM_PROCESSES",
+            "SINGULARITYENV_KERAS_DISTRIBUTION_NUM_PROCESSES",
+        ],
+    ),
+    (
+        "KERAS_DISTRIBUTION_PROCESS_ID",
+        [
+            "APPTAINERENV_KERAS_DISTRIBUTION_PROCESS_ID",
+            "SINGULARITYENV_KERAS_DISTRIBUTION_PROCESS_ID",
+        ],
+    ),
+    (
+        "KERASTUNER_TUNER_ID",
+        [
+            "APPTAINERENV_KERASTUNER_TUNER_ID",
+            "SINGULARITYENV_KERASTUNER_TUNER_ID",
+        ],
+    ),
+    (
+        "KERASTUNER_ORACLE_IP",
+        [
+            "APPTAINERENV_KERASTUNER_ORACLE_IP",
+            "SINGULARITYENV_KERASTUNER_ORACLE_IP",
+        ],
+    ),
+    (
+        "KERASTUNER_ORACLE_PORT",
+        [
+            "APPTAINERENV_KERASTUNER_ORACLE_PORT",
+            "SINGULARITYENV_KERASTUNER_ORACLE_PORT",
+        ],
+    ),
 ];
 
 /// The Apptainer and SingularityCE names of a variable tfcluster sets (none for another).

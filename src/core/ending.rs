@@ -36,7 +36,8 @@ impl EndPolicy {
     /// success, when `end_with_chief` is on (`auto`: when the spec has `ps`) and the step has
     /// more than one task.
     pub fn new(roles: &RoleTable, settings: &Settings, tasks: u32) -> EndPolicy {
-        let on = (settings.end_with_chief).on(roles.has(Role::Ps));
+        // `auto`: with ps (the workers never end by themselves), and for Keras Tuner's oracle.
+        let on = (settings.end_with_chief).on(roles.has(Role::Ps) || settings.tuner);
         let decider = (on && tasks >= 2)
             .then(|| {
                 [Role::Chief, Role::Master, Role::Worker]

@@ -43,6 +43,11 @@ pub enum Error {
     SingletonRole { role: String, count: u32 },
     #[error("--tf-cluster: chief and master cannot be used together (TensorFlow accepts one or the other); drop master:1 or chief:1")]
     ChiefAndMaster,
+    #[error(
+        "--tf-cluster: tuner=yes makes the chief Keras Tuner's oracle, and the spec has no chief; \
+         add chief:1 (e.g. --tf-cluster=chief:1,worker:*,tuner=yes)"
+    )]
+    TunerWithoutChief,
     #[error("--tf-cluster: '{key}' is not a per-job setting; allowed: {allowed}")]
     UnknownOverride { key: String, allowed: String },
     #[error(

@@ -17,14 +17,19 @@ pub enum Keras {
     Auto,
     /// `tf.keras` is Keras 2 (`tf_keras`) in every task: `TF_USE_LEGACY_KERAS=1`.
     Two,
+    /// Keras 3 across processes with `keras.distribution` on its JAX backend: the
+    /// `KERAS_DISTRIBUTION_*` variables and JAX's own ([`super::jax`]); `tf.keras` is left
+    /// alone.
+    Three,
 }
 
 impl Keras {
-    /// `auto` or `2`.
+    /// `auto`, `2` or `3`.
     pub fn parse(text: &str) -> Option<Keras> {
         match text {
             "auto" => Some(Keras::Auto),
             "2" => Some(Keras::Two),
+            "3" => Some(Keras::Three),
             _ => None,
         }
     }
@@ -32,7 +37,7 @@ impl Keras {
     /// The value every task gets, NUL-terminated (none: the task's environment is left alone).
     pub fn value_nul(self) -> Option<&'static str> {
         match self {
-            Keras::Auto => None,
+            Keras::Auto | Keras::Three => None,
             Keras::Two => Some("1\0"),
         }
     }

@@ -13,6 +13,7 @@ pub mod gpus;
 pub mod het;
 pub mod hostlist;
 pub mod isolation;
+pub mod jax;
 pub mod keras;
 pub mod layout;
 pub mod oci;
@@ -24,6 +25,7 @@ pub mod spec;
 pub mod text;
 pub mod tf_config;
 pub mod topology;
+pub mod tuner;
 
 pub use container::ContainerStep;
 pub use ending::{Decider, End};

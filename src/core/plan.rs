@@ -14,7 +14,8 @@ use super::gpus::{self, GpuAction, GpuInputs, GpuSpread};
 use super::het::HetLayout;
 use super::hostlist;
 use super::isolation::StepFirewall;
-use super::keras;
+use super::jax::{self, JaxStep};
+use super::keras::{self, Keras};
 use super::layout::{Distribution, Layout, TaskCounts, TASK_HOSTS_VAR};
 use super::ports::StepPorts;
 use super::proxy::{self, ProxyEnv};
@@ -23,6 +24,7 @@ use super::spec::{Role, RoleTable, Spec};
 use super::text;
 use super::tf_config::{self, Renderers, TfConfigs};
 use super::topology::NodeRanks;
+use super::tuner::TunerStep;
 use std::borrow::Cow;
 
 /// What a task loses when srun handed the task order over (`-m arbitrary`): it is not for the
@@ -176,6 +178,10 @@ pub struct StepPlan {
     /// kept NUL-terminated and lent to each ([`Self::dtensor_jobs`], [`Self::no_grpc_proxy`]).
     dtensor_jobs: Option<String>,
     no_grpc_proxy: Option<String>,
+    /// With `jax=yes` or `keras=3`: JAX's and Keras's variables ([`super::jax`]).
+    jax: Option<JaxStep>,
+    /// With `tuner=yes`: the oracle's place ([`super::tuner`]).
+    tuner: Option<TunerStep>,
     /// srun handed the task order over in the environment (`-m arbitrary`): each task drops it.
     task_hosts_passed: bool,
     /// The ports are Slurm's reservation for the step (`SLURM_STEP_RESV_PORTS`).
@@ -205,7 +211,7 @@ impl StepPlan {
         // DTensor's list first: it is the shorter, so its own error names it.
         let dtensor_jobs = match settings.dtensor {
             true => Some(
-                tf_config::dtensor_jobs(
+                tf_config::rank_endpoints(
                     &layout,
                     &endpoints,
                     container::longest_name(tf_config::DTENSOR_JOBS, apptainer),
@@ -213,6 +219,15 @@ impl StepPlan {
             ),
             false => None,
         };
+        let keras3 = settings.keras == Keras::Three;
+        let jax = JaxStep::new(
+            settings.jax,
+            keras3,
+            &layout,
+            &endpoints,
+            container::longest_name(jax::KERAS_ADDRESSES, apptainer),
+        )?;
+        let tuner = TunerStep::new(settings.tuner, &roles, &layout, &endpoints)?;
         let tf_configs = TfConfigs::new(
             &roles,
             &layout,
@@ -222,7 +237,7 @@ impl StepPlan {
             container::longest_name(tf_config::NAME, apptainer),
         )?;
         let gpu_spread = (settings.even_gpus)
-            .on(!roles.has(Role::Ps) || settings.dtensor)
+            .on(!roles.has(Role::Ps) || settings.dtensor || jax.is_some())
             .then(|| GpuSpread::of_step(&layout, &roles, settings.gpu_roles));
         let no_grpc_proxy = match settings.grpc_proxy_bypass {
             true => proxy::no_grpc_proxy(&step.proxies, endpoints.addresses()).map(|v| v + "\0"),
@@ -240,6 +255,8 @@ impl StepPlan {
             gpu_spread,
             dtensor_jobs,
             no_grpc_proxy,
+            jax,
+            tuner,
             task_hosts_passed: step.task_hosts.is_some(),
             ports_reserved: matches!(ports, StepPorts::Reserved(_)),
             runtimes: step.runtimes,
@@ -364,7 +381,8 @@ impl StepPlan {
     }
 
     /// The whole environment of the task at local `slot` on `node`: its TF_CONFIG (rendered in
-    /// `renderers`), GPU slice, `no_grpc_proxy`, DTensor variables and `TF_USE_LEGACY_KERAS`, and each of them again
+    /// `renderers`), GPU slice, `no_grpc_proxy`, DTensor variables, `TF_USE_LEGACY_KERAS`, JAX's and
+    /// Keras's variables and Keras Tuner's, and each of them again
     /// under the container runtimes' names when `apptainer_env` says so. `step_gpus` is the node's
     /// `CUDA_VISIBLE_DEVICES` before the tasks forked, `task_gpus` the task's own now,
     /// `program` the task's argv\[0\].
@@ -385,7 +403,7 @@ impl StepPlan {
         })?;
         let (role, index) = self.roles.of_rank(rank).expect("roles cover every rank");
         let gpus = self.gpus(node, slot, gtids, step_gpus, task_gpus)?;
-        let mut set = Vec::with_capacity(6);
+        let mut set = Vec::with_capacity(12);
         set.push((
             tf_config::NAME,
             Cow::Borrowed(self.tf_configs.render_nul(renderers, role, index)),
@@ -404,6 +422,16 @@ impl StepPlan {
         }
         if let Some(value) = self.settings.keras.value_nul() {
             set.push((keras::VAR, Cow::Borrowed(value)));
+        }
+        if let Some(jax) = &self.jax {
+            let slice = match &gpus {
+                GpuAction::Set(value) => Some(value.as_str()),
+                GpuAction::Leave => None,
+            };
+            jax.add(&mut set, rank, slice);
+        }
+        if let Some(tuner) = &self.tuner {
+            tuner.add(&mut set, rank);
         }
         let runtimes = self.settings.apptainer_env.for_task(self.runtimes, program);
         container::add_apptainer_names(&mut set, runtimes);

@@ -101,7 +101,7 @@ pub const KEYS: &[Key] = &[
     } },
     Key { name: "end_with_chief", per_job: true,
           default: "`auto`", values: "`auto`, `yes`, `no`", example: "`end_with_chief=yes`",
-          meaning: "when the chief (or master, else worker 0) exits, end the rest of the step; `auto`: when the spec has `ps`",
+          meaning: "when the chief (or master, else worker 0) exits, end the rest of the step; `auto`: when the spec has `ps`, or with `tuner=yes`",
           set: |s, v| {
         s.end_with_chief = switch(v).ok_or(SWITCH)?;
         Ok(())
@@ -131,7 +131,7 @@ pub const KEYS: &[Key] = &[
     } },
     Key { name: "even_gpus", per_job: true,
           default: "`auto`", values: "`auto`, `yes`, `no`", example: "`even_gpus=no`",
-          meaning: "give every GPU task of the step the busiest node's share of GPUs, so all-reduce workers have equal counts; `auto`: when the spec has no `ps`, or with `dtensor=yes`",
+          meaning: "give every GPU task of the step the busiest node's share of GPUs, so all-reduce workers have equal counts; `auto`: when the spec has no `ps`, with `dtensor=yes`, `jax=yes` or `keras=3`",
           set: |s, v| {
         s.even_gpus = switch(v).ok_or(SWITCH)?;
         Ok(())
@@ -162,10 +162,24 @@ pub const KEYS: &[Key] = &[
         Ok(())
     } },
     Key { name: "keras", per_job: true,
-          default: "`auto`", values: "`auto`, `2`", example: "`keras=2`",
-          meaning: "`2`: set `TF_USE_LEGACY_KERAS=1` in every task, so `tf.keras` is Keras 2 (the `tf_keras` package, which must match TensorFlow's minor version) and `model.fit` trains under MultiWorkerMirroredStrategy and ParameterServerStrategy on TensorFlow 2.16 and later; `auto`: set nothing (TensorFlow's own default)",
+          default: "`auto`", values: "`auto`, `2`, `3`", example: "`keras=2`",
+          meaning: "`2`: set `TF_USE_LEGACY_KERAS=1` in every task, so `tf.keras` is Keras 2 (the `tf_keras` package, which must match TensorFlow's minor version) and `model.fit` trains under MultiWorkerMirroredStrategy and ParameterServerStrategy on TensorFlow 2.16 and later; `3`: Keras 3 on JAX across the step's tasks, `keras.distribution.initialize()` with no arguments: set `KERAS_BACKEND=jax`, `KERAS_DISTRIBUTION_JOB_ADDRESSES` (every rank's address and port, rank 0 first), `KERAS_DISTRIBUTION_NUM_PROCESSES`, `KERAS_DISTRIBUTION_PROCESS_ID` (the rank) and what `jax=yes` sets; `auto`: set nothing (TensorFlow's own default)",
           set: |s, v| {
-        s.keras = Keras::parse(v).ok_or("expected auto or 2")?;
+        s.keras = Keras::parse(v).ok_or("expected auto, 2 or 3")?;
+        Ok(())
+    } },
+    Key { name: "jax", per_job: true,
+          default: "`no`", values: "`yes`, `no`", example: "`jax=yes`",
+          meaning: "`jax.distributed.initialize()` with no arguments across the step's tasks: set `JAX_COORDINATOR_ADDRESS` (rank 0's address and its port of the step) and, for a task whose GPU slice tfcluster set, `JAX_LOCAL_DEVICE_IDS` (`0,...,k-1`: the whole slice); JAX takes the process count and id from Slurm",
+          set: |s, v| {
+        s.jax = yes_no(v).ok_or(YES_NO)?;
+        Ok(())
+    } },
+    Key { name: "tuner", per_job: true,
+          default: "`no`", values: "`yes`, `no`", example: "`tuner=yes`",
+          meaning: "Keras Tuner's distributed search: the chief is the oracle (`KERASTUNER_TUNER_ID=chief`), every other task a tuner (`tuner0`, `tuner1`, ... in rank order), all with `KERASTUNER_ORACLE_IP` and `KERASTUNER_ORACLE_PORT` (the chief's address and port); the spec needs a chief",
+          set: |s, v| {
+        s.tuner = yes_no(v).ok_or(YES_NO)?;
         Ok(())
     } },
     Key { name: "isolate", per_job: false,
@@ -302,6 +316,10 @@ pub struct Settings {
     pub apptainer_env: ApptainerEnv,
     /// Which Keras `tf.keras` is in every task ([`super::keras`]).
     pub keras: Keras,
+    /// JAX's own multi-process variables ([`super::jax`]); `keras=3` sets them too.
+    pub jax: bool,
+    /// Keras Tuner's distributed search: the chief is the oracle ([`super::tuner`]).
+    pub tuner: bool,
     /// Each node of a step lets only the job's own processes on the step's own nodes connect
     /// to the step's TensorFlow servers ([`super::isolation`]). The admin's alone: a job cannot
     /// turn it off.
@@ -327,6 +345,8 @@ impl Default for Settings {
             dtensor: false,
             apptainer_env: ApptainerEnv::Found,
             keras: Keras::Auto,
+            jax: false,
+            tuner: false,
             isolate: false,
         }
     }

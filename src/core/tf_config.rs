@@ -140,9 +140,9 @@ pub struct Renderers {
     evaluator: Option<TaskRenderer>,
 }
 
-/// DTensor's `DTENSOR_JOBS`: every task's `address:port` in rank order, checked against the
-/// same limit as TF_CONFIG.
-pub fn dtensor_jobs(
+/// Every task's `address:port` in rank order (DTensor's `DTENSOR_JOBS`, Keras's
+/// `KERAS_DISTRIBUTION_JOB_ADDRESSES`), checked against the same limit as TF_CONFIG.
+pub fn rank_endpoints(
     layout: &Layout,
     endpoints: &Endpoints,
     longest_name: &'static str,

@@ -63,6 +63,10 @@ if has tensorflow; then
     suites+=(tensorflow)
     has keras && suites+=(keras)
 fi
+if has jax; then
+    : "${TFC_JAX_PYTHON:?the JAX virtualenv python (tests/jax/setup.sh)}"
+    suites+=(jax)
+fi
 if has tensorflow-2.15; then
     export TFC_PYTHON_2_15
     : "${TFC_PYTHON_2_15:?the TensorFlow 2.15 virtualenv python (tests/run.sh makes it)}"

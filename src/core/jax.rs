@@ -1,0 +1,115 @@
+//! JAX's and Keras 3's multi-process start (`jax=yes`, `keras=3`). Since TensorFlow 2.16
+//! `tf.keras` is Keras 3, whose `model.fit` does not train across nodes under `tf.distribute`
+//! (keras-team/keras#20585); Keras's own way across machines is its JAX backend with
+//! `keras.distribution.initialize()`, which reads the `KERAS_DISTRIBUTION_*` variables and calls
+//! `jax.distributed.initialize`. JAX's own Slurm detection takes the coordinator's host as the
+//! first name of `SLURM_STEP_NODELIST` (wrong under `-m arbitrary` and in heterogeneous steps,
+//! where rank 0 need not be there), one port per job (steps of one job collide), and one GPU
+//! per process by `SLURM_LOCALID`. tfcluster knows where rank 0 runs, the step's own ports and
+//! each task's GPU slice, so it sets what JAX reads itself:
+//! - `JAX_COORDINATOR_ADDRESS`: rank 0's `address:port` (its TF_CONFIG endpoint: a port of the
+//!   step's own block, claimed on its node and covered by `isolate=yes`);
+//! - `JAX_LOCAL_DEVICE_IDS`: `0,...,k-1` for a task whose slice of `k` GPUs tfcluster set, so
+//!   JAX uses the whole slice.
+//!
+//! JAX takes the process count and id from Slurm (`SLURM_NTASKS`, `SLURM_PROCID`), which
+//! are right. With `keras=3` every task also gets Keras's own: `KERAS_BACKEND=jax` (the only
+//! backend `keras.distribution` runs on; Keras's default is TensorFlow),
+//! `KERAS_DISTRIBUTION_JOB_ADDRESSES` (every rank's `address:port` in rank order, the first
+//! being the coordinator), `KERAS_DISTRIBUTION_NUM_PROCESSES` and
+//! `KERAS_DISTRIBUTION_PROCESS_ID` (the rank).
+
+use super::address::Endpoints;
+use super::error::Result;
+use super::layout::Layout;
+use super::text;
+use super::tf_config;
+use std::borrow::Cow;
+
+/// rank 0's `address:port`, where JAX's coordinator service listens.
+pub const COORDINATOR: &str = "JAX_COORDINATOR_ADDRESS";
+/// The task's GPUs as JAX numbers them (`0,...,k-1` of its `CUDA_VISIBLE_DEVICES`).
+pub const LOCAL_DEVICES: &str = "JAX_LOCAL_DEVICE_IDS";
+/// Keras's backend: `jax`.
+pub const KERAS_BACKEND: &str = "KERAS_BACKEND";
+/// Every rank's `address:port`, in rank order.
+pub const KERAS_ADDRESSES: &str = "KERAS_DISTRIBUTION_JOB_ADDRESSES";
+/// The step's task count.
+pub const KERAS_PROCESSES: &str = "KERAS_DISTRIBUTION_NUM_PROCESSES";
+/// The task's rank.
+pub const KERAS_PROCESS_ID: &str = "KERAS_DISTRIBUTION_PROCESS_ID";
+
+/// The step-wide values, each NUL-terminated and lent to every task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JaxStep {
+    coordinator: String,
+    /// With `keras=3`: the addresses and the process count.
+    keras: Option<(String, String)>,
+}
+
+impl JaxStep {
+    /// The values for a step whose settings ask for JAX's variables (`jax`) and Keras's
+    /// (`keras3`, which implies JAX's); `None` when neither. The address list is checked
+    /// against the same limit as TF_CONFIG, under `longest_name` (its longest name a task gets).
+    pub fn new(
+        jax: bool,
+        keras3: bool,
+        layout: &Layout,
+        endpoints: &Endpoints,
+        longest_name: &'static str,
+    ) -> Result<Option<JaxStep>> {
+        if !(jax || keras3) {
+            return Ok(None);
+        }
+        let first = layout.ranks.first().map_or((0, 0), |p| (p.node, p.slot));
+        let mut coordinator = endpoints.plain(first.0 as usize, first.1 as usize);
+        coordinator.push('\0');
+        let keras = match keras3 {
+            true => {
+                let addresses = tf_config::rank_endpoints(layout, endpoints, longest_name)? + "\0";
+                let mut processes = String::with_capacity(11);
+                text::push_decimal(&mut processes, layout.tasks().into(), 0);
+                processes.push('\0');
+                Some((addresses, processes))
+            }
+            false => None,
+        };
+        Ok(Some(JaxStep { coordinator, keras }))
+    }
+
+    /// Adds the task's variables to `set`: the coordinator, the GPUs of `gpus` (the slice
+    /// tfcluster gives the task; none when it leaves `CUDA_VISIBLE_DEVICES` alone or gives it
+    /// no GPU) and, with `keras=3`, Keras's own.
+    pub fn add<'r>(
+        &'r self,
+        set: &mut Vec<(&'static str, Cow<'r, str>)>,
+        rank: u32,
+        gpus: Option<&str>,
+    ) {
+        set.push((COORDINATOR, Cow::Borrowed(&self.coordinator)));
+        if let Some(ids) = gpus.and_then(local_device_ids) {
+            set.push((LOCAL_DEVICES, Cow::Owned(ids + "\0")));
+        }
+        if let Some((addresses, processes)) = &self.keras {
+            set.push((KERAS_BACKEND, Cow::Borrowed("jax\0")));
+            set.push((KERAS_ADDRESSES, Cow::Borrowed(addresses)));
+            set.push((KERAS_PROCESSES, Cow::Borrowed(processes)));
+            let mut id = String::with_capacity(11);
+            text::push_decimal(&mut id, rank.into(), 0);
+            id.push('\0');
+            set.push((KERAS_PROCESS_ID, Cow::Owned(id)));
+        }
+    }
+}
+
+/// `0,1,...,k-1` for a `CUDA_VISIBLE_DEVICES` of `k` devices (the process sees only its slice,
+/// renumbered from 0); `None` for an empty one (no GPU: JAX's default is right).
+pub fn local_device_ids(visible: &str) -> Option<String> {
+    let count = visible.split(',').filter(|d| !d.trim().is_empty()).count();
+    (count > 0).then(|| {
+        (0..count)
+            .map(|i| i.to_string())
+            .collect::<Vec<_>>()
+            .join(",")
+    })
+}
