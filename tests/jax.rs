@@ -45,6 +45,16 @@ fn run(before: &str, srun_args: &str, program: &str, args: &str) -> (i32, String
     )
 }
 
+/// How long `psum.py`'s processes wait for each other: long enough for 4 processes to import
+/// JAX on 2 busy cores, and short where they are shown never to meet.
+fn waiting(meet: bool) -> &'static str {
+    if meet {
+        "120"
+    } else {
+        "8"
+    }
+}
+
 /// Where a step's 4 tasks run, 2 on each of 2 nodes.
 #[derive(Clone, Copy)]
 enum Place {
@@ -93,7 +103,7 @@ const PSUMS: &[Psum] = &[
 /// process gets the sum (1+2+3+4) with `jax=yes`, the coordinator being rank 0's endpoint
 /// wherever Slurm put it, and JAX using the task's whole GPU slice; without it, under
 /// `-m arbitrary`, JAX's own Slurm detection looks for the coordinator on the wrong node and
-/// the processes never meet (the program waits 15 s for them, JAX 300 s by default), and JAX
+/// the processes never meet (the program waits 8 s for them, JAX 300 s by default), and JAX
 /// takes one GPU of the slice, by the task's local id.
 #[test]
 #[ignore = "needs the test cluster and JAX: run tests/run.sh"]
@@ -106,7 +116,7 @@ fn jax_sums_over_every_process_wherever_rank_0_runs() {
             &before,
             &format!("{place} --tf-cluster={spec}"),
             "psum.py",
-            "15",
+            waiting(case.meet),
         );
         let what = format!("{}:\n{stdout}\n{stderr}", case.what);
         let sums = records(&stdout, "PSUM");
@@ -133,7 +143,9 @@ fn jax_sums_over_every_process_wherever_rank_0_runs() {
 
 /// Keras 3's `model.fit` across 2 nodes x 2 processes, each feeding its own shard: every
 /// process ends with the same weights, which differ from what rank 0's shard alone gives, and
-/// the loss falls; also with rank 0 on the second node.
+/// the loss falls; also with rank 0 on the second node, and with `isolate=yes` (JAX's
+/// coordinator listens on rank 0's step port, which the step's rules cover; JAX's collectives
+/// use ports of their own, which they do not).
 #[test]
 #[ignore = "needs the test cluster and JAX: run tests/run.sh"]
 fn keras_3_fit_trains_across_nodes() {
@@ -145,10 +157,12 @@ fn keras_3_fit_trains_across_nodes() {
     ));
     let alone = String::from_utf8_lossy(&alone.stdout).into_owned();
     let alone_digest = records(&alone, "RESULT")[0][4].to_string();
-    for (what, (before, dist)) in [
-        ("block", (String::new(), BLOCK)),
-        ("rank 0 on n10", rank_0_on_n10()),
+    for (what, (before, dist), isolate) in [
+        ("block", (String::new(), BLOCK), false),
+        ("rank 0 on n10", rank_0_on_n10(), false),
+        ("isolate=yes", (String::new(), BLOCK), true),
     ] {
+        let _isolated = isolate.then(|| PlugStack::isolated(""));
         let (status, stdout, stderr, _) = run(
             &before,
             &format!("{dist} --tf-cluster=worker:*,keras=3"),
@@ -242,10 +256,10 @@ struct Heterogeneous {
 
 #[rustfmt::skip]
 const HETEROGENEOUS: &[Heterogeneous] = &[
-    Heterogeneous { what: "jax=yes",             spec: "worker:*,jax=yes", program: "psum.py 15",    meet: true },
+    Heterogeneous { what: "jax=yes",             spec: "worker:*,jax=yes", program: "psum.py",      meet: true },
     Heterogeneous { what: "keras=3",             spec: "worker:*,keras=3", program: "keras3_fit.py", meet: true },
     // JAX's own detection dials cpu1, the first node of SLURM_STEP_NODELIST.
-    Heterogeneous { what: "without jax=yes",     spec: "worker:*",         program: "psum.py 15",    meet: false },
+    Heterogeneous { what: "without jax=yes",     spec: "worker:*",         program: "psum.py",      meet: false },
 ];
 
 #[test]
@@ -253,8 +267,12 @@ const HETEROGENEOUS: &[Heterogeneous] = &[
 fn a_heterogeneous_step_is_one_cluster() {
     let _defaults = PlugStack::defaults();
     for case in HETEROGENEOUS {
-        let (program, args) = case.program.split_once(' ').unwrap_or((case.program, ""));
-        let run = format!("{} {} {args}", python(), tool(program));
+        let args = if case.program == "psum.py" {
+            waiting(case.meet)
+        } else {
+            ""
+        };
+        let run = format!("{} {} {args}", python(), tool(case.program));
         let out = sh(&format!(
             "srun -t 3 --export=NONE -p gpu -w n9 -n2 --tf-cluster={} {run} : -p cpu -w cpu1 -n2 {run}",
             case.spec
@@ -276,5 +294,53 @@ fn a_heterogeneous_step_is_one_cluster() {
         // The same sum, or the same final loss and weights, everywhere.
         let agreed: HashSet<(&str, &str)> = lines.iter().map(|r| (r[2], r[3])).collect();
         assert_eq!(agreed.len(), 1, "{what}");
+    }
+}
+
+/// Two steps of one job at once on the same nodes: with `jax=yes` each has its coordinator on
+/// its own step's port and both sum over their own 4 processes; JAX's own choice is one port
+/// per job (61440 + job id % 4096), so without it the steps meet on one port and not both do.
+#[rustfmt::skip]
+const CONCURRENT: &[(&str, &str, bool)] = &[
+    ("jax=yes",         "worker:*,jax=yes", true),
+    ("without jax=yes", "worker:*",         false),
+];
+
+#[test]
+#[ignore = "needs the test cluster and JAX: run tests/run.sh"]
+fn two_steps_of_one_job_each_have_their_own_coordinator() {
+    let _defaults = PlugStack::defaults();
+    for (what, spec, both) in CONCURRENT {
+        let d = dir().join("jax-concurrent");
+        let d = d.display();
+        let step = format!(
+            "srun --jobid=$job --overlap --export=NONE -N2 -n4 --tf-cluster={spec} {} {} {}",
+            python(),
+            tool("psum.py"),
+            waiting(*both)
+        );
+        let out = sh(&format!(
+            "rm -rf {d}; mkdir -p {d}
+job=$(salloc --no-shell -w n9,n10 -N2 --ntasks-per-node=2 -t 3 2>&1 | sed -n 's/.*Granted job allocation \\([0-9]*\\).*/\\1/p')
+{step} > {d}/a 2>&1 &
+a=$!
+{step} > {d}/b 2>&1 &
+b=$!
+wait $a; echo \"STEP|a|$?|$(grep -c '^PSUM|[0-3]|4|10|' {d}/a)\"
+wait $b; echo \"STEP|b|$?|$(grep -c '^PSUM|[0-3]|4|10|' {d}/b)\"
+scancel $job; cat {d}/a {d}/b >&2"
+        ));
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        let what = format!("{what}:\n{stdout}\n{stderr}");
+        let steps = records(&stdout, "STEP");
+        assert_eq!(steps.len(), 2, "{what}");
+        let summed = steps.iter().filter(|r| r[1] == "0" && r[2] == "4").count();
+        match both {
+            true => assert_eq!(summed, 2, "{what}"),
+            false => assert!(summed < 2, "{what}"),
+        }
     }
 }
