@@ -8,6 +8,8 @@
 //!   node in slurmstepd (shared by the node's 8 tasks), then each task gets its environment;
 //! - **with Apptainer's names**: the same for a task whose program is `apptainer`
 //!   (`apptainer_env=auto`): each variable also under `APPTAINERENV_` and `SINGULARITYENV_`;
+//! - **with JAX's, Keras's and Keras Tuner's**: the same with `keras=3` and `tuner=yes` (every
+//!   variable of [`tfcluster::core::jax`] and [`tfcluster::core::tuner`] on top of TF_CONFIG);
 //! - **copy baseline**: copying a buffer as large as the TF_CONFIG, measured in the same run.
 //!
 //! Prints a table and, with `--json`, one JSON object per line for benches/run.sh.
@@ -75,15 +77,17 @@ fn main() {
     let json = std::env::args().any(|a| a == "--json");
     let spec = Spec::parse(Some("chief:1,ps:2,worker:*")).unwrap();
     let admin = Settings::default();
+    let keras3 = Settings::from_plugstack(&["keras=3", "tuner=yes"]).unwrap();
     let gpus = Some("0,1,2,3,4,5,6,7");
     if !json {
         println!(
-            "{:>6} {:>9} {:>16} {:>16} {:>16} {:>14} {:>10}",
+            "{:>6} {:>9} {:>16} {:>16} {:>16} {:>16} {:>14} {:>10}",
             "tasks",
             "bytes",
             "one task cold",
             "plugin per task",
             "with apptainer",
+            "keras=3,tuner",
             "copy baseline",
             "ratio"
         );
@@ -139,6 +143,20 @@ fn main() {
             let plan = StepPlan::new(&spec, &admin, &inputs(&s)).unwrap();
             plan.renderers()
         });
+        // The same node with every variable of keras=3 and tuner=yes.
+        let plan_k = StepPlan::new(&spec, &keras3, &inputs(&s)).unwrap();
+        let mut renderers_k = plan_k.renderers();
+        let render_k = measure(|| {
+            let env = plan_k
+                .task(node, 0, gpus, gpus, None, &mut renderers_k)
+                .unwrap();
+            env.set.iter().map(|(_, v)| v.len()).sum::<usize>()
+        });
+        let plan_time_k = measure(|| {
+            let plan = StepPlan::new(&spec, &keras3, &inputs(&s)).unwrap();
+            plan.renderers()
+        });
+        let per_keras3_task = plan_time_k / local + render_k;
         let per_task = plan_time / local + render;
         let per_apptainer_task = plan_time / local + apptainer;
         let bytes = plan.tf_config(Role::Worker, 0).len();
@@ -147,18 +165,20 @@ fn main() {
         let ratio = per_task.as_secs_f64() / copy.as_secs_f64();
         if json {
             println!(
-                "{{\"tasks\":{tasks},\"bytes\":{bytes},\"cold_ns\":{},\"per_task_ns\":{},\"apptainer_ns\":{},\"copy_ns\":{},\"ratio\":{ratio:.2}}}",
+                "{{\"tasks\":{tasks},\"bytes\":{bytes},\"cold_ns\":{},\"per_task_ns\":{},\"apptainer_ns\":{},\"keras3_ns\":{},\"copy_ns\":{},\"ratio\":{ratio:.2}}}",
                 cold.as_nanos(),
                 per_task.as_nanos(),
                 per_apptainer_task.as_nanos(),
+                per_keras3_task.as_nanos(),
                 copy.as_nanos()
             );
         } else {
             println!(
-                "{tasks:>6} {bytes:>9} {:>13.1} us {:>13.1} us {:>13.1} us {:>11.2} us {ratio:>9.1}x",
+                "{tasks:>6} {bytes:>9} {:>13.1} us {:>13.1} us {:>13.1} us {:>13.1} us {:>11.2} us {ratio:>9.1}x",
                 cold.as_secs_f64() * 1e6,
                 per_task.as_secs_f64() * 1e6,
                 per_apptainer_task.as_secs_f64() * 1e6,
+                per_keras3_task.as_secs_f64() * 1e6,
                 copy.as_secs_f64() * 1e6,
             );
         }

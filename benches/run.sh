@@ -30,11 +30,11 @@ cargo bench --quiet --bench per_task -- --json > "$tmp/rust.jsonl"
 import json, sys
 rust = {r["tasks"]: r for r in map(json.loads, open(sys.argv[1]))}
 tf = {r["tasks"]: r for r in map(json.loads, open(sys.argv[2]))}
-print("| tasks in the step | TF_CONFIG bytes | one task, cold | plugin, per task | with Apptainer's names | copy of the output | plugin / copy | TensorFlow's resolver | resolver / plugin |")
-print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+print("| tasks in the step | TF_CONFIG bytes | one task, cold | plugin, per task | with Apptainer's names | with `keras=3,tuner=yes` | copy of the output | plugin / copy | TensorFlow's resolver | resolver / plugin |")
+print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 for n, r in rust.items():
     t = tf[n]
-    print(f"| {n} | {r['bytes']} | {r['cold_ns']/1e3:.1f} us | {r['per_task_ns']/1e3:.1f} us | {r['apptainer_ns']/1e3:.1f} us | {r['copy_ns']/1e3:.2f} us "
+    print(f"| {n} | {r['bytes']} | {r['cold_ns']/1e3:.1f} us | {r['per_task_ns']/1e3:.1f} us | {r['apptainer_ns']/1e3:.1f} us | {r['keras3_ns']/1e3:.1f} us | {r['copy_ns']/1e3:.2f} us "
           f"| {r['ratio']:.1f}x | {t['resolver_ns']/1e3:.0f} us "
           f"| {t['resolver_ns']/r['per_task_ns']:.0f}x |")
 PY
