@@ -24,6 +24,8 @@ row("(g) as (a), with `isolate=yes` (each node installs and removes the step's f
     [f"{w[r]['isolate_ms']} ms" if "isolate_ms" in w[r] else "-" for r in rel])
 row("**(h) the default: `--tf-cluster=chief:1,ps:8,worker:*`, every setting at its default** (Apptainer's names only where it is installed: 26.05's root)",
     [f"**{w[r]['default_ms']} ms**" if "default_ms" in w[r] else "-" for r in rel])
+row("(i) as (a), with `keras=3,tuner=yes` (JAX's, Keras's and Keras Tuner's variables too)",
+    [f"{w[r]['jax_ms']} ms" if "jax_ms" in w[r] else "-" for r in rel])
 row("a/c", [f"{w[r]['a_over_c']:.3f}" for r in rel])
 row("**a/d** (goal: within 1.02)", [f"**{w[r]['a_over_d']:.3f}**" for r in rel])
 row("**h/d**, the default against exporting a variable of TF_CONFIG's size yourself", [f"**{w[r]['h_over_d']:.3f}**" if "h_over_d" in w[r] else "-" for r in rel])
@@ -34,6 +36,7 @@ row("machine CPU per launch, a/d", [f"{c[r]['a_over_d']:.3f} ({c[r]['a']} / {c[r
 row("machine CPU per launch, h/d", [f"{c[r]['h_over_d']:.3f} ({c[r]['h']} / {c[r]['d']} ms)" if "h_over_d" in c[r] else "-" for r in rel])
 row("machine CPU per launch, h/a", [f"{c[r]['h_over_a']:.3f}" if "h_over_a" in c[r] else "-" for r in rel])
 row("machine CPU per launch, f/a", [f"{c[r]['f_over_a']:.3f}" if "f_over_a" in c[r] else "-" for r in rel])
+row("i/a, and machine CPU per launch i/a", [f"{w[r]['i_over_a']:.3f}, {c[r]['i_over_a']:.3f}" if "i_over_a" in w[r] else "-" for r in rel])
 row("g/a", [f"{w[r]['g_over_a']:.3f}" if "g_over_a" in w[r] else "-" for r in rel])
 row("machine CPU per launch, g/a (isolate=yes's own CPU per node)",
     [f"{c[r]['g_over_a']:.3f} ({c[r]['g_minus_a_per_node']} ms)" if "g_over_a" in c[r] else "-" for r in rel])

@@ -15,6 +15,8 @@
 #           the container runtimes found on the node, none where there is none)
 #   apptainer: as `option`, with apptainer_env=always: every task also gets each variable under
 #           Apptainer's and SingularityCE's names (three TF_CONFIG-sized variables per task)
+#   jax:    as `option`, with keras=3,tuner=yes: every task also gets JAX's, Keras's and Keras
+#           Tuner's variables (KERAS_DISTRIBUTION_JOB_ADDRESSES lists every rank's endpoint)
 #   isolate: as `option`, with isolate=yes in plugstack.conf: every node installs the step's
 #           firewall (4096 endpoints) before its tasks start and removes it as its slurmstepd exits
 #   spank:  instead of tfcluster, benches/setenv_floor.c, which only hands every task a
@@ -65,7 +67,7 @@ idle() { # until every node of the cluster is idle (60 s at most)
 run() { # mode -> prints "wall_ms cpu_ms"
     local s b
     case $1 in
-        option|loaded|apptainer|default) echo "required $plugin" > "$stack" ;;
+        option|loaded|apptainer|default|jax) echo "required $plugin" > "$stack" ;;
         # port_range covers the ports the test cluster reserves (MpiParams), as a site's must.
         isolate) echo "required $plugin isolate=yes port_range=12000-32767" > "$stack" ;;
         none|floor) : > "$stack" ;;
@@ -77,6 +79,7 @@ run() { # mode -> prints "wall_ms cpu_ms"
         option|isolate) srun "${step[@]}" "$spec" true ;;
         default) srun "${step[@]}" "$default_spec" true ;;
         apptainer) srun "${step[@]}" "$default_spec,apptainer_env=always" true ;;
+        jax) srun "${step[@]}" "$spec,keras=3,tuner=yes" true ;;
         loaded|none|spank) srun "${step[@]}" true ;;
         floor) TFC_FLOOR=$floor srun "${step[@]}" true ;;
     esac
@@ -84,25 +87,25 @@ run() { # mode -> prints "wall_ms cpu_ms"
 }
 declare -A t c
 for _ in $(seq "$runs"); do
-    for mode in option loaded none floor spank apptainer isolate default; do
+    for mode in option loaded none floor spank apptainer isolate default jax; do
         read -r wall cpu < <(run $mode)
         t[$mode]+="$wall " c[$mode]+="$cpu "
     done
 done
 o=$(median <<<"${t[option]}") l=$(median <<<"${t[loaded]}") n=$(median <<<"${t[none]}")
 f=$(median <<<"${t[floor]}") e=$(median <<<"${t[spank]}") ap=$(median <<<"${t[apptainer]}")
-g=$(median <<<"${t[isolate]}") h=$(median <<<"${t[default]}")
+g=$(median <<<"${t[isolate]}") h=$(median <<<"${t[default]}") i=$(median <<<"${t[jax]}")
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", a / b}'; }
-printf '{"launch":"srun -N64 -n4096 true","runs":%s,"tf_config_bytes":%s,"option_ms":%s,"loaded_ms":%s,"none_ms":%s,"floor_ms":%s,"spank_ms":%s,"apptainer_ms":%s,"isolate_ms":%s,"default_ms":%s,"a_over_c":%s,"a_over_d":%s,"a_over_e":%s,"e_over_d":%s,"f_over_a":%s,"g_over_a":%s,"h_over_a":%s,"h_over_d":%s,"all":{"a":"%s","b":"%s","c":"%s","d":"%s","e":"%s","f":"%s","g":"%s","h":"%s"}}\n' \
-    "$runs" "$size" "$o" "$l" "$n" "$f" "$e" "$ap" "$g" "$h" "$(ratio "$o" "$n")" "$(ratio "$o" "$f")" "$(ratio "$o" "$e")" "$(ratio "$e" "$f")" "$(ratio "$ap" "$o")" "$(ratio "$g" "$o")" "$(ratio "$h" "$o")" "$(ratio "$h" "$f")" \
-    "${t[option]% }" "${t[loaded]% }" "${t[none]% }" "${t[floor]% }" "${t[spank]% }" "${t[apptainer]% }" "${t[isolate]% }" "${t[default]% }"
+printf '{"launch":"srun -N64 -n4096 true","runs":%s,"tf_config_bytes":%s,"option_ms":%s,"loaded_ms":%s,"none_ms":%s,"floor_ms":%s,"spank_ms":%s,"apptainer_ms":%s,"isolate_ms":%s,"default_ms":%s,"a_over_c":%s,"a_over_d":%s,"a_over_e":%s,"e_over_d":%s,"f_over_a":%s,"g_over_a":%s,"h_over_a":%s,"h_over_d":%s,"jax_ms":%s,"i_over_a":%s,"all":{"a":"%s","b":"%s","c":"%s","d":"%s","e":"%s","f":"%s","g":"%s","h":"%s","i":"%s"}}\n' \
+    "$runs" "$size" "$o" "$l" "$n" "$f" "$e" "$ap" "$g" "$h" "$(ratio "$o" "$n")" "$(ratio "$o" "$f")" "$(ratio "$o" "$e")" "$(ratio "$e" "$f")" "$(ratio "$ap" "$o")" "$(ratio "$g" "$o")" "$(ratio "$h" "$o")" "$(ratio "$h" "$f")" "$i" "$(ratio "$i" "$o")" \
+    "${t[option]% }" "${t[loaded]% }" "${t[none]% }" "${t[floor]% }" "${t[spank]% }" "${t[apptainer]% }" "${t[isolate]% }" "${t[default]% }" "${t[jax]% }"
 ca=$(median <<<"${c[option]}") cb=$(median <<<"${c[loaded]}") cc=$(median <<<"${c[none]}")
 cd=$(median <<<"${c[floor]}") ce=$(median <<<"${c[spank]}") cf=$(median <<<"${c[apptainer]}")
-cg=$(median <<<"${c[isolate]}") ch=$(median <<<"${c[default]}")
+cg=$(median <<<"${c[isolate]}") ch=$(median <<<"${c[default]}") ci=$(median <<<"${c[jax]}")
 # isolate=yes's own work per node: the machine's extra CPU over (a), shared by the 64 nodes.
 per_node() { awk -v g="$1" -v a="$2" 'BEGIN {printf "%.0f", (g - a) / 64}'; }
-printf '{"cpu":"machine CPU ms per launch (median)","a":%s,"b":%s,"c":%s,"d":%s,"e":%s,"f":%s,"g":%s,"h":%s,"a_over_d":%s,"a_over_e":%s,"f_over_a":%s,"g_over_a":%s,"g_minus_a_per_node":%s,"h_over_a":%s,"h_over_d":%s,"all":{"a":"%s","d":"%s","e":"%s","f":"%s","g":"%s","h":"%s"}}\n' \
-    "$ca" "$cb" "$cc" "$cd" "$ce" "$cf" "$cg" "$ch" "$(ratio "$ca" "$cd")" "$(ratio "$ca" "$ce")" "$(ratio "$cf" "$ca")" "$(ratio "$cg" "$ca")" "$(per_node "$cg" "$ca")" "$(ratio "$ch" "$ca")" "$(ratio "$ch" "$cd")" "${c[option]% }" "${c[floor]% }" "${c[spank]% }" "${c[apptainer]% }" "${c[isolate]% }" "${c[default]% }"
+printf '{"cpu":"machine CPU ms per launch (median)","a":%s,"b":%s,"c":%s,"d":%s,"e":%s,"f":%s,"g":%s,"h":%s,"a_over_d":%s,"a_over_e":%s,"f_over_a":%s,"g_over_a":%s,"g_minus_a_per_node":%s,"h_over_a":%s,"h_over_d":%s,"i":%s,"i_over_a":%s,"all":{"a":"%s","d":"%s","e":"%s","f":"%s","g":"%s","h":"%s","i":"%s"}}\n' \
+    "$ca" "$cb" "$cc" "$cd" "$ce" "$cf" "$cg" "$ch" "$(ratio "$ca" "$cd")" "$(ratio "$ca" "$ce")" "$(ratio "$cf" "$ca")" "$(ratio "$cg" "$ca")" "$(per_node "$cg" "$ca")" "$(ratio "$ch" "$ca")" "$(ratio "$ch" "$cd")" "$ci" "$(ratio "$ci" "$ca")" "${c[option]% }" "${c[floor]% }" "${c[spank]% }" "${c[apptainer]% }" "${c[isolate]% }" "${c[default]% }" "${c[jax]% }"
 
 rss() { # mode -> mean VmRSS (KiB) of the step's slurmstepd processes, mid-step
     case $1 in option) echo "required $plugin" > "$stack" ;; none) : > "$stack" ;; esac
