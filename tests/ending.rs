@@ -45,19 +45,27 @@ fn rank_of(plan: &StepPlan, role: &str) -> u32 {
         .unwrap_or_else(|| panic!("no {role}:0"))
 }
 
-/// (what, spec on 2 nodes x 2 tasks, the role whose index 0 exits first, its exit code, whether
-/// tfcluster stops the others); with the plugin's default settings.
+/// A step on 2 nodes x 2 tasks whose `role`:0 exits first with `code`, with the plugin's
+/// default settings: whether tfcluster stops the others.
+struct EndOfTraining {
+    what: &'static str,
+    spec: &'static str,
+    role: &'static str,
+    code: i32,
+    stops: bool,
+}
+
 #[rustfmt::skip]
-const END_OF_TRAINING: &[(&str, &str, &str, i32, bool)] = &[
-    ("ps: the chief's exit ends the step",      "chief:1,ps:1,worker:*",                    "chief",  0, true),
-    ("a failing chief",                         "chief:1,ps:1,worker:*",                    "chief",  3, true),
-    ("Estimator's master",                      "master:1,ps:1,worker:*",                   "master", 0, true),
-    ("no chief: worker 0 decides",              "ps:1,worker:*",                            "worker", 0, true),
-    ("the evaluator is stopped with the rest",  "chief:1,evaluator:1,ps:1,worker:*",        "chief",  0, true),
-    ("end_with_chief=yes without ps",           "chief:1,worker:*,end_with_chief=yes",      "chief",  0, true),
-    ("tuner=yes: the oracle's exit ends it",    "chief:1,worker:*,tuner=yes",               "chief",  0, true),
-    ("end_with_chief=no: the step runs on",     "chief:1,ps:1,worker:*,end_with_chief=no",  "chief",  0, false),
-    ("MultiWorkerMirroredStrategy: unaffected", "chief:1,worker:*",                         "chief",  0, false),
+const END_OF_TRAINING: &[EndOfTraining] = &[
+    EndOfTraining { what: "ps: the chief's exit ends the step",      spec: "chief:1,ps:1,worker:*",                   role: "chief",  code: 0, stops: true },
+    EndOfTraining { what: "a failing chief",                         spec: "chief:1,ps:1,worker:*",                   role: "chief",  code: 3, stops: true },
+    EndOfTraining { what: "Estimator's master",                      spec: "master:1,ps:1,worker:*",                  role: "master", code: 0, stops: true },
+    EndOfTraining { what: "no chief: worker 0 decides",              spec: "ps:1,worker:*",                           role: "worker", code: 0, stops: true },
+    EndOfTraining { what: "the evaluator is stopped with the rest",  spec: "chief:1,evaluator:1,ps:1,worker:*",       role: "chief",  code: 0, stops: true },
+    EndOfTraining { what: "end_with_chief=yes without ps",           spec: "chief:1,worker:*,end_with_chief=yes",     role: "chief",  code: 0, stops: true },
+    EndOfTraining { what: "tuner=yes: the oracle's exit ends it",    spec: "chief:1,worker:*,tuner=yes",              role: "chief",  code: 0, stops: true },
+    EndOfTraining { what: "end_with_chief=no: the step runs on",     spec: "chief:1,ps:1,worker:*,end_with_chief=no", role: "chief",  code: 0, stops: false },
+    EndOfTraining { what: "MultiWorkerMirroredStrategy: unaffected", spec: "chief:1,worker:*",                        role: "chief",  code: 0, stops: false },
 ];
 
 #[test]
@@ -70,7 +78,14 @@ fn the_step_ends_when_the_chief_exits() {
         per_node: 2,
     };
     let args = block.srun_args();
-    for (what, spec, role, code, stops) in END_OF_TRAINING {
+    for EndOfTraining {
+        what,
+        spec,
+        role,
+        code,
+        stops,
+    } in END_OF_TRAINING
+    {
         // The others would sleep 299 s when stopped, 3 s when left to end by themselves.
         let others = if *stops { 299 } else { 3 };
         let started = std::time::Instant::now();

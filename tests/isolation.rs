@@ -603,19 +603,40 @@ fn table_names_script() -> String {
 /// reaches none of n10's servers, which admit n9's address. n9 keeps a table for that until
 /// the step has ended everywhere; the job's next step on the node removes it once slurmctld
 /// says so, and the job's epilog removes the last. Without isolate=yes n10's servers are open
-/// from n9. (isolate, what another user on n9 gets at each endpoint, n9's and n10's tables
-/// while n10 still serves, after the step, after the job's next step)
+/// from n9.
+struct EndedFirst {
+    isolate: bool,
+    /// What another user on n9 gets at each endpoint.
+    reached: [&'static str; 4],
+    /// n9's and n10's tables (`J` the job id) while n10 still serves, after the step, after the
+    /// job's next step.
+    serving: Tables,
+    after: Tables,
+    next: Tables,
+}
+
+type Tables = [&'static str; 2];
+
 #[rustfmt::skip]
+const ENDED_FIRST: &[EndedFirst] = &[
+    EndedFirst { isolate: true,  reached: ["refused", "refused", "refused", "refused"],
+                 serving: ["J_0_ended", "J_0"], after: ["J_0_ended", "J_0_ended"], next: ["J_1_ended", "J_1_ended"] },
+    EndedFirst { isolate: false, reached: ["refused", "refused", "open", "open"],
+                 serving: ["", ""], after: ["", ""], next: ["", ""] },
+];
+
 #[test]
 #[ignore = "needs the test cluster: run tests/run.sh"]
 fn a_node_whose_tasks_ended_first_keeps_other_users_away() {
-    type Tables = [&'static str; 2];
-    let cases: &[(bool, [&str; 4], Tables, Tables, Tables)] = &[
-        (true,  ["refused", "refused", "refused", "refused"], ["J_0_ended", "J_0"], ["J_0_ended", "J_0_ended"], ["J_1_ended", "J_1_ended"]),
-        (false, ["refused", "refused", "open",    "open"],    ["", ""],             ["", ""],                   ["", ""]),
-    ];
     let probe = format!("/usr/bin/python3 {}", tool("isolation_probe.py"));
-    for (isolate, reached, serving, after, next) in cases {
+    for EndedFirst {
+        isolate,
+        reached,
+        serving,
+        after,
+        next,
+    } in ENDED_FIRST
+    {
         let _plugstack = isolate.then(|| PlugStack::isolated(""));
         let d = dir().join(format!("ended-first-{isolate}"));
         let d = d.display();
@@ -660,14 +681,20 @@ cat {d}/step.err >&2",
         assert_eq!(got, reached, "{what}");
         assert_eq!(records(&stdout, "SRUN"), [["0"]], "{what}");
         assert_eq!(records(&stdout, "NEXT"), [["0"]], "{what}");
-        let names: Vec<String> = records(&stdout, "NAMES").iter().map(|r| r.join("|")).collect();
+        let names: Vec<String> = records(&stdout, "NAMES")
+            .iter()
+            .map(|r| r.join("|"))
+            .collect();
         let expected: Vec<String> = [serving, after, next]
             .iter()
             .flat_map(|tables| {
-                ["n9", "n10"].iter().zip(tables.iter()).map(|(n, t)| match t.is_empty() {
-                    true => format!("{n}|"),
-                    false => format!("{n}|tfcluster_{}", t.replace('J', &job)),
-                })
+                ["n9", "n10"]
+                    .iter()
+                    .zip(tables.iter())
+                    .map(|(n, t)| match t.is_empty() {
+                        true => format!("{n}|"),
+                        false => format!("{n}|tfcluster_{}", t.replace('J', &job)),
+                    })
             })
             .collect();
         assert_eq!(names, expected, "{what}");
@@ -802,24 +829,40 @@ impl Drop for NoLibnftables {
 
 /// A node that cannot install the step's firewall fails the step before any task starts, with
 /// one line naming the node and why, even where the plugin is `optional` (Slurm would run a task
-/// whose hook failed). (what, required or optional, plugstack words, hide libnftables, the line
-/// each node prints, up to where the resolver's or the loader's own words begin)
+/// whose hook failed).
+struct CannotIsolate {
+    what: &'static str,
+    /// `required` or `optional`.
+    kind: &'static str,
+    words: &'static str,
+    hide_libnftables: bool,
+    /// The line each node prints, up to where the resolver's or the loader's own words begin.
+    line: &'static str,
+}
+
 #[rustfmt::skip]
-const CANNOT_ISOLATE: &[(&str, &str, &str, bool, &str)] = &[
-    ("an address that does not resolve", "required", "address=%h-ib", false,
-     "isolate=yes: node {node} cannot install the step's firewall: node address 'n9-ib' does not resolve ("),
-    ("no libnftables on the nodes", "required", "", true,
-     "isolate=yes: node {node} cannot install the step's firewall: cannot load libnftables.so.1: "),
-    ("no libnftables, the plugin optional", "optional", "", true,
-     "isolate=yes: node {node} cannot install the step's firewall: cannot load libnftables.so.1: "),
+const CANNOT_ISOLATE: &[CannotIsolate] = &[
+    CannotIsolate { what: "an address that does not resolve", kind: "required", words: "address=%h-ib", hide_libnftables: false,
+                    line: "isolate=yes: node {node} cannot install the step's firewall: node address 'n9-ib' does not resolve (" },
+    CannotIsolate { what: "no libnftables on the nodes", kind: "required", words: "", hide_libnftables: true,
+                    line: "isolate=yes: node {node} cannot install the step's firewall: cannot load libnftables.so.1: " },
+    CannotIsolate { what: "no libnftables, the plugin optional", kind: "optional", words: "", hide_libnftables: true,
+                    line: "isolate=yes: node {node} cannot install the step's firewall: cannot load libnftables.so.1: " },
 ];
 
 #[test]
 #[ignore = "needs the test cluster: run tests/run.sh"]
 fn a_node_that_cannot_isolate_fails_the_step_before_any_task_starts() {
-    for (what, kind, words, hide, line) in CANNOT_ISOLATE {
+    for CannotIsolate {
+        what,
+        kind,
+        words,
+        hide_libnftables,
+        line,
+    } in CANNOT_ISOLATE
+    {
         let _plugstack = PlugStack::isolated_as(kind, words);
-        let _hidden = hide.then(NoLibnftables::hide);
+        let _hidden = hide_libnftables.then(NoLibnftables::hide);
         let stderr = no_task_runs(what, "");
         for node in ["n9", "n10"] {
             let line = format!("tfcluster: {}", line.replace("{node}", node));

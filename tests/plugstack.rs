@@ -122,34 +122,44 @@ fn outcome(line: &str) -> (String, String) {
     )
 }
 
-/// What each command does, the plugin `required` or `optional`, with each fault: (fault,
-/// plugstack.conf's word, command, what came of it, a piece of what it printed). A node that
+/// What each command does, the plugin `required` or `optional`, with each fault. A node that
 /// lacks the file fails every job's tasks there with `required` (srun exits 0 up to 23.02) and is
 /// drained when the first job ends (slurmd's spank epilog cannot load the plugin); with
 /// `optional` it runs them, and a `--tf-cluster` task there gets srun's placeholder TF_CONFIG,
 /// on which TensorFlow fails, never a task that trains alone. Where srun and sbatch lack the file
 /// or have one built for another release, `required` fails every srun and sbatch, `optional`
 /// only `--tf-cluster` (an option they do not know; the load error is printed up to 25.05).
+struct Case {
+    fault: Fault,
+    /// plugstack.conf's word.
+    kind: &'static str,
+    job: Job,
+    /// What came of it: `exit STATUS | what each task got | the node's state`.
+    outcome: &'static str,
+    /// A piece of what it printed.
+    says: &'static str,
+}
+
 #[rustfmt::skip]
-const CASES: &[(Fault, &str, Job, &str, &str)] = &[
-    (Fault::MissingOnOneNode,      "required", Job::TfCluster, "exit {launch} | 0:json | drained",   "task 1 launch failed: "),
-    (Fault::MissingOnOneNode,      "required", Job::Plain,     "exit {launch} | 0:- | drained",      "task 1 launch failed: "),
-    (Fault::MissingOnOneNode,      "required", Job::Batch,     "exit {launch} | 0:- | drained",      ""),
-    (Fault::MissingOnOneNode,      "optional", Job::TfCluster, "exit 0 | 0:json 1:placeholder | idle", ""),
-    (Fault::MissingOnOneNode,      "optional", Job::Plain,     "exit 0 | 0:- 1:- | idle",            ""),
-    (Fault::MissingOnOneNode,      "optional", Job::Batch,     "exit 0 | 0:- 1:- | idle",            ""),
-    (Fault::MissingOnTheLoginHost, "required", Job::TfCluster, "exit 1 |  | idle",                   "cannot open shared object file"),
-    (Fault::MissingOnTheLoginHost, "required", Job::Plain,     "exit 1 |  | idle",                   "cannot open shared object file"),
-    (Fault::MissingOnTheLoginHost, "required", Job::Batch,     "exit 1 |  | idle",            "cannot open shared object file"),
-    (Fault::MissingOnTheLoginHost, "optional", Job::TfCluster, "exit 255 |  | idle",                 "unrecognized option '--tf-cluster'"),
-    (Fault::MissingOnTheLoginHost, "optional", Job::Plain,     "exit 0 | 0:- 1:- | idle",            "{missing}"),
-    (Fault::MissingOnTheLoginHost, "optional", Job::Batch,     "exit 0 | 0:- 1:- | idle",            "{missing}"),
-    (Fault::AnotherRelease,        "required", Job::TfCluster, "exit 1 |  | idle",                   "Incompatible"),
-    (Fault::AnotherRelease,        "required", Job::Plain,     "exit 1 |  | idle",                   "Incompatible"),
-    (Fault::AnotherRelease,        "required", Job::Batch,     "exit 1 |  | idle",            "Incompatible"),
-    (Fault::AnotherRelease,        "optional", Job::TfCluster, "exit 255 |  | idle",                 "unrecognized option '--tf-cluster'"),
-    (Fault::AnotherRelease,        "optional", Job::Plain,     "exit 0 | 0:- 1:- | idle",            "Incompatible"),
-    (Fault::AnotherRelease,        "optional", Job::Batch,     "exit 0 | 0:- 1:- | idle",            "Incompatible"),
+const CASES: &[Case] = &[
+    Case { fault: Fault::MissingOnOneNode,      kind: "required", job: Job::TfCluster, outcome: "exit {launch} | 0:json | drained",     says: "task 1 launch failed: " },
+    Case { fault: Fault::MissingOnOneNode,      kind: "required", job: Job::Plain,     outcome: "exit {launch} | 0:- | drained",        says: "task 1 launch failed: " },
+    Case { fault: Fault::MissingOnOneNode,      kind: "required", job: Job::Batch,     outcome: "exit {launch} | 0:- | drained",        says: "" },
+    Case { fault: Fault::MissingOnOneNode,      kind: "optional", job: Job::TfCluster, outcome: "exit 0 | 0:json 1:placeholder | idle", says: "" },
+    Case { fault: Fault::MissingOnOneNode,      kind: "optional", job: Job::Plain,     outcome: "exit 0 | 0:- 1:- | idle",              says: "" },
+    Case { fault: Fault::MissingOnOneNode,      kind: "optional", job: Job::Batch,     outcome: "exit 0 | 0:- 1:- | idle",              says: "" },
+    Case { fault: Fault::MissingOnTheLoginHost, kind: "required", job: Job::TfCluster, outcome: "exit 1 |  | idle",                     says: "cannot open shared object file" },
+    Case { fault: Fault::MissingOnTheLoginHost, kind: "required", job: Job::Plain,     outcome: "exit 1 |  | idle",                     says: "cannot open shared object file" },
+    Case { fault: Fault::MissingOnTheLoginHost, kind: "required", job: Job::Batch,     outcome: "exit 1 |  | idle",                     says: "cannot open shared object file" },
+    Case { fault: Fault::MissingOnTheLoginHost, kind: "optional", job: Job::TfCluster, outcome: "exit 255 |  | idle",                   says: "unrecognized option '--tf-cluster'" },
+    Case { fault: Fault::MissingOnTheLoginHost, kind: "optional", job: Job::Plain,     outcome: "exit 0 | 0:- 1:- | idle",              says: "{missing}" },
+    Case { fault: Fault::MissingOnTheLoginHost, kind: "optional", job: Job::Batch,     outcome: "exit 0 | 0:- 1:- | idle",              says: "{missing}" },
+    Case { fault: Fault::AnotherRelease,        kind: "required", job: Job::TfCluster, outcome: "exit 1 |  | idle",                     says: "Incompatible" },
+    Case { fault: Fault::AnotherRelease,        kind: "required", job: Job::Plain,     outcome: "exit 1 |  | idle",                     says: "Incompatible" },
+    Case { fault: Fault::AnotherRelease,        kind: "required", job: Job::Batch,     outcome: "exit 1 |  | idle",                     says: "Incompatible" },
+    Case { fault: Fault::AnotherRelease,        kind: "optional", job: Job::TfCluster, outcome: "exit 255 |  | idle",                   says: "unrecognized option '--tf-cluster'" },
+    Case { fault: Fault::AnotherRelease,        kind: "optional", job: Job::Plain,     outcome: "exit 0 | 0:- 1:- | idle",              says: "Incompatible" },
+    Case { fault: Fault::AnotherRelease,        kind: "optional", job: Job::Batch,     outcome: "exit 0 | 0:- 1:- | idle",              says: "Incompatible" },
 ];
 
 /// The commands: a 2-task step over n011 and n012 with `--tf-cluster`, the same without it, and
@@ -185,7 +195,14 @@ fn what_each_fault_does_to_each_job() {
         false => "cannot open shared object file",
     };
     let mut wrong = Vec::new();
-    for &(fault, kind, command, expected, says) in CASES {
+    for &Case {
+        fault,
+        kind,
+        job: command,
+        outcome: expected,
+        says,
+    } in CASES
+    {
         let expected = expected.replace("{launch}", &release.launch_failure_status.to_string());
         let says = says.replace("{missing}", missing);
         let so = prepare(fault);

@@ -86,8 +86,8 @@ fn tasks_report_only_under_srun_v() {
 const TASK_ERRORS: &[(Option<&str>, Option<u32>, &str)] = &[
     (Some("n9"), Some(0), " [node n9, local task 0; TF_CONFIG not set]"),
     (None,       Some(3), " [local task 3; TF_CONFIG not set]"),
-    (Some("n9"), None,    " [node n9, ; TF_CONFIG not set]"),
-    (None,       None,    " [; TF_CONFIG not set]"),
+    (Some("n9"), None,    " [node n9; TF_CONFIG not set]"),
+    (None,       None,    " [TF_CONFIG not set]"),
 ];
 
 #[test]

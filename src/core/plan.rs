@@ -109,11 +109,13 @@ pub fn reports_tasks(srun_debug: Option<&str>) -> bool {
 /// TF_CONFIG. From 23.02 (SchedMD's builds) and 25.05 (all) Slurm no longer puts the node's name
 /// before lines forwarded from slurmstepd, so the line names it.
 pub fn task_error_line(message: &str, node: Option<&str>, local_task: Option<u32>) -> String {
-    let node = node.map(|n| format!("node {n}, ")).unwrap_or_default();
-    let task = local_task
-        .map(|t| format!("local task {t}"))
-        .unwrap_or_default();
-    format!("{message} [{node}{task}; TF_CONFIG not set]")
+    let node = node.map(|n| format!("node {n}"));
+    let task = local_task.map(|t| format!("local task {t}"));
+    let place: Vec<String> = [node, task].into_iter().flatten().collect();
+    match place.is_empty() {
+        true => format!("{message} [TF_CONFIG not set]"),
+        false => format!("{message} [{}; TF_CONFIG not set]", place.join(", ")),
+    }
 }
 
 impl TaskEnv<'_> {
