@@ -285,20 +285,39 @@ fn a_package_for_schedmds_own_slurm_packages() {
     );
 }
 
-/// (files a Slurm installation has, the plugin directory make install detects)
+/// Files a Slurm installation has, the plugin directory make install detects, and what it says
+/// it found (on stderr, which make shows).
+struct PluginDir {
+    files: &'static [&'static str],
+    dir: &'static str,
+    says: &'static str,
+}
+
 #[rustfmt::skip]
-const PLUGIN_DIRS: &[(&[&str], &str)] = &[
-    (&["usr/lib/x86_64-linux-gnu/slurm-wlm/libslurmfull.so"], "/usr/lib/x86_64-linux-gnu/slurm-wlm"), // Debian, Ubuntu
-    (&["usr/lib/x86_64-linux-gnu/slurm/libslurmfull.so"],     "/usr/lib/x86_64-linux-gnu/slurm"),     // SchedMD's slurm-smd debs
-    (&["usr/lib64/slurm/select_cons_tres.so"],                "/usr/lib64/slurm"),                    // RPM
-    (&["usr/local/lib/slurm/libslurmfull.so"],                "/usr/local/lib/slurm"),                // built from source
-    (&["usr/lib/x86_64-linux-gnu/slurm-wlm/libslurmfull.so",
-       "usr/lib/x86_64-linux-gnu/slurm/other.so"],            "/usr/lib/x86_64-linux-gnu/slurm-wlm"),
+const PLUGIN_DIRS: &[PluginDir] = &[
+    // Debian, Ubuntu
+    PluginDir { files: &["usr/lib/x86_64-linux-gnu/slurm-wlm/libslurmfull.so"], dir: "/usr/lib/x86_64-linux-gnu/slurm-wlm",
+                says: "slurm-plugin-dir: Slurm's plugins are in /usr/lib/x86_64-linux-gnu/slurm-wlm (it holds libslurmfull.so); SLURM_PLUGIN_DIR=... overrides" },
+    // SchedMD's slurm-smd debs
+    PluginDir { files: &["usr/lib/x86_64-linux-gnu/slurm/libslurmfull.so"],     dir: "/usr/lib/x86_64-linux-gnu/slurm",
+                says: "slurm-plugin-dir: Slurm's plugins are in /usr/lib/x86_64-linux-gnu/slurm (it holds libslurmfull.so); SLURM_PLUGIN_DIR=... overrides" },
+    // RPM
+    PluginDir { files: &["usr/lib64/slurm/select_cons_tres.so"],                dir: "/usr/lib64/slurm",
+                says: "slurm-plugin-dir: Slurm's plugins are in /usr/lib64/slurm (it holds select_cons_tres.so); SLURM_PLUGIN_DIR=... overrides" },
+    // built from source
+    PluginDir { files: &["usr/local/lib/slurm/libslurmfull.so"],                dir: "/usr/local/lib/slurm",
+                says: "slurm-plugin-dir: Slurm's plugins are in /usr/local/lib/slurm (it holds libslurmfull.so); SLURM_PLUGIN_DIR=... overrides" },
+    PluginDir { files: &["usr/lib/x86_64-linux-gnu/slurm-wlm/libslurmfull.so", "usr/lib/x86_64-linux-gnu/slurm/other.so"],
+                dir: "/usr/lib/x86_64-linux-gnu/slurm-wlm",
+                says: "slurm-plugin-dir: Slurm's plugins are in /usr/lib/x86_64-linux-gnu/slurm-wlm (it holds libslurmfull.so); SLURM_PLUGIN_DIR=... overrides" },
+    // nothing: no directory, and the line says what to do
+    PluginDir { files: &["usr/lib/other/readme"], dir: "",
+                says: "slurm-plugin-dir: no Slurm plugin directory found; set SLURM_PLUGIN_DIR=..." },
 ];
 
 #[test]
 fn the_plugin_directory_of_each_packaging() {
-    for (files, want) in PLUGIN_DIRS {
+    for PluginDir { files, dir, says } in PLUGIN_DIRS {
         let fake = tempdir("plugin-dir");
         for f in *files {
             let path = fake.join(f);
@@ -311,7 +330,12 @@ fn the_plugin_directory_of_each_packaging() {
             .unwrap();
         assert_eq!(
             String::from_utf8_lossy(&out.stdout).trim(),
-            *want,
+            *dir,
+            "{files:?}"
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr).trim_end(),
+            *says,
             "{files:?}"
         );
         std::fs::remove_dir_all(&fake).unwrap();
