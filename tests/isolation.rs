@@ -827,6 +827,50 @@ impl Drop for NoLibnftables {
     }
 }
 
+/// Hides the nodes' libnftables from one node's slurmd alone (its mount namespace, which its
+/// slurmstepds inherit), until dropped.
+struct NoLibnftablesOn(String);
+
+impl NoLibnftablesOn {
+    fn node(name: &str) -> NoLibnftablesOn {
+        let path = sh_ok(&format!(
+            "ldconfig -p | awk '$1 == \"{LIBRARY}\" {{print $NF; exit}}'"
+        ));
+        let pid = std::fs::read_to_string(dir().join(format!("slurmd-{name}.run.pid"))).unwrap();
+        let ns = format!("nsenter --mount --target {}", pid.trim());
+        sh_ok(&format!("{ns} mount --bind /dev/null {}", path.trim()));
+        NoLibnftablesOn(format!("{ns} umount {}", path.trim()))
+    }
+}
+
+impl Drop for NoLibnftablesOn {
+    fn drop(&mut self) {
+        sh_ok(&self.0);
+    }
+}
+
+/// A heterogeneous step whose component on cpu1 cannot isolate (libnftables hidden from cpu1's
+/// slurmd alone) while the one on n9 can: cpu1 stops every component, so n9's task, which
+/// started, ends within seconds rather than when its program does (120 s).
+#[test]
+#[ignore = "needs the test cluster: run tests/run.sh"]
+fn a_heterogeneous_step_whose_node_cannot_isolate_stops_every_component() {
+    let _plugstack = PlugStack::isolated("");
+    let _hidden = NoLibnftablesOn::node("cpu1");
+    let started = std::time::Instant::now();
+    let out = sh(&format!(
+        "runuser -u {OWNER} -- srun -t 3 -p cpu -w cpu1 -n1 --tf-cluster sleep 120 : -p gpu -w n9 -n1 sleep 120"
+    ));
+    let seconds = started.elapsed().as_secs();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let what = format!("{seconds} s, status {:?}:\n{stderr}", out.status.code());
+    assert!(
+        stderr.contains("tfcluster: isolate=yes: node cpu1 cannot install the step's firewall: cannot load libnftables.so.1: "),
+        "{what}"
+    );
+    assert!(seconds < 60, "{what}");
+}
+
 /// A node that cannot install the step's firewall fails the step before any task starts, with
 /// one line naming the node and why, even where the plugin is `optional` (Slurm would run a task
 /// whose hook failed).
