@@ -8,7 +8,9 @@ mod common;
 use common::cluster::{dir, sh, stop_line, tool, PlugStack, CLUSTER_SETTINGS};
 use common::release;
 use common::{plan, step, tf_config};
-use tfcluster::core::StepPlan;
+use tfcluster::core::error::OnError;
+use tfcluster::core::{Error, StepPlan};
+use tfcluster::spank::error::ShellError;
 
 /// A block step of `per_node` tasks on each of the first `nodes` of the test cluster's nodes,
 /// in Slurm's order.
@@ -314,5 +316,44 @@ fn a_batch_job_ends_with_the_chiefs_result() {
             info.contains(&format!("ExitCode={want}:0")),
             "job {job}: ExitCode={want}:0 in\n{info}"
         );
+    }
+}
+
+/// What an error does to the step beyond the task that meets it: one error of each kind.
+struct Effect {
+    error: ShellError,
+    on_error: OnError,
+}
+
+fn effects() -> Vec<Effect> {
+    let core = |e: Error| ShellError::Core(e);
+    let host = || "n9".to_string();
+    #[rustfmt::skip]
+    let effects = vec![
+        Effect { error: core(Error::LayoutMismatch { node: 0, host: host(), expected: "0,1".into(), actual: "0,2".into() }), on_error: OnError::StopNow },
+        Effect { error: core(Error::TaskHostCount { host: host(), listed: 2, started: 1 }), on_error: OnError::StopNow },
+        Effect { error: core(Error::HetSize { value: "0".into() }), on_error: OnError::StopNow },
+        Effect { error: core(Error::HetStepTasks), on_error: OnError::StopNow },
+        Effect { error: core(Error::HetJobId { component: 1 }), on_error: OnError::StopNow },
+        Effect { error: core(Error::HetLayoutsShort { found: 2, step_tasks: 4, refused: "1: gone".into() }), on_error: OnError::StopNow },
+        Effect { error: core(Error::HetLayout { component: 1, reason: "short".into() }), on_error: OnError::StopNow },
+        Effect { error: core(Error::HetOwnComponent { host: host(), fitting: 2 }), on_error: OnError::StopNow },
+        Effect { error: core(Error::NotEnoughGpus { host: host(), gpus: 1, tokens: "0".into(), tasks: 2 }), on_error: OnError::StopFromEachTask },
+        Effect { error: core(Error::UnevenGpus { host: host(), gpus: 1, busiest: "n10".into(), tasks: 2 }), on_error: OnError::StopFromEachTask },
+        Effect { error: ShellError::Isolation { node: host(), reason: "cannot load libnftables.so.1".into() }, on_error: OnError::StopFromFirstTask },
+        Effect { error: ShellError::FromEnvironment { error: Box::new(ShellError::Isolation { node: host(), reason: "x".into() }) },
+                 on_error: OnError::StopFromFirstTask },
+        Effect { error: core(Error::CountMismatch { spec: "ps:1,worker:3".into(), requested: 4, tasks: 3 }), on_error: OnError::TaskOnly },
+        Effect { error: core(Error::BadGpuList { value: "0,,1".into() }), on_error: OnError::TaskOnly },
+        Effect { error: ShellError::Ports { node: host(), reason: "port 20000 is held".into() }, on_error: OnError::TaskOnly },
+        Effect { error: ShellError::Missing { name: "SLURM_STEP_NODELIST" }, on_error: OnError::TaskOnly },
+    ];
+    effects
+}
+
+#[test]
+fn what_each_error_does_to_the_step() {
+    for Effect { error, on_error } in effects() {
+        assert_eq!(error.on_error(), on_error, "{error}");
     }
 }

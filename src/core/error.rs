@@ -339,28 +339,24 @@ pub enum Error {
 }
 
 impl Error {
-    /// The plan this node made is wrong for the step (Slurm placed the tasks otherwise), so
-    /// other nodes' tasks may have started with a wrong TF_CONFIG: the whole step must stop,
-    /// not only this node's tasks.
-    pub fn plan_is_wrong(&self) -> bool {
-        matches!(
-            self,
+    /// What this error does to the step ([`OnError`]): a plan that Slurm's placement
+    /// contradicts, or a heterogeneous step whose components cannot be put together, is wrong
+    /// for every node, whose tasks may already start with it (stopped at once); a node that
+    /// cannot give its task the GPUs the step needs starves that task's peers (each such task
+    /// stops the step); anything else concerns the task alone.
+    pub fn on_error(&self) -> OnError {
+        match self {
             Error::LayoutMismatch { .. }
-                | Error::TaskHostCount { .. }
-                | Error::HetSize { .. }
-                | Error::HetStepTasks
-                | Error::HetJobId { .. }
-                | Error::HetLayoutsShort { .. }
-                | Error::HetLayout { .. }
-                | Error::HetOwnComponent { .. }
-        )
-    }
-
-    /// A node cannot give its task the GPUs the step needs: the task does not start, and
-    /// its peers on other nodes would wait for it (up to TensorFlow's one-hour registration
-    /// timeout), so the whole step stops.
-    pub fn starves_peers(&self) -> bool {
-        matches!(self, Error::NotEnoughGpus { .. } | Error::UnevenGpus { .. })
+            | Error::TaskHostCount { .. }
+            | Error::HetSize { .. }
+            | Error::HetStepTasks
+            | Error::HetJobId { .. }
+            | Error::HetLayoutsShort { .. }
+            | Error::HetLayout { .. }
+            | Error::HetOwnComponent { .. } => OnError::StopNow,
+            Error::NotEnoughGpus { .. } | Error::UnevenGpus { .. } => OnError::StopFromEachTask,
+            _ => OnError::TaskOnly,
+        }
     }
 }
 
@@ -371,3 +367,22 @@ const PORT_FIX: &str = "drop port_base (or pick another), or run the step again 
      reservation (MpiParams=ports=, docs/admin-guide.md)";
 
 pub type Result<T> = std::result::Result<T, Error>;
+
+/// What an error does to the step beyond the task that meets it: one value per error, decided
+/// where the error is defined ([`Error::on_error`], and the shell's own errors likewise),
+/// acted on by the SPANK shell through the one stop it builds per step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnError {
+    /// Only the task that meets it goes without TF_CONFIG (and fails where the plugin is
+    /// `required`): the rest of the step is not affected.
+    TaskOnly,
+    /// Every task that meets it fails and stops the step: its peers on other nodes would wait
+    /// for it (TensorFlow waits up to an hour for a task to register).
+    StopFromEachTask,
+    /// No task of the node runs, whether the plugin is `required` or `optional`; the node's
+    /// first task says why and stops the step (a node that cannot isolate it).
+    StopFromFirstTask,
+    /// The plan is wrong for the whole step, and other nodes' tasks may be starting with it:
+    /// found before the node's tasks fork, and the step is stopped at once.
+    StopNow,
+}

@@ -2,6 +2,7 @@
 //! errors pass through unchanged). `tests/errors.rs` lists each message.
 
 use super::handle::SpankError;
+use crate::core::error::OnError;
 use crate::core::Error;
 use thiserror::Error;
 
@@ -52,20 +53,17 @@ pub enum ShellError {
 pub const ENV_OPTION: &str = "SLURM_SPANK__SLURM_SPANK_OPTION_tfcluster_tf_cluster";
 
 impl ShellError {
-    /// See [`Error::plan_is_wrong`].
-    pub fn plan_is_wrong(&self) -> bool {
-        matches!(self, ShellError::Core(e) if e.plan_is_wrong())
-    }
-
-    /// No task of the node may run, whether plugstack.conf says `required` or `optional`
-    /// (`optional` would run a task whose hook failed): a node that cannot isolate the step.
-    /// Said once per node, by its first task.
-    pub fn keeps_every_task_from_running(&self) -> bool {
-        matches!(self, ShellError::Isolation { .. })
-    }
-
-    /// See [`Error::starves_peers`].
-    pub fn starves_peers(&self) -> bool {
-        matches!(self, ShellError::Core(e) if e.starves_peers())
+    /// What this error does to the step ([`OnError`]): the core's errors say it themselves
+    /// ([`Error::on_error`]); a node that cannot isolate the step keeps every task of the node
+    /// from running, whether plugstack.conf says `required` or `optional` (`optional` would run
+    /// a task whose hook failed), said once by its first task; an error from the job's
+    /// environment does what the error does; the shell's other errors concern the task alone.
+    pub fn on_error(&self) -> OnError {
+        match self {
+            ShellError::Core(e) => e.on_error(),
+            ShellError::Isolation { .. } => OnError::StopFromFirstTask,
+            ShellError::FromEnvironment { error } => error.on_error(),
+            _ => OnError::TaskOnly,
+        }
     }
 }

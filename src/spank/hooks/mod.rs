@@ -55,6 +55,8 @@ struct State {
     bare: bool,
     /// slurmstepd: the step's plan for this node, or why there is none (reported by each task).
     plan: Option<Result<stepd::Node, ShellError>>,
+    /// slurmstepd: the step's one stop, built before planning, whatever the plan then says.
+    stop: Option<stop::Stop>,
     /// srun: the step's components, one per `init_post_opt` (more than one: a heterogeneous
     /// step or `--het-group` list).
     components: u32,
@@ -68,6 +70,7 @@ static STATE: Mutex<State> = Mutex::new(State {
     option: None,
     bare: false,
     plan: None,
+    stop: None,
     components: 0,
     option_calls: 0,
 });

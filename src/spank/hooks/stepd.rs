@@ -4,6 +4,7 @@
 use super::stop::{self, Stop};
 use super::{isolation, settings, state};
 use crate::core::container::{self, Runtimes};
+use crate::core::error::OnError;
 use crate::core::het::Own;
 use crate::core::layout::TASK_HOSTS_VAR;
 use crate::core::plan::{self, UNSET_ON_ERROR};
@@ -25,8 +26,6 @@ use std::ffi::c_int;
 /// The plan plus this node's facts, prepared once before the tasks fork.
 pub struct Node {
     plan: StepPlan,
-    /// What ends when this node ends the step.
-    stop: Stop,
     /// Each local task's slot in the plan's node: its local id, except on a node that a
     /// heterogeneous job's components share.
     slots: Vec<usize>,
@@ -54,9 +53,10 @@ pub struct Node {
     oci: Option<NodeOci>,
 }
 
-/// slurmstepd, once per node before the tasks fork: plan the step. A plan that Slurm's own
-/// placement contradicts on this node is wrong for the whole step, and tasks on other nodes may
-/// already be starting with it: the step is stopped on every node at once.
+/// slurmstepd, once per node before the tasks fork: build the step's one [`Stop`], then plan
+/// the step. A plan that Slurm's own placement contradicts on this node is wrong for the whole
+/// step, and tasks on other nodes may already be starting with it: the step is stopped on every
+/// node at once ([`OnError::StopNow`]).
 pub fn init_post_opt(sp: &Spank) -> c_int {
     let mut state = state();
     let Some(spec) = state.option.clone() else {
@@ -65,24 +65,69 @@ pub fn init_post_opt(sp: &Spank) -> c_int {
     if !is_task_step(sp) {
         return 0;
     }
-    let mut kind = None;
-    let planned = plan_node(sp, spec, settings(&state), &mut kind);
+    let shape = Shape::read(sp);
+    state.stop = shape.as_ref().ok().map(|shape| shape.stop(sp));
+    let planned = shape.and_then(|shape| plan_node(sp, spec, settings(&state), &shape));
     if let Err(e) = &planned {
-        if e.plan_is_wrong() {
+        if e.on_error() == OnError::StopNow {
             log::error(&e.to_string());
-            if let (Ok(job), Ok(step)) = (sp.item_u32(U32Item::JobId), sp.item_u32(U32Item::StepId))
-            {
-                Stop {
-                    jobs: het::jobs_to_stop(sp, kind.as_ref(), job),
-                    het_leader: kind.as_ref().and_then(|k| het::leader(sp, k)),
-                    step_id: step,
-                }
-                .now();
+            if let Some(stop) = &state.stop {
+                stop.now();
             }
         }
     }
     state.plan = Some(planned);
     0
+}
+
+/// What Slurm says of the step before anything is planned: its ids, this component's node and
+/// task counts, and which kind of step it is (one job's, or a heterogeneous job's or step's).
+struct Shape {
+    job_id: u32,
+    step_id: u32,
+    nodes: u32,
+    tasks: u32,
+    kind: StepKind,
+}
+
+impl Shape {
+    fn read(sp: &Spank) -> Result<Shape, ShellError> {
+        let env = |name: &'static str| sp.getenv(name).map_err(|err| ShellError::Env { name, err });
+        let item = |it, what: &'static str| {
+            sp.item_u32(it)
+                .map_err(|err| ShellError::Item { what, err })
+        };
+        let (job_id, step_id) = (
+            item(U32Item::JobId, "the job id")?,
+            item(U32Item::StepId, "the step id")?,
+        );
+        let nodes = item(U32Item::Nodes, "the step's node count")?;
+        let tasks = item(U32Item::TotalTasks, "the step's task count")?;
+        let kind = Component {
+            nodes,
+            tasks,
+            step_nodes: env("SLURM_STEP_NUM_NODES")?.as_deref(),
+            step_tasks: env("SLURM_STEP_NUM_TASKS")?.as_deref(),
+            het_size: env("SLURM_HET_SIZE")?.as_deref(),
+        }
+        .kind()?;
+        Ok(Shape {
+            job_id,
+            step_id,
+            nodes,
+            tasks,
+            kind,
+        })
+    }
+
+    /// The step's one stop: every component's job of a heterogeneous job, else this job.
+    fn stop(&self, sp: &Spank) -> Stop {
+        Stop {
+            jobs: het::jobs_to_stop(sp, Some(&self.kind), self.job_id),
+            het_leader: het::leader(sp, &self.kind),
+            step_id: self.step_id,
+        }
+    }
 }
 
 /// Batch script, extern and interactive steps carry no TF tasks; planning them would hand a
@@ -98,7 +143,7 @@ fn plan_node(
     sp: &Spank,
     spec: Result<Spec, Error>,
     settings: Result<Settings, Error>,
-    kind: &mut Option<StepKind>,
+    shape: &Shape,
 ) -> Result<Node, ShellError> {
     let env = |name: &'static str| sp.getenv(name).map_err(|err| ShellError::Env { name, err });
     let required = |name: &'static str| env(name)?.ok_or(ShellError::Missing { name });
@@ -106,24 +151,13 @@ fn plan_node(
         sp.item_u32(it)
             .map_err(|err| ShellError::Item { what, err })
     };
-    let nodes = item(U32Item::Nodes, "the step's node count")?;
-    let tasks = item(U32Item::TotalTasks, "the step's task count")?;
-    let (job_id, step_id) = (
-        item(U32Item::JobId, "the job id")?,
-        item(U32Item::StepId, "the step id")?,
-    );
-    let this = kind
-        .insert(
-            Component {
-                nodes,
-                tasks,
-                step_nodes: env("SLURM_STEP_NUM_NODES")?.as_deref(),
-                step_tasks: env("SLURM_STEP_NUM_TASKS")?.as_deref(),
-                het_size: env("SLURM_HET_SIZE")?.as_deref(),
-            }
-            .kind()?,
-        )
-        .clone();
+    let &Shape {
+        job_id,
+        step_id,
+        nodes,
+        tasks,
+        ref kind,
+    } = shape;
     let (spec, settings) = (spec?, settings?);
     let node = item(U32Item::NodeId, "this node's index")? as usize;
     let local = item(U32Item::LocalTasks, "the local task count")?;
@@ -133,7 +167,7 @@ fn plan_node(
                 .map_err(|err| ShellError::GlobalId { task, err })
         })
         .collect::<Result<Vec<u32>, ShellError>>()?;
-    let components = match this {
+    let components = match kind {
         StepKind::Whole => None,
         _ => {
             let hostname = het::hostname();
@@ -145,7 +179,7 @@ fn plan_node(
                 gtids: &gtids,
                 hostname: hostname.as_deref(),
             };
-            Some(het::components(sp, &this, step_id, own)?)
+            Some(het::components(sp, kind, step_id, own)?)
         }
     };
     let (nodelist, tasks_per_node) = (
@@ -228,11 +262,6 @@ fn plan_node(
         firewall,
         oci,
         plan,
-        stop: Stop {
-            het_leader: het::leader(sp, &this),
-            jobs,
-            step_id,
-        },
         slots,
         rank_offset,
         hide_gpus,
@@ -259,23 +288,14 @@ pub fn task_init(sp: &Spank) -> c_int {
             for name in UNSET_ON_ERROR {
                 let _ = sp.unsetenv(name);
             }
-            if e.keeps_every_task_from_running() {
+            let on_error = e.on_error();
+            if on_error == OnError::StopFromFirstTask {
                 // The node's first task says why and stops the step: the other nodes' tasks,
                 // which may have started, would otherwise wait for these.
                 if sp.task_id().is_ok_and(|t| t == 0) {
                     log::error(&e.to_string());
-                    if let (Ok(job), Ok(step)) =
-                        (sp.item_u32(U32Item::JobId), sp.item_u32(U32Item::StepId))
-                    {
-                        match &state.plan {
-                            Some(Ok(node)) => node.stop.now(),
-                            _ => Stop {
-                                jobs: vec![job],
-                                het_leader: None,
-                                step_id: step,
-                            }
-                            .now(),
-                        }
+                    if let Some(stop) = &state.stop {
+                        stop.now();
                     }
                 }
                 handle::end_task(1);
@@ -286,9 +306,9 @@ pub fn task_init(sp: &Spank) -> c_int {
                 node.as_deref(),
                 sp.task_id().ok(),
             ));
-            if e.starves_peers() {
-                if let Some(Ok(node)) = &state.plan {
-                    node.stop.now();
+            if on_error == OnError::StopFromEachTask {
+                if let Some(stop) = &state.stop {
+                    stop.now();
                 }
             }
             -1
@@ -352,7 +372,8 @@ fn apply(sp: &Spank, node: &mut Node) -> Result<(), ShellError> {
 /// successful, so srun's exit status is that task's.
 pub fn task_exit(sp: &Spank) -> c_int {
     let mut state = state();
-    let Some(Ok(node)) = &mut state.plan else {
+    let state = &mut *state;
+    let (Some(Ok(node)), Some(stop)) = (&mut state.plan, &state.stop) else {
         return 0;
     };
     if node.stopping {
@@ -373,7 +394,7 @@ pub fn task_exit(sp: &Spank) -> c_int {
         log::user(&end.message);
     }
     node.stopping = true;
-    node.stop.after_return();
+    stop.after_return();
     0
 }
 
