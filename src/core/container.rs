@@ -127,7 +127,7 @@ const APPTAINER_PROGRAMS: &[&str] = &["apptainer", "singularity"];
 
 /// Whether a task's program (its argv\[0\], as srun resolved it) starts Apptainer or
 /// SingularityCE.
-pub fn runs_apptainer(program: &str) -> bool {
+fn runs_apptainer(program: &str) -> bool {
     let name = program.rsplit('/').next().unwrap_or(program);
     APPTAINER_PROGRAMS.contains(&name)
 }

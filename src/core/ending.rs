@@ -147,12 +147,6 @@ impl End {
         }
     }
 
-    /// Whether the OOM killer may have caused this end: SIGKILL, or a shell's 137. Only then
-    /// is the node's OOM count worth reading.
-    pub fn may_be_oom(self) -> bool {
-        self.signal() == Some(libc::SIGKILL)
-    }
-
     /// The signal that ended the task, itself or (128+N) the program a shell ran.
     fn signal(self) -> Option<i32> {
         match self {
@@ -163,7 +157,9 @@ impl End {
         }
     }
 
-    /// What the end is; `oom_killed` is asked only when [`Self::may_be_oom`].
+    /// What the end is; `oom_killed` is asked only for a SIGKILL (the task's own, or a shell's
+    /// 137), the only end the OOM killer may have caused, so the node's OOM count is read only
+    /// then.
     pub fn cause(self, preemption_exit: u8, oom_killed: impl FnOnce() -> bool) -> Cause {
         match (self, self.signal()) {
             (End::Exited(0), _) => Cause::Success,

@@ -104,7 +104,7 @@ impl JaxStep {
 
 /// `0,1,...,k-1` for a `CUDA_VISIBLE_DEVICES` of `k` devices (the process sees only its slice,
 /// renumbered from 0); `None` for an empty one (no GPU: JAX's default is right).
-pub fn local_device_ids(visible: &str) -> Option<String> {
+fn local_device_ids(visible: &str) -> Option<String> {
     let count = visible.split(',').filter(|d| !d.trim().is_empty()).count();
     (count > 0).then(|| {
         (0..count)

@@ -330,7 +330,7 @@ impl Layout {
     /// Block over the nodes taken in `order` (node indices): Slurm 26.05's topology order
     /// ([`super::topology`]). Node `order[0]` gets the first ranks, and so on; each node's
     /// ranks stay contiguous.
-    pub fn block_in_order(counts: &TaskCounts, order: &[usize]) -> Layout {
+    fn block_in_order(counts: &TaskCounts, order: &[usize]) -> Layout {
         let mut layout = Self::empty(counts, counts.total() as usize);
         let mut filled = vec![0u32; counts.len()];
         for &node in order {

@@ -76,7 +76,7 @@ impl ProxyEnv {
     }
 
     /// Whether gRPC would send the cluster's traffic through a proxy.
-    pub fn proxy_set(&self) -> bool {
+    fn proxy_set(&self) -> bool {
         PROXIES.iter().any(|name| self.get(name).is_some())
     }
 

@@ -197,7 +197,7 @@ pub fn admin_keys() -> String {
 }
 
 /// The settings a job may give in `--tf-cluster`, for messages.
-pub fn job_keys() -> String {
+fn job_keys() -> String {
     KEYS.iter()
         .filter(|k| k.per_job)
         .map(|k| k.name)

@@ -95,7 +95,7 @@ impl TfConfigs {
     }
 
     /// The `cluster` object a task of `role` gets.
-    pub fn cluster_of(&self, role: Role) -> &str {
+    fn cluster_of(&self, role: Role) -> &str {
         match (role, &self.evaluator) {
             (Role::Evaluator, Some(json)) => json,
             _ => &self.trainers,
@@ -209,7 +209,7 @@ impl ClusterJson {
 }
 
 /// The length `TF_CONFIG=<value>\0` will have, without rendering it.
-pub fn env_string_len(cluster: &str, role: Role, index: u32, rpc_layer: Option<&str>) -> usize {
+fn env_string_len(cluster: &str, role: Role, index: u32, rpc_layer: Option<&str>) -> usize {
     let rpc = rpc_layer.map_or(0, |r| ",\"rpc_layer\":".len() + json_str_len(r));
     NAME.len() + 1 // TF_CONFIG=
         + "{\"cluster\":".len() + cluster.len() + rpc
