@@ -115,50 +115,29 @@ fn main() {
                 .unwrap();
             env.set.iter().map(|(_, v)| v.len()).sum::<usize>()
         });
+        // As slurmstepd does it: the step planned once per node, with the node's buffer made
+        // before the tasks fork, shared by the node's tasks; each task renders into it.
+        let per_task_with = |settings: &Settings, program: Option<&str>| {
+            let plan = StepPlan::new(&spec, settings, &inputs(&s)).unwrap();
+            let local = plan.layout.node(node).unwrap().len() as u32;
+            let mut renderers = plan.renderers();
+            let render = measure(|| {
+                let env = plan
+                    .task(node, 0, gpus, gpus, program, &mut renderers)
+                    .unwrap();
+                env.set.iter().map(|(_, v)| v.len()).sum::<usize>()
+            });
+            let plan_time = measure(|| {
+                let plan = StepPlan::new(&spec, settings, &inputs(&s)).unwrap();
+                plan.renderers()
+            });
+            plan_time / local + render
+        };
+        let per_task = per_task_with(&admin, None);
+        let per_apptainer_task = per_task_with(&admin, Some("/usr/bin/apptainer"));
+        // Every variable of keras=3 and tuner=yes too.
+        let per_keras3_task = per_task_with(&keras3, None);
         let plan = StepPlan::new(&spec, &admin, &inputs(&s)).unwrap();
-        let local = plan.layout.node(node).unwrap().len() as u32;
-        // As slurmstepd does it: the node's buffer made before the tasks fork (counted with the
-        // plan), each task renders into it.
-        let mut renderers = plan.renderers();
-        let render = measure(|| {
-            let env = plan
-                .task(node, 0, gpus, gpus, None, &mut renderers)
-                .unwrap();
-            env.set.iter().map(|(_, v)| v.len()).sum::<usize>()
-        });
-        let apptainer = measure(|| {
-            let env = plan
-                .task(
-                    node,
-                    0,
-                    gpus,
-                    gpus,
-                    Some("/usr/bin/apptainer"),
-                    &mut renderers,
-                )
-                .unwrap();
-            env.set.iter().map(|(_, v)| v.len()).sum::<usize>()
-        });
-        let plan_time = measure(|| {
-            let plan = StepPlan::new(&spec, &admin, &inputs(&s)).unwrap();
-            plan.renderers()
-        });
-        // The same node with every variable of keras=3 and tuner=yes.
-        let plan_k = StepPlan::new(&spec, &keras3, &inputs(&s)).unwrap();
-        let mut renderers_k = plan_k.renderers();
-        let render_k = measure(|| {
-            let env = plan_k
-                .task(node, 0, gpus, gpus, None, &mut renderers_k)
-                .unwrap();
-            env.set.iter().map(|(_, v)| v.len()).sum::<usize>()
-        });
-        let plan_time_k = measure(|| {
-            let plan = StepPlan::new(&spec, &keras3, &inputs(&s)).unwrap();
-            plan.renderers()
-        });
-        let per_keras3_task = plan_time_k / local + render_k;
-        let per_task = plan_time / local + render;
-        let per_apptainer_task = plan_time / local + apptainer;
         let bytes = plan.tf_config(Role::Worker, 0).len();
         let source = vec![b'x'; bytes];
         let copy = measure(|| source.clone());
