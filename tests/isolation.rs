@@ -809,13 +809,19 @@ echo \"LEFT|$left\""
 /// Hides the nodes' libnftables for a test (the root's file is renamed back when dropped).
 struct NoLibnftables(String);
 
+/// Where the root's libnftables is.
+fn libnftables() -> String {
+    let path = sh_ok(&format!(
+        "ldconfig -p | awk '$1 == \"{LIBRARY}\" {{print $NF; exit}}'"
+    ));
+    let path = path.trim().to_string();
+    assert!(!path.is_empty(), "{LIBRARY} is not installed in this root");
+    path
+}
+
 impl NoLibnftables {
     fn hide() -> NoLibnftables {
-        let path = sh_ok(&format!(
-            "ldconfig -p | awk '$1 == \"{LIBRARY}\" {{print $NF; exit}}'"
-        ));
-        let path = path.trim().to_string();
-        assert!(!path.is_empty(), "{LIBRARY} is not installed in this root");
+        let path = libnftables();
         sh_ok(&format!("mv {path} {path}.hidden"));
         NoLibnftables(path)
     }
@@ -833,13 +839,11 @@ struct NoLibnftablesOn(String);
 
 impl NoLibnftablesOn {
     fn node(name: &str) -> NoLibnftablesOn {
-        let path = sh_ok(&format!(
-            "ldconfig -p | awk '$1 == \"{LIBRARY}\" {{print $NF; exit}}'"
-        ));
+        let path = libnftables();
         let pid = std::fs::read_to_string(dir().join(format!("slurmd-{name}.run.pid"))).unwrap();
         let ns = format!("nsenter --mount --target {}", pid.trim());
-        sh_ok(&format!("{ns} mount --bind /dev/null {}", path.trim()));
-        NoLibnftablesOn(format!("{ns} umount {}", path.trim()))
+        sh_ok(&format!("{ns} mount --bind /dev/null {path}"));
+        NoLibnftablesOn(format!("{ns} umount {path}"))
     }
 }
 

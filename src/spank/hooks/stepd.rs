@@ -66,7 +66,7 @@ pub fn init_post_opt(sp: &Spank) -> c_int {
         return 0;
     }
     let shape = Shape::read(sp);
-    state.stop = shape.as_ref().ok().map(|shape| shape.stop(sp));
+    state.stop = Stop::of_step(sp, shape.as_ref().ok().map(|shape| &shape.kind));
     let planned = shape.and_then(|shape| plan_node(sp, spec, settings(&state), &shape));
     if let Err(e) = &planned {
         if e.on_error() == OnError::StopNow {
@@ -118,15 +118,6 @@ impl Shape {
             tasks,
             kind,
         })
-    }
-
-    /// The step's one stop: every component's job of a heterogeneous job, else this job.
-    fn stop(&self, sp: &Spank) -> Stop {
-        Stop {
-            jobs: het::jobs_to_stop(sp, Some(&self.kind), self.job_id),
-            het_leader: het::leader(sp, &self.kind),
-            step_id: self.step_id,
-        }
     }
 }
 

@@ -7,7 +7,10 @@
 //! - the decider's end or a failed trainer, in `task_exit`, from a thread
 //!   ([`Stop::after_return`]): slurmstepd must send that task's own status first.
 
+use crate::core::StepKind;
 use crate::spank::error::ShellError;
+use crate::spank::handle::{Spank, U32Item};
+use crate::spank::het;
 use crate::spank::log;
 use crate::spank::slurm;
 use std::sync::Mutex;
@@ -34,6 +37,21 @@ const FORWARD_TIME: std::time::Duration = std::time::Duration::from_millis(250);
 static STOPPER: Mutex<Option<JoinHandle<()>>> = Mutex::new(None);
 
 impl Stop {
+    /// The step's one stop, built before the step is planned: every component's job of a
+    /// heterogeneous job, else this job (also when the step's kind is unknown). None when Slurm
+    /// gives no job or step id.
+    pub fn of_step(sp: &Spank, kind: Option<&StepKind>) -> Option<Stop> {
+        let (job_id, step_id) = (
+            sp.item_u32(U32Item::JobId).ok()?,
+            sp.item_u32(U32Item::StepId).ok()?,
+        );
+        Some(Stop {
+            jobs: het::jobs_to_stop(sp, kind, job_id),
+            het_leader: kind.and_then(|kind| het::leader(sp, kind)),
+            step_id,
+        })
+    }
+
     /// Ends every task of the step on every node, through Slurm, once the line that says why
     /// has had time to reach srun; says so when Slurm refuses.
     pub fn now(&self) {
