@@ -3,8 +3,11 @@
 //! task got, in the core's words; gRPC bypasses the job's proxy for the cluster's own nodes.
 
 mod common;
-use common::cluster::{parse, plugin, records, sh, sh_ok, summary, tool, PlugStack, Run};
+use common::cluster::{
+    parse, plugin, records, sh, sh_ok, summary, tool, PlugStack, Run, CLUSTER_SETTINGS,
+};
 use common::release;
+use common::{environment_running, plan};
 use tfcluster::core::{GpuAction, Role, Spec, TaskEnv};
 use tfcluster::spank::hooks::OPTION_USAGE;
 
@@ -203,5 +206,38 @@ fn grpc_bypasses_a_proxy_for_the_cluster() {
         ));
         let got: Vec<Vec<&str>> = records(&stdout, "P");
         assert_eq!(got, vec![vec![*want]; 2], "{env} srun {option}");
+    }
+}
+
+/// Every task of a `keras=3,tuner=yes` step on the two GPU nodes gets exactly the JAX, Keras and
+/// Keras Tuner variables the core gives its rank (with the ports Slurm reserved for the step),
+/// on every release; tests/jax.rs shows the libraries reading them.
+#[test]
+#[ignore = "needs the test cluster: run tests/run.sh"]
+fn jax_keras_and_tuner_variables_reach_every_task() {
+    let spec = "chief:1,worker:*,keras=3,tuner=yes";
+    let stdout = sh_ok(&format!(
+        "srun -w n011,n012 -N2 -n4 --gres=gpu:4 --tf-cluster={spec} {}",
+        tool("jax_env.sh")
+    ));
+    let tasks = records(&stdout, "V");
+    assert_eq!(tasks.len(), 4, "{stdout}");
+    for task in tasks {
+        let [rank, job, step, ports, got] = task[..] else {
+            panic!("{task:?}")
+        };
+        let mut inputs = common::step("n011,n012", "2(x2)", None);
+        inputs.job_id = job.parse().unwrap();
+        inputs.step_id = step.parse().unwrap();
+        inputs.resv_ports = (ports != "-").then_some(ports);
+        let plan = plan(spec, CLUSTER_SETTINGS, &inputs);
+        let gpus = Some("0,1,2,3");
+        let mut want: Vec<String> =
+            environment_running(&plan, rank.parse().unwrap(), gpus, gpus, None)
+                .into_iter()
+                .filter(|v| v.starts_with("JAX") || v.starts_with("KERAS"))
+                .collect();
+        want.sort();
+        assert_eq!(got, want.join(";"), "rank {rank}");
     }
 }
