@@ -298,30 +298,25 @@ fn a_heterogeneous_step_is_one_cluster() {
     }
 }
 
-/// Two steps of one job at once on the same nodes: with `jax=yes` each has its coordinator on
-/// its own step's port and both sum over their own 4 processes; JAX's own choice is one port
-/// per job (61440 + job id % 4096), so without it the steps meet on one port and not both do.
-#[rustfmt::skip]
-const CONCURRENT: &[(&str, &str, bool)] = &[
-    ("jax=yes",         "worker:*,jax=yes", true),
-    ("without jax=yes", "worker:*",         false),
-];
-
+/// Two steps of one job started at once on the same nodes: with `jax=yes` each has its
+/// coordinator on its own step's port, and both sum over their own 4 processes. (JAX's own
+/// choice is one port per job, 61440 + job id % 4096, read in its source; whether two steps
+/// then meet on it depends on Slurm running them at the same moment, which a CI run on 26.05
+/// did not, so no row shows it.)
 #[test]
 #[ignore = "needs the test cluster and JAX: run tests/run.sh"]
 fn two_steps_of_one_job_each_have_their_own_coordinator() {
     let _defaults = PlugStack::defaults();
-    for (what, spec, both) in CONCURRENT {
-        let d = dir().join("jax-concurrent");
-        let d = d.display();
-        let step = format!(
-            "srun --jobid=$job --overlap --export=NONE -N2 -n4 --tf-cluster={spec} {} {} {}",
-            python(),
-            tool("psum.py"),
-            waiting(*both)
-        );
-        let out = sh(&format!(
-            "rm -rf {d}; mkdir -p {d}
+    let d = dir().join("jax-concurrent");
+    let d = d.display();
+    let step = format!(
+        "srun --jobid=$job --overlap --export=NONE -N2 -n4 --tf-cluster=worker:*,jax=yes {} {} {}",
+        python(),
+        tool("psum.py"),
+        waiting(true)
+    );
+    let out = sh(&format!(
+        "rm -rf {d}; mkdir -p {d}
 job=$(salloc --no-shell -w n9,n10 -N2 --ntasks-per-node=2 -t 3 2>&1 | sed -n 's/.*Granted job allocation \\([0-9]*\\).*/\\1/p')
 {step} > {d}/a 2>&1 &
 a=$!
@@ -330,18 +325,14 @@ b=$!
 wait $a; echo \"STEP|a|$?|$(grep -c '^PSUM|[0-3]|4|10|' {d}/a)\"
 wait $b; echo \"STEP|b|$?|$(grep -c '^PSUM|[0-3]|4|10|' {d}/b)\"
 scancel $job; cat {d}/a {d}/b >&2"
-        ));
-        let (stdout, stderr) = (
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr),
-        );
-        let what = format!("{what}:\n{stdout}\n{stderr}");
-        let steps = records(&stdout, "STEP");
-        assert_eq!(steps.len(), 2, "{what}");
-        let summed = steps.iter().filter(|r| r[1] == "0" && r[2] == "4").count();
-        match both {
-            true => assert_eq!(summed, 2, "{what}"),
-            false => assert!(summed < 2, "{what}"),
-        }
-    }
+    ));
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    let what = format!("{stdout}\n{stderr}");
+    let steps = records(&stdout, "STEP");
+    assert_eq!(steps.len(), 2, "{what}");
+    let summed = steps.iter().filter(|r| r[1] == "0" && r[2] == "4").count();
+    assert_eq!(summed, 2, "{what}");
 }
