@@ -365,10 +365,14 @@ fn a_component_slurmctld_cannot_lay_out_stops_the_whole_step() {
 }
 
 /// srun sees one component's counts, so a spec that does not fit the whole step is refused on
-/// the nodes, with the message srun gives for a plain step, and no task gets a TF_CONFIG.
+/// the nodes, with the message srun gives for a plain step, and no task gets a TF_CONFIG. A
+/// node that plans only after the other component's task has failed finds that component gone
+/// (slurmctld: invalid job id) and says so, pointing at the other's error (seen once on 26.05):
+/// at least one node gives the spec's error, and each node one of the two.
 #[test]
 #[ignore = "needs the test cluster: run tests/run.sh"]
 fn a_spec_that_does_not_fit_is_refused_on_every_node() {
+    let release = release::current();
     let run = parse(sh(&format!(
         "srun -p cpu -w cpu1 -n1 --tf-cluster=ps:1,worker:5 {r} : -p gpu -w n9 -n1 {r}",
         r = report()
@@ -376,9 +380,21 @@ fn a_spec_that_does_not_fit_is_refused_on_every_node() {
     let error = Spec::parse(Some("ps:1,worker:5"))
         .and_then(|spec| spec.resolve(2).map(|_| ()))
         .unwrap_err();
-    for node in ["cpu1", "n9"] {
-        run.assert_refused("ps:1,worker:5 over 1 + 1 tasks", &node_error(node, &error));
+    let gone = |component: u32| Error::HetLayoutsShort {
+        found: 1,
+        step_tasks: 2,
+        refused: format!("{component}: Invalid job id specified"),
+    };
+    let what = format!("ps:1,worker:5 over 1 + 1 tasks:\n{}", run.stderr);
+    assert_ne!(run.code, 0, "{what}");
+    assert!(run.tasks.iter().all(|t| t.tf.is_none()), "{what}");
+    let mut spec_errors = 0;
+    for (node, other) in [("cpu1", 1), ("n9", 0)] {
+        let said = |e: &Error| release.printed(&run.stderr, &node_error(node, e));
+        spec_errors += usize::from(said(&error));
+        assert!(said(&error) || said(&gone(other)), "{node}: {what}");
     }
+    assert!(spec_errors >= 1, "{what}");
 }
 
 /// Whether a row's step is a heterogeneous job's (components are jobs) or a heterogeneous step.
