@@ -67,10 +67,7 @@ impl JaxStep {
         let keras = match keras3 {
             true => {
                 let addresses = tf_config::rank_endpoints(layout, endpoints, longest_name)? + "\0";
-                let mut processes = String::with_capacity(11);
-                text::push_decimal(&mut processes, layout.tasks().into(), 0);
-                processes.push('\0');
-                Some((addresses, processes))
+                Some((addresses, text::decimal_nul(layout.tasks())))
             }
             false => None,
         };
@@ -94,10 +91,7 @@ impl JaxStep {
             set.push((KERAS_BACKEND, Cow::Borrowed("jax\0")));
             set.push((KERAS_ADDRESSES, Cow::Borrowed(addresses)));
             set.push((KERAS_PROCESSES, Cow::Borrowed(processes)));
-            let mut id = String::with_capacity(11);
-            text::push_decimal(&mut id, rank.into(), 0);
-            id.push('\0');
-            set.push((KERAS_PROCESS_ID, Cow::Owned(id)));
+            set.push((KERAS_PROCESS_ID, Cow::Owned(text::decimal_nul(rank))));
         }
     }
 }

@@ -418,9 +418,10 @@ impl StepPlan {
         }
         if let Some(jobs) = &self.dtensor_jobs {
             set.push((tf_config::DTENSOR_JOBS, Cow::Borrowed(jobs.as_str())));
-            let mut id = String::with_capacity(11);
-            text::push_decimal(&mut id, rank.into(), 0);
-            set.push((tf_config::DTENSOR_CLIENT_ID, with_nul(id)));
+            set.push((
+                tf_config::DTENSOR_CLIENT_ID,
+                Cow::Owned(text::decimal_nul(rank)),
+            ));
         }
         if let Some(value) = self.settings.keras.value_nul() {
             set.push((keras::VAR, Cow::Borrowed(value)));

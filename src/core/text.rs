@@ -17,6 +17,15 @@ pub fn decimal<T: std::str::FromStr>(text: &str) -> Option<T> {
     }
 }
 
+/// `n` in decimal followed by a NUL: a task's value for a variable that holds a number (a
+/// rank, a count), ready for Slurm.
+pub fn decimal_nul(n: u32) -> String {
+    let mut out = String::with_capacity(11);
+    push_decimal(&mut out, n.into(), 0);
+    out.push('\0');
+    out
+}
+
 /// Appends `n`, zero-padded to at least `width` digits (Slurm's `%0*lu`).
 pub fn push_decimal(out: &mut String, mut n: u64, width: usize) {
     let mut digits = [0u8; 20];
