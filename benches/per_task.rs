@@ -16,7 +16,7 @@
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
-use tfcluster::core::{Role, Settings, Spec, StepInputs, StepPlan};
+use tfcluster::core::{NodeFacts, Place, Role, Settings, Spec, StepInputs, StepPlan};
 
 const PER_NODE: u32 = 8;
 
@@ -49,6 +49,17 @@ fn inputs(s: &Step) -> StepInputs<'_> {
         step_id: 0,
         ..Default::default()
     }
+}
+
+/// Node `node`'s place in the plan, as slurmstepd finds it once per node.
+fn place_of(plan: &StepPlan, node: usize, gpus: Option<&str>) -> Place {
+    let facts = NodeFacts {
+        node,
+        gtids: plan.layout.node(node).unwrap(),
+        step_gpus: gpus,
+        slurm_gave_gpus: true,
+    };
+    plan.place(None, &facts).unwrap()
 }
 
 /// Median time of one call of `f`, from batches sized to take about 20 ms each.
@@ -109,10 +120,9 @@ fn main() {
         let node = (tasks / PER_NODE / 2) as usize;
         let cold = measure(|| {
             let plan = StepPlan::new(&spec, &admin, &inputs(&s)).unwrap();
+            let place = place_of(&plan, node, gpus);
             let mut renderers = plan.renderers();
-            let env = plan
-                .task(node, 0, gpus, gpus, None, &mut renderers)
-                .unwrap();
+            let env = plan.task(&place, 0, gpus, None, &mut renderers).unwrap();
             env.set.iter().map(|(_, v)| v.len()).sum::<usize>()
         });
         // As slurmstepd does it: the step planned once per node, with the node's buffer made
@@ -120,16 +130,15 @@ fn main() {
         let per_task_with = |settings: &Settings, program: Option<&str>| {
             let plan = StepPlan::new(&spec, settings, &inputs(&s)).unwrap();
             let local = plan.layout.node(node).unwrap().len() as u32;
+            let place = place_of(&plan, node, gpus);
             let mut renderers = plan.renderers();
             let render = measure(|| {
-                let env = plan
-                    .task(node, 0, gpus, gpus, program, &mut renderers)
-                    .unwrap();
+                let env = plan.task(&place, 0, gpus, program, &mut renderers).unwrap();
                 env.set.iter().map(|(_, v)| v.len()).sum::<usize>()
             });
             let plan_time = measure(|| {
                 let plan = StepPlan::new(&spec, settings, &inputs(&s)).unwrap();
-                plan.renderers()
+                (place_of(&plan, node, gpus), plan.renderers())
             });
             plan_time / local + render
         };

@@ -4,7 +4,7 @@
 //! shell only loops over this list, so these rows are what reaches the program.
 
 mod common;
-use common::{environment_running, where_is};
+use common::{environment_running, place, where_is};
 use tfcluster::core::container::{reaches_apptainer, Runtimes, APPTAINER_NAMES};
 
 const NONE: Runtimes = Runtimes::NONE;
@@ -221,7 +221,7 @@ fn the_task_order_hand_over_is_removed() {
         let (node, slot) = where_is(&plan, 0);
         let mut renderers = plan.renderers();
         let env = plan
-            .task(node, slot, None, None, None, &mut renderers)
+            .task(&place(&plan, node, None), slot, None, None, &mut renderers)
             .unwrap();
         assert_eq!(env.unset, *unset, "{dist:?}");
     }

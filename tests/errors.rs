@@ -20,7 +20,7 @@ use tfcluster::core::het::{self, Answer, ComponentLayout, HetLayout, Own};
 use tfcluster::core::ports::{parse_port_list, PortPolicy, StepPorts};
 use tfcluster::core::topology::{self, ConfFile, NodeRanks, MAX_CONF_BYTES};
 use tfcluster::core::StepInputs;
-use tfcluster::core::{Component, ContainerStep, Error, Result, Role, Settings, Spec};
+use tfcluster::core::{Component, ContainerStep, Error, NodeFacts, Result, Role, Settings, Spec};
 use tfcluster::spank::error::ShellError;
 
 /// A node (job 7, one node, tasks 0 and 1, host n2) rebuilding a heterogeneous step from
@@ -62,8 +62,14 @@ fn task_err(
     gpus: Option<&str>,
 ) -> Result<()> {
     let plan = plan(spec, &[], &step(nodes, tpn, None));
-    plan.task(node, slot, gpus, gpus, None, &mut plan.renderers())
-        .map(|_| ())
+    plan.task(
+        &place(&plan, node, gpus),
+        slot,
+        gpus,
+        None,
+        &mut plan.renderers(),
+    )
+    .map(|_| ())
 }
 
 /// (what the core is given, the error it returns, exactly as srun's stderr shows it).
@@ -159,7 +165,7 @@ fn messages() -> Vec<(Result<()>, &'static str)> {
          "plane distribution needs a plane size >= 1, got SLURM_DIST_PLANESIZE='+2'; use -m plane=N"),
         (Distribution::parse(Some("plane"), Some("0")).map(|_| ()),
          "plane distribution needs a plane size >= 1, got SLURM_DIST_PLANESIZE='0'; use -m plane=N"),
-        (plan("worker:*", &[], &step("a,b", "2(x2)", None)).check_node(1, &[1, 3]),
+        (plan("worker:*", &[], &step("a,b", "2(x2)", None)).place(None, &NodeFacts { node: 1, gtids: &[1, 3], ..Default::default() }).map(|_| ()),
          "node 1 (b): Slurm placed global tasks [1,3] here but tfcluster computed [2,3], so no TF_CONFIG of this step can be right and the whole step is stopped; run srun with -m cyclic or -m plane=N (placements Slurm never reorders), or -m arbitrary with the hosts in rank order in a file named by SLURM_HOSTFILE, or ask the admin to add CR_NO_DIST_TOPO_BLOCK to SelectTypeParameters"),
         (NodeRanks::read("topology/torus3d", None).map(|_| ()),
          "Slurm places a block-distributed step's tasks in the topology's node order (TopologyPlugin=topology/torus3d), which tfcluster cannot read here: tfcluster reads only topology/tree and topology/block; run srun with -m cyclic or -m plane=N (placements Slurm never reorders), or -m arbitrary with the hosts in rank order in a file named by SLURM_HOSTFILE, or ask the admin to add CR_NO_DIST_TOPO_BLOCK to SelectTypeParameters"),
@@ -167,7 +173,7 @@ fn messages() -> Vec<(Result<()>, &'static str)> {
          "Slurm places a block-distributed step's tasks in the topology's node order (TopologyPlugin=topology/tree), which tfcluster cannot read here: topology.conf cannot be read; run srun with -m cyclic or -m plane=N (placements Slurm never reorders), or -m arbitrary with the hosts in rank order in a file named by SLURM_HOSTFILE, or ask the admin to add CR_NO_DIST_TOPO_BLOCK to SelectTypeParameters"),
         (NodeRanks::read("topology/tree", Some("SwitchName=s1 Nodes=a")).unwrap().order(&hosts(&["a", "b"])).map(|_| ()),
          "Slurm places a block-distributed step's tasks in the topology's node order (TopologyPlugin=topology/tree), which tfcluster cannot read here: topology.conf does not place node b; run srun with -m cyclic or -m plane=N (placements Slurm never reorders), or -m arbitrary with the hosts in rank order in a file named by SLURM_HOSTFILE, or ask the admin to add CR_NO_DIST_TOPO_BLOCK to SelectTypeParameters"),
-        (plan("worker:*", &[], &step("a,b", "2(x2)", None)).check_node(2, &[]),
+        (plan("worker:*", &[], &step("a,b", "2(x2)", None)).place(None, &NodeFacts { node: 2, gtids: &[], ..Default::default() }).map(|_| ()),
          "node index 2 is outside the step's 2 nodes"),
         (task_err("worker:*", "a", "2", 0, 2, None),
          "local task 2 is outside node 0's 2 tasks"),

@@ -11,7 +11,7 @@ use common::cluster::{dir, node_error, parse, sbatch, sh, stop_line, summary, to
 use common::release;
 use common::{plan, step};
 use tfcluster::core::het::{self, Answer, ComponentLayout, HetLayout, Own, StepKind};
-use tfcluster::core::{Component, Error, GpuAction, Spec};
+use tfcluster::core::{Component, Error, NodeFacts, NodeGpus, Place, Role, Spec, StepInputs};
 
 // ---- the rules ------------------------------------------------------------------------------
 
@@ -219,24 +219,186 @@ fn the_components_make_one_step() {
     }
 }
 
-/// A task of a component to which Slurm gave no GPU gets CUDA_VISIBLE_DEVICES empty, whatever
-/// the plan would have left it.
+/// One row of [`each_component_is_asked_for_until_the_step_is_whole`]: the step's kind and
+/// environment, what slurmctld answers for each (job, component), what the node asks, and the
+/// step's hosts and jobs it rebuilds.
+struct Probe {
+    what: &'static str,
+    kind: StepKind,
+    env: &'static [(&'static str, &'static str)],
+    slurmctld: Vec<((u32, Option<u32>), ComponentLayout)>,
+    asked: Vec<(u32, Option<u32>)>,
+    want: Result<Option<(Vec<&'static str>, Vec<u32>)>, Error>,
+}
+
+#[rustfmt::skip]
 #[test]
-fn a_component_without_gpus_hides_them() {
-    let plan = plan("chief:1,ps:1,worker:*", &[], &step("cpu1,n9", "2,2", None));
-    let mut renderers = plan.renderers();
-    let mut env = plan
-        .task(0, 1, None, Some("7"), None, &mut renderers)
-        .unwrap();
-    assert_eq!(env.gpus, GpuAction::Leave);
-    env.hide_gpus();
-    assert_eq!(env.gpus, GpuAction::Set(String::new()));
-    assert_eq!(env.get("CUDA_VISIBLE_DEVICES"), Some(""));
-    assert!(
-        env.report(Some("7")).ends_with("GPUs none"),
-        "{}",
-        env.report(Some("7"))
+fn each_component_is_asked_for_until_the_step_is_whole() {
+    let both = vec![((7, None), layout("cpu1", &[&[0, 1]])), ((8, None), layout("n9", &[&[0, 1]]))];
+    const GROUPS: &[(&str, &str)] = &[("SLURM_JOB_ID_HET_GROUP_0", "7"), ("SLURM_JOB_ID_HET_GROUP_1", "8"), ("SLURM_JOB_ID_HET_GROUP_2", "9")];
+    let rows = vec![
+        Probe { what: "a whole step asks nothing",
+            kind: StepKind::Whole, env: &[], slurmctld: vec![],
+            asked: vec![], want: Ok(None) },
+        Probe { what: "a heterogeneous job: each component's job, once",
+            kind: StepKind::HetJob { size: 2, step_tasks: 4 }, env: &GROUPS[..2], slurmctld: both.clone(),
+            asked: vec![(7, None), (8, None)], want: Ok(Some((vec!["cpu1", "n9"], vec![7, 8]))) },
+        Probe { what: "--het-group=0,2: the component outside the step is refused and skipped",
+            kind: StepKind::HetJob { size: 3, step_tasks: 4 }, env: GROUPS,
+            slurmctld: vec![((7, None), layout("cpu1", &[&[0, 1]])), ((9, None), layout("n9", &[&[0, 1]]))],
+            asked: vec![(7, None), (8, None), (9, None)], want: Ok(Some((vec!["cpu1", "n9"], vec![7, 9]))) },
+        Probe { what: "a heterogeneous job whose component id is missing asks nothing",
+            kind: StepKind::HetJob { size: 2, step_tasks: 4 }, env: &GROUPS[..1], slurmctld: both,
+            asked: vec![], want: Err(Error::HetJobId { component: 1 }) },
+        Probe { what: "a heterogeneous step: components of the node's job until the tasks add up",
+            kind: StepKind::HetStep { step_tasks: 4 }, env: &[],
+            slurmctld: vec![((7, Some(0)), layout("cpu1", &[&[0, 1]])), ((7, Some(1)), layout("n9", &[&[0, 1]])),
+                            ((7, Some(2)), layout("n10", &[&[0]]))],
+            asked: vec![(7, Some(0)), (7, Some(1))], want: Ok(Some((vec!["cpu1", "n9"], vec![7]))) },
+        Probe { what: "a heterogeneous step: a refusal ends the asking",
+            kind: StepKind::HetStep { step_tasks: 4 }, env: &[],
+            slurmctld: vec![((7, Some(0)), layout("cpu1", &[&[0, 1]])), ((7, Some(2)), layout("n9", &[&[0, 1]]))],
+            asked: vec![(7, Some(0)), (7, Some(1))],
+            want: Err(Error::HetLayoutsShort { found: 2, step_tasks: 4, refused: "1: Invalid job id specified".into() }) },
+        Probe { what: "components that never add up: at most MAX_COMPONENTS asks",
+            kind: StepKind::HetStep { step_tasks: 4 }, env: &[],
+            slurmctld: (0..het::MAX_COMPONENTS + 1).map(|c| ((7, Some(c)), layout("n9", &[&[]]))).collect(),
+            asked: (0..het::MAX_COMPONENTS).map(|c| (7, Some(c))).collect(),
+            want: Err(Error::HetLayoutsShort { found: 0, step_tasks: 4, refused: "none".into() }) },
+    ];
+    for row in rows {
+        let env = |name: &str| row.env.iter().find(|(n, _)| *n == name).map(|(_, v)| v.to_string());
+        let mut asked = Vec::new();
+        let mut ask = |job_id, component| {
+            asked.push((job_id, component));
+            let found = row.slurmctld.iter().find(|(key, _)| *key == (job_id, component));
+            found.map(|(_, layout)| layout.clone()).ok_or_else(|| "Invalid job id specified".to_string())
+        };
+        let own = own(0, 1, 2, &[0, 1], "cpu1");
+        let got = het::probe(&row.kind, own, env, &mut ask)
+            .map(|het| het.map(|h| (h.hosts.iter().map(|h| leak(h)).collect(), h.jobs)));
+        assert_eq!(got, row.want, "{}", row.what);
+        assert_eq!(asked, row.asked, "{}: what the node asks", row.what);
+    }
+}
+
+/// One row of [`a_nodes_place_comes_from_slurm_or_from_the_components`]: the step, what Slurm
+/// says of the node, and its place, then the CUDA_VISIBLE_DEVICES tfcluster sets for its first
+/// task (whose own list is the node's) and that task's `srun -v` line.
+struct Placing {
+    what: &'static str,
+    /// The rebuilt heterogeneous step, or `None` for a whole step on `a,b` with `2(x2)`.
+    het: Option<HetLayout>,
+    facts: NodeFacts<'static>,
+    want: Result<Place, Error>,
+    first_task_gpus: Option<&'static str>,
+    first_task_report: &'static str,
+}
+
+#[rustfmt::skip]
+#[test]
+fn a_nodes_place_comes_from_slurm_or_from_the_components() {
+    let ps_on_cpu = |own| het_layout(vec![answer(0, 7, layout("cpu1", &[&[0, 1, 2]])),
+                                          answer(1, 7, layout("n[011-012]", &[&[0, 1, 2], &[3]]))], 7, own);
+    let sharing = het_layout(vec![answer(0, 7, layout("n9", &[&[0]])), answer(1, 8, layout("n9,n10", &[&[0, 1], &[2]]))],
+                             4, Own { job_id: 8, ..own(0, 2, 3, &[0, 1], "n9") });
+    let rows = vec![
+        Placing { what: "a whole step: Slurm's node and ids, each task its local slot",
+            het: None, facts: NodeFacts { node: 1, gtids: &[2, 3], step_gpus: Some("0,1"), slurm_gave_gpus: true },
+            want: Ok(Place { node: 1, slots: vec![0, 1], rank_offset: 0, gpus: NodeGpus::Step(Some("0,1".into())) }),
+            first_task_gpus: Some("0"), first_task_report: "rank 2 is worker:0 at b:" },
+        Placing { what: "a whole step keeps a list Slurm did not give (no SLURM_STEP_GPUS)",
+            het: None, facts: NodeFacts { node: 0, gtids: &[0, 1], step_gpus: Some("6,7"), slurm_gave_gpus: false },
+            want: Ok(Place { node: 0, slots: vec![0, 1], rank_offset: 0, gpus: NodeGpus::Step(Some("6,7".into())) }),
+            first_task_gpus: Some("6"), first_task_report: "rank 0 is chief:0 at a:" },
+        Placing { what: "a whole step whose ids are not the plan's",
+            het: None, facts: NodeFacts { node: 1, gtids: &[1, 3], ..Default::default() },
+            want: Err(Error::LayoutMismatch { node: 1, host: "b".into(), expected: "2,3".into(), actual: "1,3".into() }),
+            first_task_gpus: None, first_task_report: "" },
+        Placing { what: "a node index outside the step",
+            het: None, facts: NodeFacts { node: 2, gtids: &[], ..Default::default() },
+            want: Err(Error::NodeOutOfRange { node: 2, nodes: 2 }),
+            first_task_gpus: None, first_task_report: "" },
+        Placing { what: "a heterogeneous GPU node: its place and ranks from the components",
+            het: Some(ps_on_cpu(own(1, 2, 4, &[3], "n012"))),
+            facts: NodeFacts { node: 1, gtids: &[3], step_gpus: Some("0"), slurm_gave_gpus: true },
+            want: Ok(Place { node: 2, slots: vec![0], rank_offset: 3, gpus: NodeGpus::Step(Some("0".into())) }),
+            first_task_gpus: Some("0"), first_task_report: "rank 6 is worker:4 at n012:" },
+        Placing { what: "a heterogeneous CPU node that Slurm gave no GPU: its tasks see none",
+            het: Some(ps_on_cpu(own(0, 1, 3, &[0, 1, 2], "cpu1"))),
+            facts: NodeFacts { node: 0, gtids: &[0, 1, 2], step_gpus: Some("7"), slurm_gave_gpus: false },
+            want: Ok(Place { node: 0, slots: vec![0, 1, 2], rank_offset: 0, gpus: NodeGpus::Hidden }),
+            first_task_gpus: Some(""), first_task_report: "rank 0 is chief:0 at cpu1:" },
+        Placing { what: "two components share a node: the second's tasks take the slots after the first's",
+            het: Some(sharing), facts: NodeFacts { node: 0, gtids: &[0, 1], step_gpus: None, slurm_gave_gpus: false },
+            want: Ok(Place { node: 0, slots: vec![1, 2], rank_offset: 1, gpus: NodeGpus::Hidden }),
+            first_task_gpus: Some(""), first_task_report: "rank 1 is ps:0 at n9:" },
+    ];
+    for row in rows {
+        let plan = match &row.het {
+            Some(het) => plan("chief:1,ps:1,worker:*", &[], &StepInputs { het: Some(het), ..Default::default() }),
+            None => plan("chief:1,ps:1,worker:*", &[], &step("a,b", "2(x2)", None)),
+        };
+        let place = plan.place(row.het.as_ref(), &row.facts);
+        assert_eq!(place, row.want, "{}", row.what);
+        let Ok(place) = place else { continue };
+        let mut renderers = plan.renderers();
+        let task_gpus = row.facts.step_gpus;
+        let env = plan.task(&place, 0, task_gpus, None, &mut renderers).unwrap();
+        assert_eq!(env.get("CUDA_VISIBLE_DEVICES"), row.first_task_gpus, "{}", row.what);
+        let report = env.report(task_gpus);
+        let gpus = match row.first_task_gpus {
+            Some("") => "none",
+            Some(gpus) => gpus,
+            None => task_gpus.unwrap_or("unset"),
+        };
+        assert!(report.starts_with(row.first_task_report) && report.ends_with(&format!("GPUs {gpus}")),
+                "{}: {report}", row.what);
+    }
+}
+
+/// A heterogeneous job's components are jobs of their own, and each node plans with its own
+/// job id: the ports follow the first component's, so every node hands out the same cluster.
+#[test]
+fn every_component_of_a_heterogeneous_job_picks_the_same_ports() {
+    let answers = || {
+        vec![
+            answer(0, 7, layout("cpu1", &[&[0, 1]])),
+            answer(1, 8, layout("n9", &[&[0, 1]])),
+        ]
+    };
+    let cpu1 = het_layout(
+        answers(),
+        4,
+        Own {
+            job_id: 7,
+            ..own(0, 1, 2, &[0, 1], "cpu1")
+        },
     );
+    let n9 = het_layout(
+        answers(),
+        4,
+        Own {
+            job_id: 8,
+            ..own(0, 1, 2, &[0, 1], "n9")
+        },
+    );
+    let step = |het, job_id| StepInputs {
+        het: Some(het),
+        job_id,
+        step_id: 0,
+        ..Default::default()
+    };
+    let on_cpu1 = plan("chief:1,ps:1,worker:*", &[], &step(&cpu1, 7));
+    let on_n9 = plan("chief:1,ps:1,worker:*", &[], &step(&n9, 8));
+    assert_eq!(
+        on_cpu1.tf_config(Role::Chief, 0),
+        on_n9.tf_config(Role::Chief, 0)
+    );
+}
+
+fn het_layout(answers: Vec<Answer>, step_tasks: u32, own: Own) -> HetLayout {
+    HetLayout::new(&answers, step_tasks, own).unwrap()
 }
 
 fn leak(s: &str) -> &'static str {

@@ -6,7 +6,7 @@ use tfcluster::core::address::AddressFormat;
 use tfcluster::core::hostlist::expand;
 use tfcluster::core::layout::{Distribution, Layout, TaskCounts};
 use tfcluster::core::ports::parse_port_list;
-use tfcluster::core::{Role, Settings, Spec, StepInputs, StepPlan};
+use tfcluster::core::{NodeFacts, Role, Settings, Spec, StepInputs, StepPlan};
 
 /// Slurm's placement written the plain way (slurm-observed.md section 4), as a reference:
 /// for each cycle, for each node in order, up to `chunk` ids while the node has room.
@@ -146,8 +146,10 @@ proptest! {
         let mut endpoints = HashSet::new();
         let mut renderers = plan.renderers();
         for (node, gtids) in plan.layout.nodes().enumerate() {
+            let facts = NodeFacts { node, gtids, ..Default::default() };
+            let place = plan.place(None, &facts).unwrap();
             for slot in 0..gtids.len() {
-                let env = plan.task(node, slot, None, None, None, &mut renderers).unwrap();
+                let env = plan.task(&place, slot, None, None, &mut renderers).unwrap();
                 let text = env.get("TF_CONFIG").unwrap().to_string();
                 let v: serde_json::Value = serde_json::from_str(&text).unwrap();
                 prop_assert!(endpoints.insert(env.endpoint.clone()));

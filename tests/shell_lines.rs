@@ -4,7 +4,7 @@
 //! shell only passes Slurm's values in and the result out.
 
 mod common;
-use common::{plan, step, where_is};
+use common::{place, plan, step, where_is};
 use tfcluster::core::plan::{reports_tasks, task_error_line};
 use tfcluster::core::{Error, Settings, Spec};
 
@@ -39,7 +39,13 @@ fn each_task_reports_what_it_got_under_srun_v() {
         let (node, slot) = where_is(&plan, r.rank);
         let mut renderers = plan.renderers();
         let env = plan
-            .task(node, slot, r.gpus, r.gpus, None, &mut renderers)
+            .task(
+                &place(&plan, node, r.gpus),
+                slot,
+                r.gpus,
+                None,
+                &mut renderers,
+            )
             .unwrap();
         assert_eq!(env.report(r.gpus), r.line, "{}", r.what);
     }

@@ -37,6 +37,23 @@ fn which_configurations_reorder_block_steps() {
     assert_eq!(conf.includes, ["/etc/slurm/topo.conf", "nodes.conf"]);
 }
 
+/// Which steps' nodes slurmstepd reads the topology for: only where the release reorders block
+/// steps, a step on several nodes, not a heterogeneous one.
+#[rustfmt::skip]
+#[test]
+fn which_steps_read_the_topology() {
+    struct Row { what: &'static str, release_reorders: bool, nodes: u32, heterogeneous: bool, reads: bool }
+    let rows = [
+        Row { what: "26.05 and later, a step on 4 nodes",       release_reorders: true,  nodes: 4, heterogeneous: false, reads: true },
+        Row { what: "a step on one node is never reordered",    release_reorders: true,  nodes: 1, heterogeneous: false, reads: false },
+        Row { what: "a heterogeneous step: its components say", release_reorders: true,  nodes: 4, heterogeneous: true,  reads: false },
+        Row { what: "a release before 26.05",                   release_reorders: false, nodes: 4, heterogeneous: false, reads: false },
+    ];
+    for row in rows {
+        assert_eq!(topology::applies(row.release_reorders, row.nodes, row.heterogeneous), row.reads, "{}", row.what);
+    }
+}
+
 /// (plugin, topology.conf, the step's nodes in node order, Slurm's order of them for a block step)
 #[rustfmt::skip]
 const ORDERS: &[(&str, &str, &[&str], &[&str])] = &[

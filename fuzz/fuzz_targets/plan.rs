@@ -20,7 +20,9 @@ const APPTAINER_ONLY: Runtimes = Runtimes {
     singularity: false,
 };
 use tfcluster::core::layout::{TaskCounts, MAX_TASKS};
-use tfcluster::core::{Error, GpuAction, ProxyEnv, Role, Settings, Spec, StepInputs, StepPlan};
+use tfcluster::core::{
+    Error, GpuAction, NodeFacts, ProxyEnv, Role, Settings, Spec, StepInputs, StepPlan,
+};
 
 /// Steps up to this many tasks are checked task by task.
 const CHECKED_TASKS: u64 = 256;
@@ -142,14 +144,14 @@ fn check(plan: &StepPlan, gpus: Option<&str>) {
         let p = plan.layout.ranks[rank as usize];
         // Every other task runs apptainer (apptainer_env=auto then adds Apptainer's names).
         let program = (rank % 2 == 1).then_some("/usr/bin/apptainer");
-        let env = match plan.task(
-            p.node as usize,
-            p.slot as usize,
-            gpus,
-            gpus,
-            program,
-            &mut renderers,
-        ) {
+        let facts = NodeFacts {
+            node: p.node as usize,
+            gtids: plan.layout.node(p.node as usize).expect("placed"),
+            step_gpus: gpus,
+            slurm_gave_gpus: true,
+        };
+        let place = plan.place(None, &facts).expect("Slurm's ids are the plan's");
+        let env = match plan.task(&place, p.slot as usize, gpus, program, &mut renderers) {
             Ok(env) => env,
             Err(
                 Error::NotEnoughGpus { .. }

@@ -97,6 +97,60 @@ pub fn job_ids(size: u32, env: impl Fn(&str) -> Option<String>) -> Result<Vec<u3
         .collect()
 }
 
+/// What a node asks slurmctld for one component's layout: `ask(job_id, component)`, where
+/// `component` is `None` for a component of a heterogeneous job (a job of its own) and the
+/// component's index for a heterogeneous step's.
+pub type Ask<'a> = dyn FnMut(u32, Option<u32>) -> std::result::Result<ComponentLayout, String> + 'a;
+
+/// The step's ranks for a heterogeneous job or step, from every component's layout asked of
+/// slurmctld through `ask`; `None` for a whole step, which asks nothing.
+/// - A heterogeneous job's components are its `size` jobs ([`job_ids`], read through `env`),
+///   each asked once: a component the step does not cover (`--het-group`) is refused, and the
+///   task counts say whether that mattered.
+/// - A heterogeneous step's components are 0, 1, ... of this node's job, asked until one is
+///   refused or their tasks add up to the step's, at most [`MAX_COMPONENTS`].
+pub fn probe(
+    kind: &StepKind,
+    own: Own,
+    env: impl Fn(&str) -> Option<String>,
+    ask: &mut Ask,
+) -> Result<Option<HetLayout>> {
+    let (answers, step_tasks) = match *kind {
+        StepKind::Whole => return Ok(None),
+        StepKind::HetJob { size, step_tasks } => {
+            let answers = job_ids(size, env)?
+                .into_iter()
+                .zip(0..)
+                .map(|(job_id, component)| Answer {
+                    component,
+                    job_id,
+                    layout: ask(job_id, None),
+                })
+                .collect::<Vec<_>>();
+            (answers, step_tasks)
+        }
+        StepKind::HetStep { step_tasks } => {
+            let mut answers: Vec<Answer> = Vec::new();
+            let mut found = 0u64;
+            for component in 0..MAX_COMPONENTS {
+                let layout = ask(own.job_id, Some(component));
+                let refused = layout.is_err();
+                found += layout.as_ref().map_or(0, |l| u64::from(l.tasks));
+                answers.push(Answer {
+                    component,
+                    job_id: own.job_id,
+                    layout,
+                });
+                if refused || found >= u64::from(step_tasks) {
+                    break;
+                }
+            }
+            (answers, step_tasks)
+        }
+    };
+    HetLayout::new(&answers, step_tasks, own).map(Some)
+}
+
 /// What slurmctld answered for one component: its layout, or why it has none (a component that
 /// is not part of this step, or a failed request).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -161,109 +215,34 @@ impl HetLayout {
     /// tasks the step lacks, a layout that does not add up, or a node whose own tasks differ
     /// from the rebuilt map is an error: the step stops rather than run a wrong cluster.
     pub fn new(answers: &[Answer], step_tasks: u32, own: Own) -> Result<HetLayout> {
-        // Bounded before anything is allocated from a count.
-        if u64::from(step_tasks) > MAX_TASKS {
-            return Err(Error::TooManyTasks {
-                var: "SLURM_STEP_NUM_TASKS",
-                value: step_tasks.to_string(),
-                limit: MAX_TASKS,
-            });
-        }
-        let present: Vec<&Answer> = answers.iter().filter(|a| a.layout.is_ok()).collect();
-        let total: u64 = present
-            .iter()
-            .filter_map(|a| a.layout.as_ref().ok())
-            .map(|l| u64::from(l.tasks))
-            .sum();
-        if total != u64::from(step_tasks) {
-            let refused = answers
-                .iter()
-                .filter_map(|a| Some(format!("{}: {}", a.component, a.layout.as_ref().err()?)))
-                .collect::<Vec<_>>()
-                .join("; ");
-            return Err(Error::HetLayoutsShort {
-                found: total,
-                step_tasks,
-                refused: if refused.is_empty() {
-                    "none".into()
-                } else {
-                    refused
-                },
-            });
-        }
-        let mut hosts: Vec<String> = Vec::new();
-        let mut index = std::collections::HashMap::<String, usize>::new();
-        let mut rank_hosts = vec![usize::MAX; step_tasks as usize];
+        let present = present(answers, step_tasks)?;
+        let mut step = Rebuilding {
+            hosts: Vec::new(),
+            index: std::collections::HashMap::new(),
+            rank_hosts: vec![usize::MAX; step_tasks as usize],
+            jobs: Vec::new(),
+            fitting: Vec::new(),
+        };
         let mut offset = 0u32;
-        let mut jobs = Vec::new();
-        // Every component that fits this node: (index, first rank, its node's host index),
-        // and whether its node at this index has the machine's name.
-        let mut fitting: Vec<(usize, u32, usize, bool)> = Vec::new();
-        for (i, answer) in present.iter().enumerate() {
-            let layout = answer.layout.as_ref().expect("present");
-            let nodes = hostlist::expand(&layout.node_list)?;
-            let bad = |reason: String| Error::HetLayout {
-                component: answer.component,
-                reason,
-            };
-            if nodes.len() != layout.tids.len() {
-                return Err(bad(format!(
-                    "{} nodes ({}) but task ids for {}",
-                    nodes.len(),
-                    layout.node_list,
-                    layout.tids.len()
-                )));
-            }
-            let mut seen = vec![false; layout.tasks as usize];
-            for (node, tids) in nodes.iter().zip(&layout.tids) {
-                let at = *index.entry(node.clone()).or_insert_with(|| {
-                    hosts.push(node.clone());
-                    hosts.len() - 1
-                });
-                for &tid in tids {
-                    match seen.get_mut(tid as usize) {
-                        Some(s) if !*s => *s = true,
-                        _ => {
-                            return Err(bad(format!(
-                                "task id {tid} is out of its {} tasks or listed twice",
-                                layout.tasks
-                            )))
-                        }
-                    }
-                    rank_hosts[(offset + tid) as usize] = at;
-                }
-            }
-            if seen.iter().any(|s| !*s) {
-                return Err(bad("some task ids are on no node".into()));
-            }
-            if own.fits(answer.job_id, &nodes, layout, false) {
-                let named = own.fits(answer.job_id, &nodes, layout, true);
-                fitting.push((i, offset, index[&nodes[own.node]], named));
-            }
-            if !jobs.contains(&answer.job_id) {
-                jobs.push(answer.job_id);
-            }
+        for (i, (answer, layout)) in present.into_iter().enumerate() {
+            step.add(i, answer, layout, offset, &own)?;
             offset += layout.tasks;
         }
-        let named: Vec<_> = fitting.iter().filter(|f| f.3).copied().collect();
-        let (own_component, own_offset, own_node, _) = match (fitting.as_slice(), named.as_slice())
-        {
-            ([only], _) | (_, [only]) => *only,
-            _ => {
-                return Err(Error::HetOwnComponent {
-                    host: own.hostname.unwrap_or("?").into(),
-                    fitting: fitting.len(),
-                })
-            }
-        };
+        let (own_component, own_offset, own_node) = step.own(&own)?;
         Ok(HetLayout {
-            hosts,
-            rank_hosts,
+            hosts: step.hosts,
+            rank_hosts: step.rank_hosts,
             own_component,
             own_offset,
             own_node,
-            jobs,
+            jobs: step.jobs,
         })
+    }
+
+    /// The job the step's ports follow: the first component's (each component of a
+    /// heterogeneous job is a job of its own, and every node must pick the same ports).
+    pub fn ports_job(&self) -> u32 {
+        self.jobs[0]
     }
 
     /// The step's layout over `hosts`: each host's ranks in rank order.
@@ -292,5 +271,141 @@ impl HetLayout {
             .iter()
             .map(|&t| layout.ranks[(self.own_offset + t) as usize].slot as usize)
             .collect()
+    }
+}
+
+/// The components slurmctld had a layout for, once their tasks are known to add up to the
+/// step's (`step_tasks` bounded first, before anything is allocated from it).
+fn present(answers: &[Answer], step_tasks: u32) -> Result<Vec<(&Answer, &ComponentLayout)>> {
+    if u64::from(step_tasks) > MAX_TASKS {
+        return Err(Error::TooManyTasks {
+            var: "SLURM_STEP_NUM_TASKS",
+            value: step_tasks.to_string(),
+            limit: MAX_TASKS,
+        });
+    }
+    let present: Vec<(&Answer, &ComponentLayout)> = answers
+        .iter()
+        .filter_map(|a| Some((a, a.layout.as_ref().ok()?)))
+        .collect();
+    let total: u64 = present.iter().map(|(_, l)| u64::from(l.tasks)).sum();
+    if total != u64::from(step_tasks) {
+        let refused = answers
+            .iter()
+            .filter_map(|a| Some(format!("{}: {}", a.component, a.layout.as_ref().err()?)))
+            .collect::<Vec<_>>()
+            .join("; ");
+        return Err(Error::HetLayoutsShort {
+            found: total,
+            step_tasks,
+            refused: if refused.is_empty() {
+                "none".into()
+            } else {
+                refused
+            },
+        });
+    }
+    Ok(present)
+}
+
+/// A component that has this node's tasks.
+#[derive(Debug, Clone, Copy)]
+struct Fitting {
+    /// Its index among the present components, its first rank, its node's index in the step's
+    /// hosts.
+    component: usize,
+    offset: u32,
+    node: usize,
+    /// Its node at this index has the machine's host name.
+    named: bool,
+}
+
+/// The step as [`HetLayout::new`] puts it together, one component at a time.
+struct Rebuilding {
+    hosts: Vec<String>,
+    index: std::collections::HashMap<String, usize>,
+    rank_hosts: Vec<usize>,
+    jobs: Vec<u32>,
+    fitting: Vec<Fitting>,
+}
+
+impl Rebuilding {
+    /// Places component `i`'s ranks (`offset + task id`) on its hosts, after checking its
+    /// layout, and notes whether it can be this node's.
+    fn add(
+        &mut self,
+        i: usize,
+        answer: &Answer,
+        layout: &ComponentLayout,
+        offset: u32,
+        own: &Own,
+    ) -> Result<()> {
+        let nodes = hostlist::expand(&layout.node_list)?;
+        let bad = |reason: String| Error::HetLayout {
+            component: answer.component,
+            reason,
+        };
+        if nodes.len() != layout.tids.len() {
+            return Err(bad(format!(
+                "{} nodes ({}) but task ids for {}",
+                nodes.len(),
+                layout.node_list,
+                layout.tids.len()
+            )));
+        }
+        let mut seen = vec![false; layout.tasks as usize];
+        for (node, tids) in nodes.iter().zip(&layout.tids) {
+            let at = self.host(node);
+            for &tid in tids {
+                match seen.get_mut(tid as usize) {
+                    Some(s) if !*s => *s = true,
+                    _ => {
+                        return Err(bad(format!(
+                            "task id {tid} is out of its {} tasks or listed twice",
+                            layout.tasks
+                        )))
+                    }
+                }
+                self.rank_hosts[(offset + tid) as usize] = at;
+            }
+        }
+        if seen.iter().any(|s| !*s) {
+            return Err(bad("some task ids are on no node".into()));
+        }
+        if own.fits(answer.job_id, &nodes, layout, false) {
+            self.fitting.push(Fitting {
+                component: i,
+                offset,
+                node: self.index[&nodes[own.node]],
+                named: own.fits(answer.job_id, &nodes, layout, true),
+            });
+        }
+        if !self.jobs.contains(&answer.job_id) {
+            self.jobs.push(answer.job_id);
+        }
+        Ok(())
+    }
+
+    /// `node`'s index in the step's hosts, added at the end the first time it is seen.
+    fn host(&mut self, node: &str) -> usize {
+        if let Some(&at) = self.index.get(node) {
+            return at;
+        }
+        self.hosts.push(node.to_string());
+        self.index.insert(node.to_string(), self.hosts.len() - 1);
+        self.hosts.len() - 1
+    }
+
+    /// This node's component (its index, first rank and node): the only one that fits, or
+    /// the only one that fits under the machine's host name.
+    fn own(&self, own: &Own) -> Result<(usize, u32, usize)> {
+        let named: Vec<Fitting> = self.fitting.iter().filter(|f| f.named).copied().collect();
+        match (self.fitting.as_slice(), named.as_slice()) {
+            ([only], _) | (_, [only]) => Ok((only.component, only.offset, only.node)),
+            _ => Err(Error::HetOwnComponent {
+                host: own.hostname.unwrap_or("?").into(),
+                fitting: self.fitting.len(),
+            }),
+        }
     }
 }

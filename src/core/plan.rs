@@ -17,6 +17,7 @@ use super::isolation::StepFirewall;
 use super::jax::{self, JaxStep};
 use super::keras::{self, Keras};
 use super::layout::{Distribution, Layout, TaskCounts, TASK_HOSTS_VAR};
+use super::place::{NodeFacts, NodeGpus, Place};
 use super::ports::StepPorts;
 use super::proxy::{self, ProxyEnv};
 use super::settings::{GpuPolicy, Settings};
@@ -62,6 +63,8 @@ pub struct StepInputs<'a> {
     /// The container runtimes this node has ([`container::Runtimes::find`]): whose names the
     /// default `apptainer_env` sets.
     pub runtimes: Runtimes,
+    /// The node's job (`S_JOB_ID`); a heterogeneous job's ports follow its first component's
+    /// ([`HetLayout::ports_job`]).
     pub job_id: u32,
     pub step_id: u32,
 }
@@ -134,17 +137,6 @@ impl TaskEnv<'_> {
         )
     }
 
-    /// For a heterogeneous component's task on a node where Slurm gave its step no GPU (no
-    /// [`gpus::SLURM_STEP_GPUS`], [`super::het`]): Slurm neither sets nor clears
-    /// `CUDA_VISIBLE_DEVICES` on a node without GPU GRES, so a value srun's environment had
-    /// (from a GPU login or batch node) would reach the task. It gets the variable empty: no
-    /// GPU, whatever it inherited.
-    pub fn hide_gpus(&mut self) {
-        self.set.retain(|(name, _)| *name != gpus::VAR);
-        self.set.push((gpus::VAR, Cow::Borrowed("\0")));
-        self.gpus = GpuAction::Set(String::new());
-    }
-
     /// The value `set` gives `name` (without its NUL).
     pub fn get(&self, name: &str) -> Option<&str> {
         self.set
@@ -202,7 +194,7 @@ impl StepPlan {
         let ports = StepPorts::plan(
             &settings.ports(),
             step.resv_ports.filter(|_| step.het.is_none()),
-            step.job_id,
+            step.het.map_or(step.job_id, HetLayout::ports_job),
             step.step_id,
             max_local,
             &hosts[busiest],
@@ -349,20 +341,10 @@ impl StepPlan {
         })
     }
 
-    /// Checks this plan against the global ids Slurm really put on `node` (from
-    /// `S_JOB_LOCAL_TO_GLOBAL_ID`). A difference means the reconstruction is wrong for this
-    /// step, and no TF_CONFIG may be handed out.
-    pub fn check_node(&self, node: usize, slurm_gtids: &[u32]) -> Result<()> {
-        let ours = self.node(node)?;
-        if ours != slurm_gtids {
-            return Err(Error::LayoutMismatch {
-                node,
-                host: self.hosts[node].clone(),
-                expected: join(ours),
-                actual: join(slurm_gtids),
-            });
-        }
-        Ok(())
+    /// This node's place in the plan ([`Place::new`]): `het` for a heterogeneous job's or
+    /// step's component, `facts` what Slurm says of the node.
+    pub fn place(&self, het: Option<&HetLayout>, facts: &NodeFacts) -> Result<Place> {
+        Place::new(&self.layout, &self.hosts, het, facts)
     }
 
     fn node(&self, node: usize) -> Result<&[u32]> {
@@ -382,29 +364,35 @@ impl StepPlan {
         self.tf_configs.renderers()
     }
 
-    /// The whole environment of the task at local `slot` on `node`: its TF_CONFIG (rendered in
-    /// `renderers`), GPU slice, `no_grpc_proxy`, DTensor variables, `TF_USE_LEGACY_KERAS`, JAX's and
-    /// Keras's variables and Keras Tuner's, and each of them again
-    /// under the container runtimes' names when `apptainer_env` says so. `step_gpus` is the node's
-    /// `CUDA_VISIBLE_DEVICES` before the tasks forked, `task_gpus` the task's own now,
-    /// `program` the task's argv\[0\].
+    /// The whole environment of this node's local task `local` ([`Place`]: the node's place):
+    /// its TF_CONFIG (rendered in `renderers`), GPU slice, `no_grpc_proxy`, DTensor variables,
+    /// `TF_USE_LEGACY_KERAS`, JAX's and Keras's variables and Keras Tuner's, and each of them
+    /// again under the container runtimes' names when `apptainer_env` says so. `task_gpus` is
+    /// the task's own `CUDA_VISIBLE_DEVICES` now, `program` the task's argv\[0\].
     pub fn task<'r>(
         &'r self,
-        node: usize,
-        slot: usize,
-        step_gpus: Option<&str>,
+        place: &Place,
+        local: usize,
         task_gpus: Option<&str>,
         program: Option<&str>,
         renderers: &'r mut Renderers,
     ) -> Result<TaskEnv<'r>> {
+        let node = place.node;
         let gtids = self.node(node)?;
-        let &rank = gtids.get(slot).ok_or(Error::SlotOutOfRange {
+        let slot_error = Error::SlotOutOfRange {
             node,
-            slot,
+            slot: local,
             tasks: gtids.len(),
-        })?;
+        };
+        let slot = *place.slots.get(local).ok_or(slot_error.clone())?;
+        let &rank = gtids.get(slot).ok_or(slot_error)?;
         let (role, index) = self.roles.of_rank(rank).expect("roles cover every rank");
-        let gpus = self.gpus(node, slot, gtids, step_gpus, task_gpus)?;
+        let gpus = match &place.gpus {
+            NodeGpus::Step(step_gpus) => {
+                self.gpus(node, slot, gtids, step_gpus.as_deref(), task_gpus)?
+            }
+            NodeGpus::Hidden => GpuAction::Set(String::new()),
+        };
         let mut set = Vec::with_capacity(12);
         set.push((
             tf_config::NAME,
@@ -484,8 +472,4 @@ impl StepPlan {
             },
         )
     }
-}
-
-fn join(ids: &[u32]) -> String {
-    ids.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
 }

@@ -34,6 +34,14 @@ pub enum ConfFile {
     Unreadable(String),
 }
 
+/// Whether a step's ranks may follow the topology's node ranks, so that the shell must read
+/// them ([`node_ranks`]): only on a release that reorders block steps (`release_reorders`,
+/// known when the plugin is built), for a step on more than one node, and never for a
+/// heterogeneous job's or step's, whose ranks come from its components' layouts.
+pub fn applies(release_reorders: bool, nodes: u32, heterogeneous: bool) -> bool {
+    release_reorders && nodes > 1 && !heterogeneous
+}
+
 /// The node ranks Slurm 26.05 orders a block step's nodes by, from the configuration files
 /// slurmstepd runs with: `slurm_conf` (which may `Include` others, relative to its directory)
 /// and the topology.conf or topology.yaml beside it, each read through `read`. `None` when the

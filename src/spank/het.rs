@@ -6,47 +6,27 @@
 
 use super::handle::Spank;
 use super::slurm;
-use crate::core::het::{self, Answer, HetLayout, Own, StepKind, MAX_COMPONENTS};
+use crate::core::het::{self, HetLayout, Own, StepKind};
 use crate::core::Error;
 
-/// Every component's layout, and from them the step's.
-pub fn components(sp: &Spank, kind: &StepKind, step_id: u32, own: Own) -> Result<HetLayout, Error> {
-    let (answers, step_tasks) = match *kind {
-        StepKind::Whole => unreachable!("asked only for a heterogeneous job or step"),
-        StepKind::HetJob { size, step_tasks } => {
-            // A component the step does not cover (`--het-group`) has no such step: its
-            // refusal is one of the answers, and the task counts say whether it mattered.
-            let answers = het::job_ids(size, |name| env(sp, name))?
-                .into_iter()
-                .zip(0..)
-                .map(|(job_id, component)| Answer {
-                    component,
-                    job_id,
-                    layout: slurm::step_layout(job_id, step_id, None),
-                })
-                .collect();
-            (answers, step_tasks)
-        }
-        StepKind::HetStep { step_tasks } => {
-            let mut answers: Vec<Answer> = Vec::new();
-            let mut found = 0u64;
-            for component in 0..MAX_COMPONENTS {
-                let layout = slurm::step_layout(own.job_id, step_id, Some(component));
-                let refused = layout.is_err();
-                found += layout.as_ref().map_or(0, |l| u64::from(l.tasks));
-                answers.push(Answer {
-                    component,
-                    job_id: own.job_id,
-                    layout,
-                });
-                if refused || found >= u64::from(step_tasks) {
-                    break;
-                }
-            }
-            (answers, step_tasks)
-        }
+/// The step's ranks for a heterogeneous job or step ([`het::probe`]), asking slurmctld for each
+/// component's layout of step `step_id`, with the machine's host name as `own`'s; `None` for a
+/// whole step.
+pub fn components(
+    sp: &Spank,
+    kind: &StepKind,
+    step_id: u32,
+    own: Own,
+) -> Result<Option<HetLayout>, Error> {
+    // A whole step asks nothing, and needs no host name either.
+    let hostname = (*kind != StepKind::Whole).then(hostname).flatten();
+    let own = Own {
+        hostname: hostname.as_deref(),
+        ..own
     };
-    HetLayout::new(&answers, step_tasks, own)
+    het::probe(kind, own, |name| env(sp, name), &mut |job_id, component| {
+        slurm::step_layout(job_id, step_id, component)
+    })
 }
 
 /// The jobs whose step ends when a node stops it: every component's for a heterogeneous job

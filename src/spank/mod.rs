@@ -17,4 +17,5 @@ pub mod runtimes;
 pub mod slurm;
 pub mod sock_diag;
 pub mod start_env;
+pub mod step;
 pub mod topology;

@@ -6,7 +6,7 @@ pub mod cluster;
 pub mod release;
 
 use serde_json::Value;
-use tfcluster::core::{GpuAction, Settings, Spec, StepInputs, StepPlan};
+use tfcluster::core::{GpuAction, NodeFacts, Place, Settings, Spec, StepInputs, StepPlan};
 
 /// A step: node list, tasks per node, distribution (None = srun without -m).
 pub fn step<'a>(
@@ -43,6 +43,19 @@ pub fn where_is(plan: &StepPlan, rank: u32) -> (usize, usize) {
     (p.node as usize, p.slot as usize)
 }
 
+/// Node `node`'s place in a whole step's `plan`, with `step_gpus` its CUDA_VISIBLE_DEVICES:
+/// Slurm's ids there are the plan's.
+pub fn place(plan: &StepPlan, node: usize, step_gpus: Option<&str>) -> Place {
+    let facts = NodeFacts {
+        node,
+        gtids: plan.layout.node(node).expect("a node of the plan"),
+        step_gpus,
+        slurm_gave_gpus: true,
+    };
+    plan.place(None, &facts)
+        .expect("Slurm's ids are the plan's")
+}
+
 /// The whole environment of global rank `rank`, given the node's and the task's GPU lists,
 /// as `NAME=value` lines (what `task_init` sets).
 pub fn environment(
@@ -65,7 +78,13 @@ pub fn environment_running(
     let (node, slot) = where_is(plan, rank);
     let mut renderers = plan.renderers();
     let env = plan
-        .task(node, slot, step, task, program, &mut renderers)
+        .task(
+            &place(plan, node, step),
+            slot,
+            task,
+            program,
+            &mut renderers,
+        )
         .unwrap();
     env.set
         .iter()
@@ -82,7 +101,7 @@ pub fn tf_config(plan: &StepPlan, rank: u32) -> Value {
     let (node, slot) = where_is(plan, rank);
     let mut renderers = plan.renderers();
     let env = plan
-        .task(node, slot, None, None, None, &mut renderers)
+        .task(&place(plan, node, None), slot, None, None, &mut renderers)
         .unwrap();
     let text = plan.tf_config(env.role, env.index);
     // What slurmstepd hands the task: rendered in the node's buffer, the same text.
@@ -94,7 +113,7 @@ pub fn tf_config(plan: &StepPlan, rank: u32) -> Value {
 pub fn gpus(plan: &StepPlan, rank: u32, step: Option<&str>, task: Option<&str>) -> GpuAction {
     let (node, slot) = where_is(plan, rank);
     let mut renderers = plan.renderers();
-    plan.task(node, slot, step, task, None, &mut renderers)
+    plan.task(&place(plan, node, step), slot, task, None, &mut renderers)
         .unwrap()
         .gpus
 }

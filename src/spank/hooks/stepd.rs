@@ -3,15 +3,13 @@
 
 use super::stop::{self, Stop};
 use super::{isolation, settings, state};
-use crate::core::container::{self, Runtimes};
+use crate::core::container;
 use crate::core::error::OnError;
 use crate::core::het::Own;
-use crate::core::layout::TASK_HOSTS_VAR;
 use crate::core::plan::{self, UNSET_ON_ERROR};
 use crate::core::tf_config::Renderers;
-use crate::core::{
-    gpus, Component, Error, ProxyEnv, Settings, Spec, StepInputs, StepKind, StepPlan,
-};
+use crate::core::topology;
+use crate::core::{gpus, Error, NodeFacts, Place, Settings, Spec, StepInputs, StepPlan};
 use crate::spank::claims::{Claimant, Claimed};
 use crate::spank::error::ShellError;
 use crate::spank::ffi;
@@ -20,22 +18,14 @@ use crate::spank::het;
 use crate::spank::log;
 use crate::spank::oci::NodeOci;
 use crate::spank::oom;
-use crate::spank::runtimes;
+use crate::spank::step::{gtids, Shape, StepVars};
 use std::ffi::c_int;
 
 /// The plan plus this node's facts, prepared once before the tasks fork.
 pub struct Node {
     plan: StepPlan,
-    /// Each local task's slot in the plan's node: its local id, except on a node that a
-    /// heterogeneous job's components share.
-    slots: Vec<usize>,
-    /// What to add to Slurm's task ids on this node for the step's ranks: the tasks of the
-    /// heterogeneous components before this node's (0 otherwise).
-    rank_offset: u32,
-    /// A heterogeneous component's node where Slurm gave the step no GPU: its tasks see none.
-    hide_gpus: bool,
-    node: usize,
-    step_gpus: Option<String>,
+    /// This node's place in the plan: its node, its tasks' slots and ranks, its GPUs.
+    place: Place,
     /// srun ran with -v (`SRUN_DEBUG` above info): each task reports what it got.
     verbose: bool,
     /// Where each task renders its TF_CONFIG: made here, before the tasks fork.
@@ -80,47 +70,6 @@ pub fn init_post_opt(sp: &Spank) -> c_int {
     0
 }
 
-/// What Slurm says of the step before anything is planned: its ids, this component's node and
-/// task counts, and which kind of step it is (one job's, or a heterogeneous job's or step's).
-struct Shape {
-    job_id: u32,
-    step_id: u32,
-    nodes: u32,
-    tasks: u32,
-    kind: StepKind,
-}
-
-impl Shape {
-    fn read(sp: &Spank) -> Result<Shape, ShellError> {
-        let env = |name: &'static str| sp.getenv(name).map_err(|err| ShellError::Env { name, err });
-        let item = |it, what: &'static str| {
-            sp.item_u32(it)
-                .map_err(|err| ShellError::Item { what, err })
-        };
-        let (job_id, step_id) = (
-            item(U32Item::JobId, "the job id")?,
-            item(U32Item::StepId, "the step id")?,
-        );
-        let nodes = item(U32Item::Nodes, "the step's node count")?;
-        let tasks = item(U32Item::TotalTasks, "the step's task count")?;
-        let kind = Component {
-            nodes,
-            tasks,
-            step_nodes: env("SLURM_STEP_NUM_NODES")?.as_deref(),
-            step_tasks: env("SLURM_STEP_NUM_TASKS")?.as_deref(),
-            het_size: env("SLURM_HET_SIZE")?.as_deref(),
-        }
-        .kind()?;
-        Ok(Shape {
-            job_id,
-            step_id,
-            nodes,
-            tasks,
-            kind,
-        })
-    }
-}
-
 /// Batch script, extern and interactive steps carry no TF tasks; planning them would hand a
 /// stale TF_CONFIG to every srun nested in a batch script.
 fn is_task_step(sp: &Spank) -> bool {
@@ -137,91 +86,47 @@ fn plan_node(
     shape: &Shape,
 ) -> Result<Node, ShellError> {
     let env = |name: &'static str| sp.getenv(name).map_err(|err| ShellError::Env { name, err });
-    let required = |name: &'static str| env(name)?.ok_or(ShellError::Missing { name });
     let item = |it, what: &'static str| {
         sp.item_u32(it)
             .map_err(|err| ShellError::Item { what, err })
     };
-    let &Shape {
-        job_id,
-        step_id,
-        nodes,
-        tasks,
-        ref kind,
-    } = shape;
     let (spec, settings) = (spec?, settings?);
-    let node = item(U32Item::NodeId, "this node's index")? as usize;
-    let local = item(U32Item::LocalTasks, "the local task count")?;
-    let gtids = (0..local)
-        .map(|task| {
-            sp.local_to_global(task)
-                .map_err(|err| ShellError::GlobalId { task, err })
-        })
-        .collect::<Result<Vec<u32>, ShellError>>()?;
-    let components = match kind {
-        StepKind::Whole => None,
-        _ => {
-            let hostname = het::hostname();
-            let own = Own {
-                job_id,
-                node,
-                nodes,
-                tasks,
-                gtids: &gtids,
-                hostname: hostname.as_deref(),
-            };
-            Some(het::components(sp, kind, step_id, own)?)
-        }
-    };
-    let (nodelist, tasks_per_node) = (
-        required("SLURM_STEP_NODELIST")?,
-        required("SLURM_STEP_TASKS_PER_NODE")?,
+    let (node, gtids) = (
+        item(U32Item::NodeId, "this node's index")? as usize,
+        gtids(sp)?,
     );
-    let (distribution, plane_size) = (env("SLURM_DISTRIBUTION")?, env("SLURM_DIST_PLANESIZE")?);
-    let resv_ports = env("SLURM_STEP_RESV_PORTS")?;
-    let task_hosts = env(TASK_HOSTS_VAR)?;
-    // Read only where Slurm reorders: 26.05 and later, steps on several nodes (not a
-    // heterogeneous step's, whose ranks come from its components' layouts).
-    let topology = (ffi::TOPOLOGY_ORDERS_BLOCK_STEPS && nodes > 1 && components.is_none())
+    let own = Own {
+        job_id: shape.job_id,
+        node,
+        nodes: shape.nodes,
+        tasks: shape.tasks,
+        gtids: &gtids,
+        hostname: None,
+    };
+    let het = het::components(sp, &shape.kind, shape.step_id, own)?;
+    let topology = topology::applies(ffi::TOPOLOGY_ORDERS_BLOCK_STEPS, shape.nodes, het.is_some())
         .then(crate::spank::topology::node_ranks)
         .flatten();
+    let vars = StepVars::read(sp)?;
     let plan = StepPlan::new(
         &spec,
         &settings,
         &StepInputs {
-            nodelist: &nodelist,
-            tasks_per_node: &tasks_per_node,
-            distribution: distribution.as_deref(),
-            plane_size: plane_size.as_deref(),
-            resv_ports: resv_ports.as_deref(),
-            task_hosts: task_hosts.as_deref(),
             topology: topology.as_ref(),
-            het: components.as_ref(),
-            proxies: ProxyEnv::read(env)?,
-            runtimes: Runtimes::find(env("PATH")?.as_deref(), runtimes::program_at),
-            // A heterogeneous job's components are jobs of their own: ports follow the first's.
-            job_id: components.as_ref().map_or(job_id, |c| c.jobs[0]),
-            step_id,
+            het: het.as_ref(),
+            job_id: shape.job_id,
+            step_id: shape.step_id,
+            ..vars.inputs()
         },
     )?;
-    let (node, slots, rank_offset) = match &components {
-        // Checked against the node's own tasks when the components were put together.
-        Some(het) => {
-            let at = het.own_node();
-            let slots = het.slots(&plan.layout, &gtids);
-            (at, slots, het.own_offset)
-        }
-        None => {
-            plan.check_node(node, &gtids)?;
-            (node, (0..local as usize).collect(), 0)
-        }
+    let step_gpus = env(gpus::VAR)?;
+    let facts = NodeFacts {
+        node,
+        gtids: &gtids,
+        step_gpus: step_gpus.as_deref(),
+        slurm_gave_gpus: env(gpus::SLURM_STEP_GPUS)?.is_some(),
     };
-    let hide_gpus = components.is_some() && env(gpus::SLURM_STEP_GPUS)?.is_none();
-    // An inherited list is not the step's GPUs: its tasks get none (`TaskEnv::hide_gpus`).
-    let step_gpus = match hide_gpus {
-        true => None,
-        false => env(gpus::VAR)?,
-    };
+    let place = plan.place(het.as_ref(), &facts)?;
     let verbose = plan::reports_tasks(env("SRUN_DEBUG")?.as_deref());
     let oci = match ffi::CONTAINER_GETS_TASK_ENV {
         true => env(container::BUNDLE_VAR)?.and_then(NodeOci::of_node),
@@ -229,22 +134,10 @@ fn plan_node(
     };
     // Last, so that nothing after them can fail and leave the rules to the epilog.
     let uid = item(U32Item::JobUid, "the job's user id")?;
-    let jobs = components
-        .as_ref()
-        .map_or_else(|| vec![job_id], |c| c.jobs.clone());
-    let host = &plan.hosts[node];
-    let claim = Claimant {
-        node: host,
-        jobs: &jobs,
-        step_id,
-        ports: &plan.node_ports(node),
-    }
-    .claim()
-    .map_err(|reason| ShellError::Ports {
-        node: host.clone(),
-        reason,
-    })?;
-    let firewall = isolation::install(&plan, (job_id, &jobs), step_id, uid, node)?;
+    let jobs = het.map_or_else(|| vec![shape.job_id], |het| het.jobs);
+    let claim = claim(&plan, place.node, &jobs, shape.step_id)?;
+    let firewall =
+        isolation::install(&plan, (shape.job_id, &jobs), shape.step_id, uid, place.node)?;
     Ok(Node {
         renderers: plan.renderers(),
         oom_kills: oom::kills(),
@@ -253,12 +146,24 @@ fn plan_node(
         firewall,
         oci,
         plan,
-        slots,
-        rank_offset,
-        hide_gpus,
-        node,
-        step_gpus,
+        place,
         verbose,
+    })
+}
+
+/// This node's claim on the ports its tasks listen on, for the step's `jobs` ([`Claimant`]).
+fn claim(plan: &StepPlan, node: usize, jobs: &[u32], step_id: u32) -> Result<Claimed, ShellError> {
+    let host = &plan.hosts[node];
+    Claimant {
+        node: host,
+        jobs,
+        step_id,
+        ports: &plan.node_ports(node),
+    }
+    .claim()
+    .map_err(|reason| ShellError::Ports {
+        node: host.clone(),
+        reason,
     })
 }
 
@@ -312,24 +217,19 @@ fn apply(sp: &Spank, node: &mut Node) -> Result<(), ShellError> {
         what: "the local task id",
         err,
     })? as usize;
-    let slot = node.slots.get(local).copied().unwrap_or(local);
     let task_gpus = sp.getenv(gpus::VAR).map_err(|err| ShellError::Env {
         name: gpus::VAR,
         err,
     })?;
     // The task's program, for apptainer_env=auto; unknown counts as not Apptainer.
     let program = sp.program().ok().flatten();
-    let mut env = node.plan.task(
-        node.node,
-        slot,
-        node.step_gpus.as_deref(),
+    let env = node.plan.task(
+        &node.place,
+        local,
         task_gpus.as_deref(),
         program.as_deref(),
         &mut node.renderers,
     )?;
-    if node.hide_gpus {
-        env.hide_gpus();
-    }
     for &name in env.unset {
         let _ = sp.unsetenv(name);
     }
@@ -339,13 +239,13 @@ fn apply(sp: &Spank, node: &mut Node) -> Result<(), ShellError> {
     }
     if let (0, Some(oci)) = (local, &node.oci) {
         // Once per node: Slurm would keep some of them from the program.
-        if let Some(warning) = oci.warning(&node.plan.hosts[node.node], &env.set) {
+        if let Some(warning) = oci.warning(&node.plan.hosts[node.place.node], &env.set) {
             log::user(&format!("warning: {warning}"));
         }
     }
     if env.rank == 0 {
         // Once per step: why some GPUs stay unused.
-        if let Some(note) = node.plan.gpu_note(node.step_gpus.as_deref()) {
+        if let Some(note) = node.plan.gpu_note(node.place.step_gpus()) {
             log::user(&note);
         }
     }
@@ -373,7 +273,7 @@ pub fn task_exit(sp: &Spank) -> c_int {
     let Ok(rank) = sp.item_u32(U32Item::TaskGlobalId) else {
         return 0;
     };
-    let rank = rank + node.rank_offset;
+    let rank = node.place.rank(rank);
     let status = sp.task_exit_status().ok();
     let before = node.oom_kills;
     let Some(end) = node.plan.ending(rank, status, || oom::killed_since(before)) else {

@@ -1,0 +1,111 @@
+//! What Slurm says of a step in slurmstepd, before anything is planned: its ids and kind
+//! ([`Shape`]), the variables its plan is made of ([`StepVars`]), and Slurm's ids for the node's
+//! tasks ([`gtids`]). Read only; the core decides what they mean.
+
+use super::error::ShellError;
+use super::handle::{Spank, U32Item};
+use super::runtimes;
+use crate::core::container::Runtimes;
+use crate::core::layout::TASK_HOSTS_VAR;
+use crate::core::{Component, ProxyEnv, StepInputs, StepKind};
+
+/// What Slurm says of the step before anything is planned: its ids, this component's node and
+/// task counts, and which kind of step it is (one job's, or a heterogeneous job's or step's).
+pub struct Shape {
+    pub job_id: u32,
+    pub step_id: u32,
+    pub nodes: u32,
+    pub tasks: u32,
+    pub kind: StepKind,
+}
+
+impl Shape {
+    pub fn read(sp: &Spank) -> Result<Shape, ShellError> {
+        let env = |name: &'static str| sp.getenv(name).map_err(|err| ShellError::Env { name, err });
+        let item = |it, what: &'static str| {
+            sp.item_u32(it)
+                .map_err(|err| ShellError::Item { what, err })
+        };
+        let (job_id, step_id) = (
+            item(U32Item::JobId, "the job id")?,
+            item(U32Item::StepId, "the step id")?,
+        );
+        let nodes = item(U32Item::Nodes, "the step's node count")?;
+        let tasks = item(U32Item::TotalTasks, "the step's task count")?;
+        let kind = Component {
+            nodes,
+            tasks,
+            step_nodes: env("SLURM_STEP_NUM_NODES")?.as_deref(),
+            step_tasks: env("SLURM_STEP_NUM_TASKS")?.as_deref(),
+            het_size: env("SLURM_HET_SIZE")?.as_deref(),
+        }
+        .kind()?;
+        Ok(Shape {
+            job_id,
+            step_id,
+            nodes,
+            tasks,
+            kind,
+        })
+    }
+}
+
+/// The step's variables that [`StepInputs`] is made of, as slurmstepd has them.
+pub struct StepVars {
+    nodelist: String,
+    tasks_per_node: String,
+    distribution: Option<String>,
+    plane_size: Option<String>,
+    resv_ports: Option<String>,
+    task_hosts: Option<String>,
+    proxies: ProxyEnv,
+    runtimes: Runtimes,
+}
+
+impl StepVars {
+    pub fn read(sp: &Spank) -> Result<StepVars, ShellError> {
+        let env = |name: &'static str| sp.getenv(name).map_err(|err| ShellError::Env { name, err });
+        let required = |name: &'static str| env(name)?.ok_or(ShellError::Missing { name });
+        Ok(StepVars {
+            nodelist: required("SLURM_STEP_NODELIST")?,
+            tasks_per_node: required("SLURM_STEP_TASKS_PER_NODE")?,
+            distribution: env("SLURM_DISTRIBUTION")?,
+            plane_size: env("SLURM_DIST_PLANESIZE")?,
+            resv_ports: env("SLURM_STEP_RESV_PORTS")?,
+            task_hosts: env(TASK_HOSTS_VAR)?,
+            proxies: ProxyEnv::read(env)?,
+            runtimes: Runtimes::find(env("PATH")?.as_deref(), runtimes::program_at),
+        })
+    }
+
+    /// The inputs these variables give; the rest (ids, components, topology) as the default.
+    pub fn inputs(&self) -> StepInputs<'_> {
+        StepInputs {
+            nodelist: &self.nodelist,
+            tasks_per_node: &self.tasks_per_node,
+            distribution: self.distribution.as_deref(),
+            plane_size: self.plane_size.as_deref(),
+            resv_ports: self.resv_ports.as_deref(),
+            task_hosts: self.task_hosts.as_deref(),
+            proxies: self.proxies.clone(),
+            runtimes: self.runtimes,
+            ..Default::default()
+        }
+    }
+}
+
+/// The global ids Slurm gave this node's tasks (`S_JOB_LOCAL_TO_GLOBAL_ID`), in local order.
+pub fn gtids(sp: &Spank) -> Result<Vec<u32>, ShellError> {
+    let local = sp
+        .item_u32(U32Item::LocalTasks)
+        .map_err(|err| ShellError::Item {
+            what: "the local task count",
+            err,
+        })?;
+    (0..local)
+        .map(|task| {
+            sp.local_to_global(task)
+                .map_err(|err| ShellError::GlobalId { task, err })
+        })
+        .collect()
+}
