@@ -124,40 +124,53 @@ impl Start {
     }
 }
 
-/// (how the task starts apptainer, apptainer's options, the image, the `--tf-cluster` settings
-/// after the spec, what every task sees). Every start form, with every option, in both images,
-/// sees its own values under the default `apptainer_env=yes`.
+/// One step of [`APPTAINER_STEPS`].
+struct ApptainerStep {
+    /// How the task starts apptainer.
+    start: Start,
+    /// Apptainer's options.
+    options: &'static str,
+    /// The image: `plain`, or `defines` (its own TF_CONFIG and CUDA_VISIBLE_DEVICES).
+    image: &'static str,
+    /// The `--tf-cluster` settings after the spec.
+    settings: &'static str,
+    /// What every task sees.
+    sees: Sees,
+}
+
+/// Every start form, with every option, in both images, sees its own values under the default
+/// `apptainer_env=yes`.
 #[rustfmt::skip]
-const APPTAINER_STEPS: &[(Start, &str, &str, &str, Sees)] = &[
-    (Start::Program, "",               "plain",   "",                   Sees::Own),
-    (Start::Program, "--cleanenv",     "plain",   "",                   Sees::Own),
-    (Start::Program, "--containall",   "plain",   "",                   Sees::Own),
-    (Start::Program, "",               "defines", "",                   Sees::Own),
-    (Start::Program, "--cleanenv",     "defines", "",                   Sees::Own),
-    (Start::Program, "--containall",   "defines", "",                   Sees::Own),
-    (Start::Script,  "",               "plain",   "",                   Sees::Own),
-    (Start::Script,  "--cleanenv",     "plain",   "",                   Sees::Own),
-    (Start::Script,  "--containall",   "plain",   "",                   Sees::Own),
-    (Start::Script,  "",               "defines", "",                   Sees::Own),
-    (Start::Script,  "--cleanenv",     "defines", "",                   Sees::Own),
-    (Start::Script,  "--containall",   "defines", "",                   Sees::Own),
-    (Start::BashC,   "",               "plain",   "",                   Sees::Own),
-    (Start::BashC,   "--cleanenv",     "plain",   "",                   Sees::Own),
-    (Start::BashC,   "--containall",   "plain",   "",                   Sees::Own),
-    (Start::BashC,   "",               "defines", "",                   Sees::Own),
-    (Start::BashC,   "--cleanenv",     "defines", "",                   Sees::Own),
-    (Start::BashC,   "--containall",   "defines", "",                   Sees::Own),
-    (Start::Nested,  "",               "plain",   "",                   Sees::Own),
-    (Start::Nested,  "--cleanenv",     "plain",   "",                   Sees::Own),
-    (Start::Nested,  "--containall",   "plain",   "",                   Sees::Own),
-    (Start::Nested,  "",               "defines", "",                   Sees::Own),
-    (Start::Nested,  "--cleanenv",     "defines", "",                   Sees::Own),
-    (Start::Nested,  "--containall",   "defines", "",                   Sees::Own),
+const APPTAINER_STEPS: &[ApptainerStep] = &[
+    ApptainerStep { start: Start::Program, options: "",               image: "plain",   settings: "",                   sees: Sees::Own },
+    ApptainerStep { start: Start::Program, options: "--cleanenv",     image: "plain",   settings: "",                   sees: Sees::Own },
+    ApptainerStep { start: Start::Program, options: "--containall",   image: "plain",   settings: "",                   sees: Sees::Own },
+    ApptainerStep { start: Start::Program, options: "",               image: "defines", settings: "",                   sees: Sees::Own },
+    ApptainerStep { start: Start::Program, options: "--cleanenv",     image: "defines", settings: "",                   sees: Sees::Own },
+    ApptainerStep { start: Start::Program, options: "--containall",   image: "defines", settings: "",                   sees: Sees::Own },
+    ApptainerStep { start: Start::Script,  options: "",               image: "plain",   settings: "",                   sees: Sees::Own },
+    ApptainerStep { start: Start::Script,  options: "--cleanenv",     image: "plain",   settings: "",                   sees: Sees::Own },
+    ApptainerStep { start: Start::Script,  options: "--containall",   image: "plain",   settings: "",                   sees: Sees::Own },
+    ApptainerStep { start: Start::Script,  options: "",               image: "defines", settings: "",                   sees: Sees::Own },
+    ApptainerStep { start: Start::Script,  options: "--cleanenv",     image: "defines", settings: "",                   sees: Sees::Own },
+    ApptainerStep { start: Start::Script,  options: "--containall",   image: "defines", settings: "",                   sees: Sees::Own },
+    ApptainerStep { start: Start::BashC,   options: "",               image: "plain",   settings: "",                   sees: Sees::Own },
+    ApptainerStep { start: Start::BashC,   options: "--cleanenv",     image: "plain",   settings: "",                   sees: Sees::Own },
+    ApptainerStep { start: Start::BashC,   options: "--containall",   image: "plain",   settings: "",                   sees: Sees::Own },
+    ApptainerStep { start: Start::BashC,   options: "",               image: "defines", settings: "",                   sees: Sees::Own },
+    ApptainerStep { start: Start::BashC,   options: "--cleanenv",     image: "defines", settings: "",                   sees: Sees::Own },
+    ApptainerStep { start: Start::BashC,   options: "--containall",   image: "defines", settings: "",                   sees: Sees::Own },
+    ApptainerStep { start: Start::Nested,  options: "",               image: "plain",   settings: "",                   sees: Sees::Own },
+    ApptainerStep { start: Start::Nested,  options: "--cleanenv",     image: "plain",   settings: "",                   sees: Sees::Own },
+    ApptainerStep { start: Start::Nested,  options: "--containall",   image: "plain",   settings: "",                   sees: Sees::Own },
+    ApptainerStep { start: Start::Nested,  options: "",               image: "defines", settings: "",                   sees: Sees::Own },
+    ApptainerStep { start: Start::Nested,  options: "--cleanenv",     image: "defines", settings: "",                   sees: Sees::Own },
+    ApptainerStep { start: Start::Nested,  options: "--containall",   image: "defines", settings: "",                   sees: Sees::Own },
     // A site's opt-outs: auto sets the names only when apptainer is the program; no never.
-    (Start::Script,  "--cleanenv",     "plain",   ",apptainer_env=auto", Sees::Nothing),
-    (Start::Program, "--cleanenv",     "plain",   ",apptainer_env=auto", Sees::Own),
-    (Start::Program, "--cleanenv",     "plain",   ",apptainer_env=no",   Sees::Nothing),
-    (Start::Program, "",               "defines", ",apptainer_env=no",   Sees::Image),
+    ApptainerStep { start: Start::Script,  options: "--cleanenv",     image: "plain",   settings: ",apptainer_env=auto", sees: Sees::Nothing },
+    ApptainerStep { start: Start::Program, options: "--cleanenv",     image: "plain",   settings: ",apptainer_env=auto", sees: Sees::Own },
+    ApptainerStep { start: Start::Program, options: "--cleanenv",     image: "plain",   settings: ",apptainer_env=no",   sees: Sees::Nothing },
+    ApptainerStep { start: Start::Program, options: "",               image: "defines", settings: ",apptainer_env=no",   sees: Sees::Image },
 ];
 
 /// The image's own values (its `%environment`).
@@ -241,7 +254,14 @@ fn every_task_in_apptainer_gets_its_own_tf_config_and_gpus() {
         }),
     );
     assert_eq!(placed.len(), 4);
-    for (start, options, image, settings, sees) in APPTAINER_STEPS {
+    for ApptainerStep {
+        start,
+        options,
+        image,
+        settings,
+        sees,
+    } in APPTAINER_STEPS
+    {
         let what = format!("{start:?}, {options:?}, image {image}, settings {settings:?}");
         let out = sh(&format!(
             "srun {step}{settings} {}",

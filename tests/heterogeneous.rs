@@ -566,23 +566,36 @@ enum Het {
     Step,
 }
 
-/// (what, command with `{p}` for the program: tests/cluster/decider.sh, with the role whose
-/// index 0 ends first, its exit code and how long the others sleep; a job's or a step's; the
-/// plan the nodes make, as a block step over the same hosts: its node list and task counts)
+/// One row of [`ENDINGS`].
+struct Ending {
+    what: &'static str,
+    /// The command, with `{p}` for the program: tests/cluster/decider.sh, with `role`, `code`
+    /// and how long the others sleep.
+    command: &'static str,
+    /// The role whose index 0 ends first, and its exit code.
+    role: &'static str,
+    code: i32,
+    /// A heterogeneous job's step or a heterogeneous step.
+    het: Het,
+    /// The plan the nodes make, as a block step over the same hosts: its node list and task
+    /// counts.
+    plan: (&'static str, &'static str),
+}
+
 #[rustfmt::skip]
-const ENDINGS: &[(&str, &str, &str, i32, Het, (&str, &str))] = &[
-    ("het job: the chief's exit ends every component",
-     "salloc -p cpu -w cpu1 -n2 : -p gpu -w n9,n10 -N2 -n2 srun --het-group=0,1 --tf-cluster=chief:1,ps:1,worker:* {p}",
-     "chief", 0, Het::Job, ("cpu1,n9,n10", "2,1,1")),
-    ("het job: a failed worker ends every component",
-     "salloc -p cpu -w cpu1 -n2 : -p gpu -w n9,n10 -N2 -n2 srun --het-group=0,1 --tf-cluster=chief:1,ps:1,worker:* {p}",
-     "worker", 3, Het::Job, ("cpu1,n9,n10", "2,1,1")),
-    ("het step: the chief's exit ends every component",
-     "salloc -p mixed -w cpu1,n9 -N2 --exclusive srun -N1 -n2 -w cpu1 --tf-cluster=chief:1,ps:1,worker:* {p} : -N1 -n2 -w n9 {p}",
-     "chief", 0, Het::Step, ("cpu1,n9", "2,2")),
-    ("het step: a failed worker ends every component",
-     "salloc -p mixed -w cpu1,n9 -N2 --exclusive srun -N1 -n2 -w cpu1 --tf-cluster=chief:1,ps:1,worker:* {p} : -N1 -n2 -w n9 {p}",
-     "worker", 3, Het::Step, ("cpu1,n9", "2,2")),
+const ENDINGS: &[Ending] = &[
+    Ending { what: "het job: the chief's exit ends every component",
+        command: "salloc -p cpu -w cpu1 -n2 : -p gpu -w n9,n10 -N2 -n2 srun --het-group=0,1 --tf-cluster=chief:1,ps:1,worker:* {p}",
+        role: "chief", code: 0, het: Het::Job, plan: ("cpu1,n9,n10", "2,1,1") },
+    Ending { what: "het job: a failed worker ends every component",
+        command: "salloc -p cpu -w cpu1 -n2 : -p gpu -w n9,n10 -N2 -n2 srun --het-group=0,1 --tf-cluster=chief:1,ps:1,worker:* {p}",
+        role: "worker", code: 3, het: Het::Job, plan: ("cpu1,n9,n10", "2,1,1") },
+    Ending { what: "het step: the chief's exit ends every component",
+        command: "salloc -p mixed -w cpu1,n9 -N2 --exclusive srun -N1 -n2 -w cpu1 --tf-cluster=chief:1,ps:1,worker:* {p} : -N1 -n2 -w n9 {p}",
+        role: "chief", code: 0, het: Het::Step, plan: ("cpu1,n9", "2,2") },
+    Ending { what: "het step: a failed worker ends every component",
+        command: "salloc -p mixed -w cpu1,n9 -N2 --exclusive srun -N1 -n2 -w cpu1 --tf-cluster=chief:1,ps:1,worker:* {p} : -N1 -n2 -w n9 {p}",
+        role: "worker", code: 3, het: Het::Step, plan: ("cpu1,n9", "2,2") },
 ];
 
 #[test]
@@ -590,7 +603,15 @@ const ENDINGS: &[(&str, &str, &str, i32, Het, (&str, &str))] = &[
 fn the_chief_or_a_failure_ends_every_component() {
     let release = release::current();
     let _defaults = PlugStack::defaults();
-    for (what, command, role, code, het, (nodes, counts)) in ENDINGS {
+    for Ending {
+        what,
+        command,
+        role,
+        code,
+        het,
+        plan: (nodes, counts),
+    } in ENDINGS
+    {
         let program = format!("{} {role} {code} 299", tool("decider.sh"));
         let started = std::time::Instant::now();
         let out = sh(&command.replace("{p}", &program));

@@ -6,36 +6,53 @@
 
 use tfcluster::core::layout::{Distribution, Layout, TaskCounts};
 
-/// (srun command it came from, SLURM_STEP_TASKS_PER_NODE, SLURM_DISTRIBUTION,
-///  SLURM_DIST_PLANESIZE, global ids per node in node order)
+/// One layout Slurm made ([`OBSERVED`]).
+struct Observed {
+    /// The srun command it came from.
+    srun: &'static str,
+    /// `SLURM_STEP_TASKS_PER_NODE`, `SLURM_DISTRIBUTION`, `SLURM_DIST_PLANESIZE`
+    tasks_per_node: &'static str,
+    distribution: Option<&'static str>,
+    plane_size: Option<&'static str>,
+    /// The global ids on each node, in node order.
+    ids: &'static [&'static [u32]],
+}
+
 #[rustfmt::skip]
-const OBSERVED: &[(&str, &str, Option<&str>, Option<&str>, &[&[u32]])] = &[
-    ("srun -N4 -n8",                         "2(x4)",   None,             None,      &[&[0, 1], &[2, 3], &[4, 5], &[6, 7]]),
-    ("srun -N2 -n3",                         "2,1",     None,             None,      &[&[0, 1], &[2]]),
-    ("srun -N2 -n4 -m block",                "2(x2)",   Some("block"),    None,      &[&[0, 1], &[2, 3]]),
-    ("srun -N2 -n4 -m cyclic",               "2(x2)",   Some("cyclic"),   None,      &[&[0, 2], &[1, 3]]),
-    ("srun -N3 -n7 -m cyclic",               "3,2(x2)", Some("cyclic"),   None,      &[&[0, 3, 6], &[1, 4], &[2, 5]]),
-    ("srun -N2 --ntasks-per-node=2 -m cyclic", "2(x2)", Some("cyclic"),   None,      &[&[0, 2], &[1, 3]]),
-    ("srun -N2 -n5 -m plane=2",              "3,2",     Some("plane"),    Some("2"), &[&[0, 1, 4], &[2, 3]]),
-    ("srun -N3 -n8 -m plane=2",              "4,2(x2)", Some("plane"),    Some("2"), &[&[0, 1, 6, 7], &[2, 3], &[4, 5]]),
-    ("srun -p shared -N4 -n8",               "5,1(x3)", None,             None,      &[&[0, 1, 2, 3, 4], &[5], &[6], &[7]]),
-    ("srun -p shared -N4 -n8 -m cyclic",     "5,1(x3)", Some("cyclic"),   None,      &[&[0, 4, 5, 6, 7], &[1], &[2], &[3]]),
-    ("srun -p shared -N3 -n7 -m plane=2",    "5,1(x2)", Some("plane"),    Some("2"), &[&[0, 1, 4, 5, 6], &[2], &[3]]),
-    ("salloc -N3 -n6; srun -N2 -n3 -r1",     "2,1",     Some("block"),    None,      &[&[0, 1], &[2]]),
-    ("srun -N2 -n4 -m block,Pack",           "3,1",     Some("block,pack"), None,    &[&[0, 1, 2], &[3]]),
+const OBSERVED: &[Observed] = &[
+    Observed { srun: "srun -N4 -n8",                         tasks_per_node: "2(x4)",   distribution: None,             plane_size: None,      ids: &[&[0, 1], &[2, 3], &[4, 5], &[6, 7]] },
+    Observed { srun: "srun -N2 -n3",                         tasks_per_node: "2,1",     distribution: None,             plane_size: None,      ids: &[&[0, 1], &[2]] },
+    Observed { srun: "srun -N2 -n4 -m block",                tasks_per_node: "2(x2)",   distribution: Some("block"),    plane_size: None,      ids: &[&[0, 1], &[2, 3]] },
+    Observed { srun: "srun -N2 -n4 -m cyclic",               tasks_per_node: "2(x2)",   distribution: Some("cyclic"),   plane_size: None,      ids: &[&[0, 2], &[1, 3]] },
+    Observed { srun: "srun -N3 -n7 -m cyclic",               tasks_per_node: "3,2(x2)", distribution: Some("cyclic"),   plane_size: None,      ids: &[&[0, 3, 6], &[1, 4], &[2, 5]] },
+    Observed { srun: "srun -N2 --ntasks-per-node=2 -m cyclic", tasks_per_node: "2(x2)", distribution: Some("cyclic"),   plane_size: None,      ids: &[&[0, 2], &[1, 3]] },
+    Observed { srun: "srun -N2 -n5 -m plane=2",              tasks_per_node: "3,2",     distribution: Some("plane"),    plane_size: Some("2"), ids: &[&[0, 1, 4], &[2, 3]] },
+    Observed { srun: "srun -N3 -n8 -m plane=2",              tasks_per_node: "4,2(x2)", distribution: Some("plane"),    plane_size: Some("2"), ids: &[&[0, 1, 6, 7], &[2, 3], &[4, 5]] },
+    Observed { srun: "srun -p shared -N4 -n8",               tasks_per_node: "5,1(x3)", distribution: None,             plane_size: None,      ids: &[&[0, 1, 2, 3, 4], &[5], &[6], &[7]] },
+    Observed { srun: "srun -p shared -N4 -n8 -m cyclic",     tasks_per_node: "5,1(x3)", distribution: Some("cyclic"),   plane_size: None,      ids: &[&[0, 4, 5, 6, 7], &[1], &[2], &[3]] },
+    Observed { srun: "srun -p shared -N3 -n7 -m plane=2",    tasks_per_node: "5,1(x2)", distribution: Some("plane"),    plane_size: Some("2"), ids: &[&[0, 1, 4, 5, 6], &[2], &[3]] },
+    Observed { srun: "salloc -N3 -n6; srun -N2 -n3 -r1",     tasks_per_node: "2,1",     distribution: Some("block"),    plane_size: None,      ids: &[&[0, 1], &[2]] },
+    Observed { srun: "srun -N2 -n4 -m block,Pack",           tasks_per_node: "3,1",     distribution: Some("block,pack"), plane_size: None,    ids: &[&[0, 1, 2], &[3]] },
     // Second and third levels never move tasks between nodes
-    ("srun -N2 -n4 -m cyclic:block",         "2(x2)",   Some("cyclic:block"), None,  &[&[0, 2], &[1, 3]]),
-    ("srun -N2 -n4 -m block:cyclic",         "2(x2)",   Some("block:cyclic"), None,  &[&[0, 1], &[2, 3]]),
-    ("srun -N2 -n4 -m cyclic:cyclic:fcyclic","2(x2)",   Some("cyclic:cyclic:fcyclic"), None, &[&[0, 2], &[1, 3]]),
-    ("srun -N2 -n4 -m cyclic,nopack",        "2(x2)",   Some("cyclic,nopack"), None, &[&[0, 2], &[1, 3]]),
-    ("srun -N3 -n9 -m plane=4",              "4,4,1",   Some("plane=4"),  None,      &[&[0, 1, 2, 3], &[4, 5, 6, 7], &[8]]),
+    Observed { srun: "srun -N2 -n4 -m cyclic:block",         tasks_per_node: "2(x2)",   distribution: Some("cyclic:block"), plane_size: None,  ids: &[&[0, 2], &[1, 3]] },
+    Observed { srun: "srun -N2 -n4 -m block:cyclic",         tasks_per_node: "2(x2)",   distribution: Some("block:cyclic"), plane_size: None,  ids: &[&[0, 1], &[2, 3]] },
+    Observed { srun: "srun -N2 -n4 -m cyclic:cyclic:fcyclic",tasks_per_node: "2(x2)",   distribution: Some("cyclic:cyclic:fcyclic"), plane_size: None, ids: &[&[0, 2], &[1, 3]] },
+    Observed { srun: "srun -N2 -n4 -m cyclic,nopack",        tasks_per_node: "2(x2)",   distribution: Some("cyclic,nopack"), plane_size: None, ids: &[&[0, 2], &[1, 3]] },
+    Observed { srun: "srun -N3 -n9 -m plane=4",              tasks_per_node: "4,4,1",   distribution: Some("plane=4"),  plane_size: None,      ids: &[&[0, 1, 2, 3], &[4, 5, 6, 7], &[8]] },
 ];
 
 #[test]
 fn reproduces_every_layout_slurm_produced() {
-    for (cmd, tpn, dist, plane, want) in OBSERVED {
-        let counts = TaskCounts::parse("SLURM_STEP_TASKS_PER_NODE", tpn).unwrap();
-        let dist = Distribution::parse(*dist, *plane).unwrap();
+    for Observed {
+        srun: cmd,
+        tasks_per_node,
+        distribution,
+        plane_size,
+        ids: want,
+    } in OBSERVED
+    {
+        let counts = TaskCounts::parse("SLURM_STEP_TASKS_PER_NODE", tasks_per_node).unwrap();
+        let dist = Distribution::parse(*distribution, *plane_size).unwrap();
         let layout = Layout::build(&counts, dist).unwrap();
         let got: Vec<&[u32]> = layout.nodes().collect();
         assert_eq!(got, *want, "{cmd}");

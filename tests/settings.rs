@@ -10,22 +10,32 @@ use tfcluster::core::ports::{PortPolicy, StepPorts};
 use tfcluster::core::settings::KEYS;
 use tfcluster::core::{GpuAction, Settings};
 
+/// One row of [`port_policies`]: the policy, `SLURM_STEP_RESV_PORTS`, the job and step ids and
+/// the most tasks on a node, and the ports of slots 0, 1 and 2.
+struct Ports {
+    policy: PortPolicy,
+    reserved: Option<&'static str>,
+    job: u32,
+    step: u32,
+    most_local: usize,
+    slots: [u32; 3],
+}
+
 #[rustfmt::skip]
 #[test]
 fn port_policies() {
-    let range = PortPolicy::Range { lo: 20000, hi: 32767, block: 64 };
-    // (policy, SLURM_STEP_RESV_PORTS, job, step, most tasks on a node, ports of slots 0..3)
-    let cases: &[(&PortPolicy, Option<&str>, u32, u32, usize, [u32; 3])] = &[
-        (&PortPolicy::Base(8888), None,                      7, 0, 3, [8888, 8889, 8890]),
-        (&PortPolicy::Base(8888), Some("12000-12003"),       7, 0, 3, [8888, 8889, 8890]), // port_base wins
-        (&range,                  Some("12000-12001,12010"), 7, 0, 3, [12000, 12001, 12010]),
-        (&range,                  None,                      0, 0, 3, [20000, 20001, 20002]),
-        (&range,                  None,                      0, 1, 3, [20064, 20065, 20066]),
+    const RANGE: PortPolicy = PortPolicy::Range { lo: 20000, hi: 32767, block: 64 };
+    let rows = [
+        Ports { policy: PortPolicy::Base(8888), reserved: None,                      job: 7, step: 0, most_local: 3, slots: [8888, 8889, 8890] },
+        Ports { policy: PortPolicy::Base(8888), reserved: Some("12000-12003"),       job: 7, step: 0, most_local: 3, slots: [8888, 8889, 8890] }, // port_base wins
+        Ports { policy: RANGE,                  reserved: Some("12000-12001,12010"), job: 7, step: 0, most_local: 3, slots: [12000, 12001, 12010] },
+        Ports { policy: RANGE,                  reserved: None,                      job: 0, step: 0, most_local: 3, slots: [20000, 20001, 20002] },
+        Ports { policy: RANGE,                  reserved: None,                      job: 0, step: 1, most_local: 3, slots: [20064, 20065, 20066] },
     ];
-    for (policy, resv, job, step, max_local, want) in cases {
-        let ports = StepPorts::plan(policy, *resv, *job, *step, *max_local, "n1").unwrap();
+    for row in rows {
+        let ports = StepPorts::plan(&row.policy, row.reserved, row.job, row.step, row.most_local, "n1").unwrap();
         let got = [0, 1, 2].map(|slot| ports.of_slot(slot));
-        assert_eq!(got, *want, "{policy:?} {resv:?} job {job} step {step}");
+        assert_eq!(got, row.slots, "{:?} {:?} job {} step {}", row.policy, row.reserved, row.job, row.step);
     }
 }
 
@@ -307,37 +317,54 @@ enum Ended {
 }
 use Ended::*;
 
-/// (spec with overrides, rank that ends, its wait status, OOM kill seen, and when the step is
-/// ended: whether as a failure or as the end of training, and the line srun prints). Step: nodes
-/// a,b, 2 tasks each.
+/// One task's end ([`FAILURES`]), in a step on nodes a,b with 2 tasks each.
+struct TaskEnd {
+    /// The spec, with its overrides.
+    spec: &'static str,
+    /// The rank that ends, its wait status, and whether the node saw an OOM kill.
+    rank: u32,
+    status: i32,
+    oom_killed: bool,
+    /// When the step is ended: whether as a failure or as the end of training, and the line
+    /// srun prints.
+    ends: Option<(Ended, &'static str)>,
+}
+
 #[rustfmt::skip]
-const FAILURES: &[(&str, u32, i32, bool, Option<(Ended, &str)>)] = &[
-    ("worker:*",                          2, 3 << 8,    false, Some((Failure, "rank 2 (worker:2 on b) exited 3; stopping the step's other 3 tasks"))),
-    ("worker:*",                          2, 0,         false, None),                 // success: MWMS tasks exit by themselves
-    ("worker:*",                          2, 42 << 8,   false, None),                 // preempted: the chief may still be saving
-    ("worker:*",                          2, 15,        false, None),                 // Slurm's SIGTERM
-    ("worker:*",                          3, 9,         false, None),                 // Slurm's SIGKILL
-    ("worker:*",                          3, 9,         true,  Some((Failure, "rank 3 (worker:3 on b) was killed by the OOM killer (SIGKILL); stopping the step's other 3 tasks"))),
-    ("worker:*",                          3, 137 << 8,  true,  Some((Failure, "rank 3 (worker:3 on b) exited 137 (a program it ran was killed by the OOM killer); stopping the step's other 3 tasks"))),
-    ("worker:*",                          1, 11 | 0x80, false, Some((Failure, "rank 1 (worker:1 on a) was killed by signal 11 (SIGSEGV); stopping the step's other 3 tasks"))),
-    ("chief:1,worker:*",                  0, 1 << 8,    false, Some((Failure, "rank 0 (chief:0 on a) exited 1; stopping the step's other 3 tasks"))), // MWMS's chief fails
-    ("chief:1,worker:*",                  0, 0,         false, None),
-    ("chief:1,ps:1,worker:*",             2, 3 << 8,    false, Some((Failure, "rank 2 (worker:0 on b) exited 3; stopping the step's other 3 tasks"))),
-    ("chief:1,ps:1,worker:*",             1, 1 << 8,    false, Some((Failure, "rank 1 (ps:0 on a) exited 1; stopping the step's other 3 tasks"))),
-    ("chief:1,ps:1,worker:*",             0, 3 << 8,    false, Some((TrainingOver, "chief exited 3; stopping the step's other 3 tasks"))), // the decider's own line
-    ("chief:1,ps:1,worker:*",             0, 15,        false, Some((TrainingOver, "chief was killed by signal 15; stopping the step's other 3 tasks"))),
-    ("chief:1,evaluator:1,worker:*",      1, 1 << 8,    false, None),                 // an evaluator never ends training
-    ("chief:1,evaluator:1,worker:*",      1, 11,        false, None),
-    ("worker:*,fail_fast=no",             2, 3 << 8,    false, None),
-    ("chief:1,ps:1,worker:*,fail_fast=no", 2, 3 << 8,   false, None),
-    ("chief:1,ps:1,worker:*,fail_fast=no", 0, 3 << 8,   false, Some((TrainingOver, "chief exited 3; stopping the step's other 3 tasks"))), // end_with_chief still
-    ("worker:*,preemption_exit=143",      2, 42 << 8,   false, Some((Failure, "rank 2 (worker:2 on b) exited 42; stopping the step's other 3 tasks"))),
-    ("worker:*,preemption_exit=143",      2, 143 << 8,  false, None),
+const FAILURES: &[TaskEnd] = &[
+    TaskEnd { spec: "worker:*",                          rank: 2, status: 3 << 8,    oom_killed: false, ends: Some((Failure, "rank 2 (worker:2 on b) exited 3; stopping the step's other 3 tasks")) },
+    TaskEnd { spec: "worker:*",                          rank: 2, status: 0,         oom_killed: false, ends: None },                 // success: MWMS tasks exit by themselves
+    TaskEnd { spec: "worker:*",                          rank: 2, status: 42 << 8,   oom_killed: false, ends: None },                 // preempted: the chief may still be saving
+    TaskEnd { spec: "worker:*",                          rank: 2, status: 15,        oom_killed: false, ends: None },                 // Slurm's SIGTERM
+    TaskEnd { spec: "worker:*",                          rank: 3, status: 9,         oom_killed: false, ends: None },                 // Slurm's SIGKILL
+    TaskEnd { spec: "worker:*",                          rank: 3, status: 9,         oom_killed: true,  ends: Some((Failure, "rank 3 (worker:3 on b) was killed by the OOM killer (SIGKILL); stopping the step's other 3 tasks")) },
+    TaskEnd { spec: "worker:*",                          rank: 3, status: 137 << 8,  oom_killed: true,  ends: Some((Failure, "rank 3 (worker:3 on b) exited 137 (a program it ran was killed by the OOM killer); stopping the step's other 3 tasks")) },
+    TaskEnd { spec: "worker:*",                          rank: 1, status: 11 | 0x80, oom_killed: false, ends: Some((Failure, "rank 1 (worker:1 on a) was killed by signal 11 (SIGSEGV); stopping the step's other 3 tasks")) },
+    TaskEnd { spec: "chief:1,worker:*",                  rank: 0, status: 1 << 8,    oom_killed: false, ends: Some((Failure, "rank 0 (chief:0 on a) exited 1; stopping the step's other 3 tasks")) }, // MWMS's chief fails
+    TaskEnd { spec: "chief:1,worker:*",                  rank: 0, status: 0,         oom_killed: false, ends: None },
+    TaskEnd { spec: "chief:1,ps:1,worker:*",             rank: 2, status: 3 << 8,    oom_killed: false, ends: Some((Failure, "rank 2 (worker:0 on b) exited 3; stopping the step's other 3 tasks")) },
+    TaskEnd { spec: "chief:1,ps:1,worker:*",             rank: 1, status: 1 << 8,    oom_killed: false, ends: Some((Failure, "rank 1 (ps:0 on a) exited 1; stopping the step's other 3 tasks")) },
+    TaskEnd { spec: "chief:1,ps:1,worker:*",             rank: 0, status: 3 << 8,    oom_killed: false, ends: Some((TrainingOver, "chief exited 3; stopping the step's other 3 tasks")) }, // the decider's own line
+    TaskEnd { spec: "chief:1,ps:1,worker:*",             rank: 0, status: 15,        oom_killed: false, ends: Some((TrainingOver, "chief was killed by signal 15; stopping the step's other 3 tasks")) },
+    TaskEnd { spec: "chief:1,evaluator:1,worker:*",      rank: 1, status: 1 << 8,    oom_killed: false, ends: None },                 // an evaluator never ends training
+    TaskEnd { spec: "chief:1,evaluator:1,worker:*",      rank: 1, status: 11,        oom_killed: false, ends: None },
+    TaskEnd { spec: "worker:*,fail_fast=no",             rank: 2, status: 3 << 8,    oom_killed: false, ends: None },
+    TaskEnd { spec: "chief:1,ps:1,worker:*,fail_fast=no", rank: 2, status: 3 << 8,   oom_killed: false, ends: None },
+    TaskEnd { spec: "chief:1,ps:1,worker:*,fail_fast=no", rank: 0, status: 3 << 8,   oom_killed: false, ends: Some((TrainingOver, "chief exited 3; stopping the step's other 3 tasks")) }, // end_with_chief still
+    TaskEnd { spec: "worker:*,preemption_exit=143",      rank: 2, status: 42 << 8,   oom_killed: false, ends: Some((Failure, "rank 2 (worker:2 on b) exited 42; stopping the step's other 3 tasks")) },
+    TaskEnd { spec: "worker:*,preemption_exit=143",      rank: 2, status: 143 << 8,  oom_killed: false, ends: None },
 ];
 
 #[test]
 fn which_task_end_ends_the_step() {
-    for (spec, rank, status, oom, want) in FAILURES {
+    for TaskEnd {
+        spec,
+        rank,
+        status,
+        oom_killed: oom,
+        ends: want,
+    } in FAILURES
+    {
         let plan = plan(spec, &[], &step("a,b", "2(x2)", None));
         let got = plan.ending(*rank, Some(*status), || *oom);
         assert_eq!(

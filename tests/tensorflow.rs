@@ -140,19 +140,30 @@ fn multi_worker_mirrored_strategy_trains_in_slurms_container() {
     assert_eq!(finals.len(), 1, "the tasks disagree: {finals:?}");
 }
 
+/// One step of [`PS`].
+struct PsStep {
+    what: &'static str,
+    /// srun's arguments, `{p}` standing for the program where a heterogeneous job's first
+    /// component needs it.
+    args: &'static str,
+    /// Every task's `role|index`.
+    roles: &'static [&'static str],
+    chief_exit: i32,
+    /// srun makes a heterogeneous job.
+    het_job: bool,
+}
+
 /// ParameterServerStrategy as TensorFlow documents it: servers join() forever, tfcluster ends the
-/// step when the chief is done. (what, srun arguments, `{p}` standing for the program where a
-/// heterogeneous job's first component needs it, every task's role, the chief's exit code,
-/// whether srun makes a heterogeneous job)
+/// step when the chief is done.
 #[rustfmt::skip]
-const PS: &[(&str, &str, &[&str], i32, bool)] = &[
-    ("two parameter servers", "-w n011,n012,n9 -N3 -n5 --tf-cluster=chief:1,ps:2,worker:*",
-     &["chief|0", "ps|0", "ps|1", "worker|0", "worker|1"], 0, false),
-    ("a chief that fails",    "-w n011,n012 -N2 -n4 --tf-cluster=chief:1,ps:1,worker:*",
-     &["chief|0", "ps|0", "worker|0", "worker|1"], 3, false),
-    ("chief and ps on a CPU node, workers on GPU nodes (a heterogeneous job)",
-     "-p cpu -w cpu1 -n3 --tf-cluster=chief:1,ps:2,worker:* {p} : -p gpu -w n011,n012 -N2 -n2 --gres=gpu:1",
-     &["chief|0", "ps|0", "ps|1", "worker|0", "worker|1"], 0, true),
+const PS: &[PsStep] = &[
+    PsStep { what: "two parameter servers", args: "-w n011,n012,n9 -N3 -n5 --tf-cluster=chief:1,ps:2,worker:*",
+        roles: &["chief|0", "ps|0", "ps|1", "worker|0", "worker|1"], chief_exit: 0, het_job: false },
+    PsStep { what: "a chief that fails",    args: "-w n011,n012 -N2 -n4 --tf-cluster=chief:1,ps:1,worker:*",
+        roles: &["chief|0", "ps|0", "worker|0", "worker|1"], chief_exit: 3, het_job: false },
+    PsStep { what: "chief and ps on a CPU node, workers on GPU nodes (a heterogeneous job)",
+        args: "-p cpu -w cpu1 -n3 --tf-cluster=chief:1,ps:2,worker:* {p} : -p gpu -w n011,n012 -N2 -n2 --gres=gpu:1",
+        roles: &["chief|0", "ps|0", "ps|1", "worker|0", "worker|1"], chief_exit: 0, het_job: true },
 ];
 
 #[test]
@@ -160,7 +171,14 @@ const PS: &[(&str, &str, &[&str], i32, bool)] = &[
 fn parameter_server_strategy_trains_and_the_step_ends_with_the_chief() {
     let _defaults = PlugStack::defaults();
     let release = common::release::current();
-    for (what, args, roles, code, het_job) in PS {
+    for PsStep {
+        what,
+        args,
+        roles,
+        chief_exit: code,
+        het_job,
+    } in PS
+    {
         let program = format!("{} {}", python(), tool("ps_join.py"));
         let out = sh(&format!(
             "srun -t 5 --export=ALL,TFC_CHIEF_EXIT={code} {} {program}; echo \"SRUN|$?|$(date +%s.%N)\"",
@@ -217,7 +235,7 @@ fn training_runs_with_isolate_yes() {
     let (what, args, roles) = MWMS[2];
     let (stdout, _) = tf_step_as(owner, args, "mwms_train.py");
     trained_together(&format!("isolate=yes, {what}"), &stdout, roles);
-    let (what, args, _, _, _) = PS[0];
+    let PsStep { what, args, .. } = PS[0];
     let out = sh(&format!(
         "{owner} srun -t 5 {args} {} {}",
         python(),
@@ -432,15 +450,26 @@ fn a_dtensor_mesh_spans_the_step() {
     }
 }
 
+/// One step of [`FAILS_AT_START`].
+struct FailsAtStart {
+    what: &'static str,
+    spec: &'static str,
+    /// The step's tasks per node on n[011-012,9-10].
+    tasks_per_node: &'static str,
+    /// The rank that exits 3 before importing TensorFlow.
+    rank: u32,
+    /// The others' program, in tests/cluster.
+    program: &'static str,
+}
+
 /// A task that dies before TensorFlow starts (a broken node, a missing module): without
 /// fail_fast MultiWorkerMirroredStrategy's coordination service waits an hour for it and
-/// ParameterServerStrategy's chief never reaches its first step. (what, spec, the step's tasks
-/// per node on n[011-012,9-10], the rank that exits 3 before importing TensorFlow, the program);
-/// srun shows the core's line for that rank's exit.
+/// ParameterServerStrategy's chief never reaches its first step. srun shows the core's line for
+/// that rank's exit.
 #[rustfmt::skip]
-const FAILS_AT_START: &[(&str, &str, &str, u32, &str)] = &[
-    ("MultiWorkerMirroredStrategy", "worker:*",              "1(x4)",   2, "mwms_train.py"),
-    ("ParameterServerStrategy",     "chief:1,ps:1,worker:*", "2,1(x3)", 3, "ps_join.py"),
+const FAILS_AT_START: &[FailsAtStart] = &[
+    FailsAtStart { what: "MultiWorkerMirroredStrategy", spec: "worker:*",              tasks_per_node: "1(x4)",   rank: 2, program: "mwms_train.py" },
+    FailsAtStart { what: "ParameterServerStrategy",     spec: "chief:1,ps:1,worker:*", tasks_per_node: "2,1(x3)", rank: 3, program: "ps_join.py" },
 ];
 
 #[test]
@@ -448,7 +477,14 @@ const FAILS_AT_START: &[(&str, &str, &str, u32, &str)] = &[
 fn a_task_that_fails_at_start_ends_training() {
     let release = common::release::current();
     let _defaults = PlugStack::defaults();
-    for (what, spec, tasks_per_node, rank, program) in FAILS_AT_START {
+    for FailsAtStart {
+        what,
+        spec,
+        tasks_per_node,
+        rank,
+        program,
+    } in FAILS_AT_START
+    {
         let plan = common::plan(
             spec,
             &[],
