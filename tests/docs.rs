@@ -2,6 +2,8 @@
 //! README.md and docs/*.md reaches a file that exists and a heading that is there, and README's
 //! cost row is docs/performance.md's measurement of the default configuration, not a second one.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -323,4 +325,16 @@ fn the_docs_quote_srun_placeholder_tf_config() {
     ] {
         assert!(body.contains(first), "{page} does not quote {first:?}");
     }
+}
+
+/// The admin guide's table of what each plugin fault does is the one tests/plugstack.rs runs on
+/// every release (printed on failure, to paste).
+#[test]
+fn the_admin_guides_plugstack_table_is_the_tested_one() {
+    let guide = std::fs::read_to_string(repo().join("docs/admin-guide.md")).unwrap();
+    let table = common::plugstack::guide_table();
+    assert!(
+        guide.contains(&table),
+        "docs/admin-guide.md lacks the table tests/plugstack.rs runs:\n{table}"
+    );
 }

@@ -5,21 +5,11 @@
 
 mod common;
 use common::cluster::{dir, plugin, sh, tool, PlugStack};
+use common::plugstack::{Case, Fault, Job, CASES};
 use common::release;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use tfcluster::core::tf_config::NOT_SET_ON_THIS_NODE;
-
-/// Where the plugin goes wrong.
-#[derive(Clone, Copy, Debug)]
-enum Fault {
-    /// The file is missing on compute node n012 only (its slurmd's mount namespace).
-    MissingOnOneNode,
-    /// The file is missing where srun and sbatch run.
-    MissingOnTheLoginHost,
-    /// The file is there, everywhere, built for another Slurm release.
-    AnotherRelease,
-}
 
 /// A copy of the plugin in a directory of its own, which a fault can hide from one place.
 fn plugin_dir() -> PathBuf {
@@ -120,55 +110,6 @@ fn outcome(line: &str) -> (String, String) {
         format!("exit {code} | {} | {state}", tasks.join(" ")),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
-}
-
-/// What each command does, the plugin `required` or `optional`, with each fault. A node that
-/// lacks the file fails every job's tasks there with `required` (srun exits 0 up to 23.02) and is
-/// drained when the first job ends (slurmd's spank epilog cannot load the plugin); with
-/// `optional` it runs them, and a `--tf-cluster` task there gets srun's placeholder TF_CONFIG,
-/// on which TensorFlow fails, never a task that trains alone. Where srun and sbatch lack the file
-/// or have one built for another release, `required` fails every srun and sbatch, `optional`
-/// only `--tf-cluster` (an option they do not know; the load error is printed up to 25.05).
-struct Case {
-    fault: Fault,
-    /// plugstack.conf's word.
-    kind: &'static str,
-    job: Job,
-    /// What came of it: `exit STATUS | what each task got | the node's state`.
-    outcome: &'static str,
-    /// A piece of what it printed.
-    says: &'static str,
-}
-
-#[rustfmt::skip]
-const CASES: &[Case] = &[
-    Case { fault: Fault::MissingOnOneNode,      kind: "required", job: Job::TfCluster, outcome: "exit {launch} | 0:json | drained",     says: "task 1 launch failed: " },
-    Case { fault: Fault::MissingOnOneNode,      kind: "required", job: Job::Plain,     outcome: "exit {launch} | 0:- | drained",        says: "task 1 launch failed: " },
-    Case { fault: Fault::MissingOnOneNode,      kind: "required", job: Job::Batch,     outcome: "exit {launch} | 0:- | drained",        says: "" },
-    Case { fault: Fault::MissingOnOneNode,      kind: "optional", job: Job::TfCluster, outcome: "exit 0 | 0:json 1:placeholder | idle", says: "" },
-    Case { fault: Fault::MissingOnOneNode,      kind: "optional", job: Job::Plain,     outcome: "exit 0 | 0:- 1:- | idle",              says: "" },
-    Case { fault: Fault::MissingOnOneNode,      kind: "optional", job: Job::Batch,     outcome: "exit 0 | 0:- 1:- | idle",              says: "" },
-    Case { fault: Fault::MissingOnTheLoginHost, kind: "required", job: Job::TfCluster, outcome: "exit 1 |  | idle",                     says: "cannot open shared object file" },
-    Case { fault: Fault::MissingOnTheLoginHost, kind: "required", job: Job::Plain,     outcome: "exit 1 |  | idle",                     says: "cannot open shared object file" },
-    Case { fault: Fault::MissingOnTheLoginHost, kind: "required", job: Job::Batch,     outcome: "exit 1 |  | idle",                     says: "cannot open shared object file" },
-    Case { fault: Fault::MissingOnTheLoginHost, kind: "optional", job: Job::TfCluster, outcome: "exit 255 |  | idle",                   says: "unrecognized option '--tf-cluster'" },
-    Case { fault: Fault::MissingOnTheLoginHost, kind: "optional", job: Job::Plain,     outcome: "exit 0 | 0:- 1:- | idle",              says: "{missing}" },
-    Case { fault: Fault::MissingOnTheLoginHost, kind: "optional", job: Job::Batch,     outcome: "exit 0 | 0:- 1:- | idle",              says: "{missing}" },
-    Case { fault: Fault::AnotherRelease,        kind: "required", job: Job::TfCluster, outcome: "exit 1 |  | idle",                     says: "Incompatible" },
-    Case { fault: Fault::AnotherRelease,        kind: "required", job: Job::Plain,     outcome: "exit 1 |  | idle",                     says: "Incompatible" },
-    Case { fault: Fault::AnotherRelease,        kind: "required", job: Job::Batch,     outcome: "exit 1 |  | idle",                     says: "Incompatible" },
-    Case { fault: Fault::AnotherRelease,        kind: "optional", job: Job::TfCluster, outcome: "exit 255 |  | idle",                   says: "unrecognized option '--tf-cluster'" },
-    Case { fault: Fault::AnotherRelease,        kind: "optional", job: Job::Plain,     outcome: "exit 0 | 0:- 1:- | idle",              says: "Incompatible" },
-    Case { fault: Fault::AnotherRelease,        kind: "optional", job: Job::Batch,     outcome: "exit 0 | 0:- 1:- | idle",              says: "Incompatible" },
-];
-
-/// The commands: a 2-task step over n011 and n012 with `--tf-cluster`, the same without it, and
-/// a batch job without it whose step is the same.
-#[derive(Clone, Copy, Debug)]
-enum Job {
-    TfCluster,
-    Plain,
-    Batch,
 }
 
 impl Job {

@@ -135,16 +135,16 @@ fn a_bad_admin_setting_is_named_and_only_affects_the_option() {
 
 #[test]
 #[ignore = "needs the test cluster: run tests/run.sh"]
-fn optional_still_shows_the_error_and_sets_no_tf_config() {
+fn optional_still_shows_the_error_and_starts_no_task() {
     let stack = PlugStack::set(&format!("optional {}", plugin()));
-    let run = srun("-N1 -n3 --tf-cluster=ps:1,worker:3");
+    let run = srun("-w n9 -N1 -n3 --tf-cluster=ps:1,worker:3");
     drop(stack);
-    // An optional plugin's failure does not stop srun: the tasks run, without TF_CONFIG, and
-    // their node says so too.
-    assert_eq!(run.tasks.len(), 3, "{}", run.stderr);
-    assert!(run.tasks.iter().all(|t| t.tf.is_none()));
+    // An optional plugin's failure does not stop srun, so Slurm launches the step; the node
+    // finds the same error, says so, and ends every task before its program starts.
+    assert!(run.tasks.is_empty(), "a task ran: {}", run.stderr);
+    assert_eq!(run.code, 1, "{}", run.stderr);
     let error = || spec_error("ps:1,worker:3", 3);
-    for line in [srun_error(error()), node_error(&run.tasks[0].host, error())] {
+    for line in [srun_error(error()), node_error("n9", error())] {
         assert!(
             release::current().printed(&run.stderr, &line),
             "{line}\n{}",

@@ -373,8 +373,8 @@ pub type Result<T> = std::result::Result<T, Error>;
 /// acted on by the SPANK shell through the one stop it builds per step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OnError {
-    /// Only the task that meets it goes without TF_CONFIG (and fails where the plugin is
-    /// `required`): the rest of the step is not affected.
+    /// Only the task that meets it fails (its program never starts, whether the plugin is
+    /// `required` or `optional`): the rest of the step is not affected.
     TaskOnly,
     /// Every task that meets it fails and stops the step: its peers on other nodes would wait
     /// for it (TensorFlow waits up to an hour for a task to register).

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod cluster;
+pub mod plugstack;
 pub mod release;
 
 use serde_json::Value;

@@ -168,7 +168,10 @@ fn claim(plan: &StepPlan, node: usize, jobs: &[u32], step_id: u32) -> Result<Cla
 }
 
 /// Each task, just before `execve`: set every variable the plan gives it (TF_CONFIG,
-/// CUDA_VISIBLE_DEVICES, ...).
+/// CUDA_VISIBLE_DEVICES, ...). A task that cannot have them never starts its program, whether
+/// plugstack.conf says `required` (where Slurm would end it too) or `optional` (where Slurm
+/// would start it without TF_CONFIG): it ends with status 1 after its line, and the step goes
+/// on or stops as the error says ([`OnError`]).
 pub fn task_init(sp: &Spank) -> c_int {
     let mut state = state();
     let Some(planned) = &mut state.plan else {
@@ -178,38 +181,36 @@ pub fn task_init(sp: &Spank) -> c_int {
         Ok(node) => apply(sp, node),
         Err(e) => Err(e.clone()),
     };
-    match applied {
-        Ok(()) => 0,
-        Err(e) => {
-            for name in UNSET_ON_ERROR {
-                let _ = sp.unsetenv(name);
+    let Err(e) = applied else {
+        return 0;
+    };
+    for name in UNSET_ON_ERROR {
+        let _ = sp.unsetenv(name);
+    }
+    let on_error = e.on_error();
+    if on_error == OnError::StopFromFirstTask {
+        // The node's first task says why and stops the step: the other nodes' tasks, which may
+        // have started, would otherwise wait for these.
+        if sp.task_id().is_ok_and(|t| t == 0) {
+            log::error(&e.to_string());
+            if let Some(stop) = &state.stop {
+                stop.now();
             }
-            let on_error = e.on_error();
-            if on_error == OnError::StopFromFirstTask {
-                // The node's first task says why and stops the step: the other nodes' tasks,
-                // which may have started, would otherwise wait for these.
-                if sp.task_id().is_ok_and(|t| t == 0) {
-                    log::error(&e.to_string());
-                    if let Some(stop) = &state.stop {
-                        stop.now();
-                    }
-                }
-                handle::end_task(1);
-            }
-            let node = sp.getenv("SLURMD_NODENAME").ok().flatten();
-            log::error(&plan::task_error_line(
-                &e.to_string(),
-                node.as_deref(),
-                sp.task_id().ok(),
-            ));
-            if on_error == OnError::StopFromEachTask {
-                if let Some(stop) = &state.stop {
-                    stop.now();
-                }
-            }
-            -1
+        }
+        handle::end_task(1);
+    }
+    let node = sp.getenv("SLURMD_NODENAME").ok().flatten();
+    log::error(&plan::task_error_line(
+        &e.to_string(),
+        node.as_deref(),
+        sp.task_id().ok(),
+    ));
+    if on_error == OnError::StopFromEachTask {
+        if let Some(stop) = &state.stop {
+            stop.now();
         }
     }
+    handle::end_task(1)
 }
 
 fn apply(sp: &Spank, node: &mut Node) -> Result<(), ShellError> {
