@@ -11,7 +11,9 @@
 #      `srun -N64 -n4096 true` with and without the plugin and against the floors any TF_CONFIG
 #      delivery pays, and with isolate=yes (benches/scale-release.sh, benches/scale.sh);
 #   6. a heterogeneous step's start on every release: slurmctld's layout requests, srun's time
-#      (benches/het-release.sh).
+#      (benches/het-release.sh);
+#   7. how fast a step ends on every release: after the chief's exit, after a failure, and when a
+#      node cannot start its task (benches/stop-release.sh).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -100,4 +102,10 @@ for release in ${BENCH_HET_RELEASES:-$(awk '!/^#/ && NF {print $1}' tests/releas
     bash benches/het-release.sh "$release" "${BENCH_HET_RUNS:-11}" 2>/dev/null
 done > "$tmp/het.jsonl"
 "$python" benches/het-table.py "$tmp/het.jsonl"
+echo
+# How fast a step ends, on every release.
+for release in ${BENCH_STOP_RELEASES:-$(awk '!/^#/ && NF {print $1}' tests/releases.tsv)}; do
+    bash benches/stop-release.sh "$release" "${BENCH_STOP_RUNS:-7}" 2>/dev/null
+done > "$tmp/stop.jsonl"
+"$python" benches/stop-table.py "$tmp/stop.jsonl"
 rm -rf "$tmp"

@@ -397,6 +397,43 @@ fn every_component_of_a_heterogeneous_job_picks_the_same_ports() {
     );
 }
 
+/// A task on a node Slurm gave no GPU sees none also inside Apptainer, which may drop the host's
+/// variables (`--cleanenv`) and keeps only its own names.
+#[test]
+fn a_component_without_gpus_hides_them_from_apptainer_too() {
+    let cpu1 = het_layout(
+        vec![
+            answer(0, 7, layout("cpu1", &[&[0, 1]])),
+            answer(1, 7, layout("n9", &[&[0, 1]])),
+        ],
+        4,
+        own(0, 1, 2, &[0, 1], "cpu1"),
+    );
+    let step = StepInputs {
+        het: Some(&cpu1),
+        ..Default::default()
+    };
+    let plan = plan("chief:1,ps:1,worker:*", &["apptainer_env=always"], &step);
+    let facts = NodeFacts {
+        node: 0,
+        gtids: &[0, 1],
+        step_gpus: Some("7"),
+        slurm_gave_gpus: false,
+    };
+    let place = plan.place(Some(&cpu1), &facts).unwrap();
+    let mut renderers = plan.renderers();
+    let env = plan
+        .task(&place, 0, Some("7"), None, &mut renderers)
+        .unwrap();
+    for name in [
+        "CUDA_VISIBLE_DEVICES",
+        "APPTAINERENV_CUDA_VISIBLE_DEVICES",
+        "SINGULARITYENV_CUDA_VISIBLE_DEVICES",
+    ] {
+        assert_eq!(env.get(name), Some(""), "{name}");
+    }
+}
+
 fn het_layout(answers: Vec<Answer>, step_tasks: u32, own: Own) -> HetLayout {
     HetLayout::new(&answers, step_tasks, own).unwrap()
 }
