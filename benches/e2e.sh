@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end launch cost on the running test cluster (benches/run.sh brings it up).
 #   launch: `srun -N4 -n32 true` and `srun -N4 -n4 true` in three modes, interleaved run by
-#           run: the plugin loaded and --tf-cluster given; loaded, option not given; not in
+#           run, each once every node is idle: the plugin loaded and --tf-cluster given; loaded, option not given; not in
 #           plugstack.conf at all. Prints the median wall time of each and the ratios.
 #   memory: slurmstepd's resident memory on one node (8 tasks) in the same three modes.
 # Output: JSON lines. Usage: benches/e2e.sh PLUGIN.so [RUNS]
@@ -22,12 +22,23 @@ mode_stack() {
 mode_flag() { [ "$1" = option ] && echo "--tf-cluster=chief:1,ps:1,worker:*" || true; }
 
 ms() { echo $(( $(date +%s%N) / 1000000 )); }
+# Until the cluster's 4 nodes are idle and no job is left (60 s at most): a job otherwise waits for the previous
+# one's nodes to leave COMPLETING (a --tf-cluster step that tfcluster ends leaves them there a
+# moment longer), and the launch would time that wait.
+idle() {
+    for _ in $(seq 1200); do
+        [ "$(sinfo -h -t idle -o %D | awk '{n += $1} END {print n + 0}')" -ge 4 ] \
+            && [ -z "$(squeue -h -o %i)" ] && return
+        sleep 0.05
+    done
+}
 
 for n in 32 4; do
     declare -A times=()
     for i in $(seq "$runs"); do
         for mode in option loaded none; do
             mode_stack "$mode"
+            idle
             t0=$(ms)
             srun -N4 -n"$n" $(mode_flag "$mode") true
             times[$mode]+="$(( $(ms) - t0 )) "
