@@ -4,7 +4,7 @@
 //! Slurm release. Needs root and the test cluster; tests/run.sh runs it on every release.
 
 mod common;
-use common::cluster::{dir, plugin, sh, tool, PlugStack};
+use common::cluster::{dir, plugin, sh, sh_ok, tool, PlugStack};
 use common::plugstack::{Case, Fault, Job, CASES};
 use common::release;
 use std::path::{Path, PathBuf};
@@ -159,5 +159,97 @@ fn what_each_fault_does_to_each_job() {
         }
     }
     sh("scontrol update nodename=n012 state=resume 2>/dev/null");
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// One configless setup ([`CONFIGLESS`]): slurmctld serves the configuration, compute node n012
+/// fetches it and has no configuration folder of its own.
+struct Configless {
+    what: &'static str,
+    /// slurm.conf keeps `PlugStackConfig`, an absolute path (the cluster's configuration
+    /// folder, which n012 does not have).
+    plugstack_config: bool,
+    /// slurmctld's plugstack.conf: `{so}` the plugin, `{share}` a folder every node has (where
+    /// the packages put their snippet). `tfcluster.conf` beside plugstack.conf holds the
+    /// plugin's line, on slurmctld's host only.
+    plugstack: &'static str,
+    /// What n012's task gets: its TF_CONFIG (`json`), srun's placeholder (`placeholder`: the
+    /// node did not load the plugin), or `{includes}` where the release decides (`json` where
+    /// slurmctld ships the included file, `placeholder` before).
+    task: &'static str,
+}
+
+#[rustfmt::skip]
+const CONFIGLESS: &[Configless] = &[
+    Configless { what: "PlugStackConfig names a folder the node lacks", plugstack_config: true,  plugstack: "optional {so}",                  task: "placeholder" },
+    Configless { what: "the plugin's line in slurmctld's plugstack.conf", plugstack_config: false, plugstack: "optional {so}",                  task: "json" },
+    Configless { what: "an include of the snippet every node has",      plugstack_config: false, plugstack: "include {share}/tfcluster.conf", task: "json" },
+    Configless { what: "an include of a file beside plugstack.conf",    plugstack_config: false, plugstack: "include tfcluster.conf",         task: "{includes}" },
+];
+
+/// Puts n012 and slurmctld back to the cluster's own files, also when a row fails.
+struct Configured(String);
+
+impl Drop for Configured {
+    fn drop(&mut self) {
+        sh(&format!("{} configured n012", self.0));
+    }
+}
+
+/// Configless Slurm (`SlurmctldParameters=enable_configless`, admin guide: enabling it): a node
+/// that fetches its configuration loads tfcluster from the plugstack.conf slurmctld ships, as long
+/// as slurm.conf's `PlugStackConfig` does not name a path the node lacks, and an `include`
+/// reaches a file there: an absolute path on the node itself (the package's snippet), a path
+/// beside plugstack.conf only where slurmctld ships it (23.11 and later).
+#[test]
+#[ignore = "needs root and the test cluster: run tests/run.sh"]
+fn a_configless_node_loads_the_plugin_that_slurmctld_names() {
+    let release = release::current();
+    let cluster = format!(
+        "bash {}/tests/cluster/cluster.sh",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let (etc, share) = (dir().join("etc"), dir().join("configless-share"));
+    std::fs::create_dir_all(&share).unwrap();
+    let line = format!("optional {}\n", plugin());
+    std::fs::write(share.join("tfcluster.conf"), &line).unwrap();
+    std::fs::write(etc.join("tfcluster.conf"), &line).unwrap();
+    let _stack = PlugStack::set("# set per row");
+    let includes = match release.configless_ships_includes {
+        true => "json",
+        false => "placeholder",
+    };
+    let _back = Configured(cluster.clone());
+    let mut wrong = Vec::new();
+    for row in CONFIGLESS {
+        let plugstack = row
+            .plugstack
+            .replace("{so}", &plugin())
+            .replace("{share}", &share.display().to_string());
+        std::fs::write(etc.join("plugstack.conf"), format!("{plugstack}\n")).unwrap();
+        let keep = if row.plugstack_config { "yes" } else { "no" };
+        sh_ok(&format!("{cluster} configless n012 {keep}"));
+        // srun reads the plugstack.conf beside the slurm.conf it is given.
+        let out = sh(&format!(
+            "SLURM_CONF={}/slurm.conf srun -w n012 -N1 -n1 -t 1 --tf-cluster {}",
+            etc.display(),
+            tool("report.sh")
+        ));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let got = match stdout.lines().find_map(|l| l.strip_prefix("TASK|")) {
+            Some(task) if task.ends_with(NOT_SET_ON_THIS_NODE) => "placeholder",
+            Some(task) if task.ends_with('}') => "json",
+            Some(_) => "unset",
+            None => "no task",
+        };
+        let want = row.task.replace("{includes}", includes);
+        if got != want {
+            wrong.push(format!(
+                "{}: n012's task got {got} (want {want}):\n{}",
+                row.what,
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+    }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }

@@ -9,6 +9,15 @@
 #   tests/cluster/cluster.sh restart-slurmd NODE...
 #                                             restart those nodes' slurmd (and munged), as an admin
 #                                             does: slurmd reads plugstack.conf again
+#   tests/cluster/cluster.sh configless NODE yes|no
+#                                             configless Slurm (SlurmctldParameters=
+#                                             enable_configless): restart slurmctld, and NODE's
+#                                             slurmd fetching its configuration from it with the
+#                                             cluster's configuration folder hidden from it; `no`
+#                                             also drops slurm.conf's PlugStackConfig, so every
+#                                             daemon reads the plugstack.conf beside slurm.conf
+#   tests/cluster/cluster.sh configured NODE  back from `configless`: NODE and slurmctld read the
+#                                             cluster's files again, PlugStackConfig as `up` set it
 #   tests/cluster/cluster.sh down             stop everything this script started, undo all
 #   tests/cluster/cluster.sh status
 #
@@ -241,8 +250,9 @@ start_slurmctld() {
     echo $! > "$DIR/slurmctld.run.pid"
 }
 
+# start_slurmd INDEX [configless]
 start_slurmd() {
-    local i=$1 name=${NODES[$1]}
+    local i=$1 name=${NODES[$1]} mode=${2:-}
     local pidf=$DIR/slurmd-$name.run.pid
     if running "$pidf" >/dev/null; then return; fi
     mkdir -p "$DIR/spool/$name" "$DIR/dev/$name/upper" "$DIR/dev/$name/work" "$DIR/dev/$name/orig"
@@ -268,7 +278,7 @@ chown munge:munge /run/munge
 runuser -u munge -- $munged --force --pid-file=$DIR/munge/$name/munged.pid \\
     --seed-file=$DIR/munge/$name/seed --log-file=$DIR/munge/$name/munged.log
 for _ in \$(seq 50); do [ -S /run/munge/munge.socket.2 ] && break; sleep 0.1; done
-exec $slurmd -D -N $name -f $DIR/etc/slurm.conf
+$(start_line "$name" "$slurmd" "$mode")
 EOF
     # nsenter, not `ip netns exec`: the latter remounts /sys and slurmd then finds no cgroup fs.
     setsid nsenter --net="/run/netns/tfc-$name" unshare --mount --uts bash "$DIR/boot-$name.sh" \
@@ -276,17 +286,31 @@ EOF
     echo $! > "$pidf"
 }
 
+# The boot script's last lines: slurmd with the cluster's slurm.conf, or configless: the
+# configuration folder hidden (as on a node without /etc/slurm) and everything fetched from
+# slurmctld.
+start_line() {
+    local name=$1 slurmd=$2 mode=$3
+    case $mode in
+        configless) printf 'mount -t tmpfs tfc-configless %s\nexec %s -D -N %s --conf-server %s\n' \
+            "$DIR/etc" "$slurmd" "$name" "$NET.1" ;;
+        *) printf 'exec %s -D -N %s -f %s\n' "$slurmd" "$name" "$DIR/etc/slurm.conf" ;;
+    esac
+}
+
 # Restarts the named nodes' slurmd and munged (nothing may run on them), then waits for the
 # cluster to be ready.
+# restart_slurmd [--configless] NODE...
 restart_slurmd() {
-    local name i
+    local name i mode=
+    if [ "${1:-}" = --configless ]; then mode=configless; shift; fi
     for name in "$@"; do
         for i in "${!NODES[@]}"; do
             [ "${NODES[$i]}" = "$name" ] || continue
             local log=$DIR/log/slurmd-$name.log seen
             seen=$(wc -l < "$log" 2>/dev/null || echo 0)
             kill_pidfiles "$DIR/slurmd-$name.run.pid" "$DIR/munge/$name/munged.pid"
-            start_slurmd "$i"
+            start_slurmd "$i" "$mode"
             # slurmctld still shows the node idle: wait for the new slurmd's own word that it
             # has read its configuration (plugstack.conf included) and started.
             for _ in $(seq 300); do
@@ -298,6 +322,32 @@ restart_slurmd() {
     done
     wait_ready
     log "restarted slurmd on $*"
+}
+
+restart_slurmctld() {
+    kill_pidfiles "$DIR/slurmctld.run.pid"
+    start_slurmctld
+    for _ in $(seq 300); do scontrol ping >/dev/null 2>&1 && return; sleep 0.2; done
+    die "slurmctld did not start again"
+}
+
+# configless NODE yes|no: see the usage above.
+configless() {
+    local node=${1:?node} keep=${2:?yes or no} conf=$DIR/etc/slurm.conf
+    grep -q '^SlurmctldParameters=enable_configless$' "$conf" \
+        || echo "SlurmctldParameters=enable_configless" >> "$conf"
+    sed -i '/^PlugStackConfig=/d' "$conf"
+    [ "$keep" = yes ] && echo "PlugStackConfig=$DIR/etc/plugstack.conf" >> "$conf"
+    restart_slurmctld
+    restart_slurmd --configless "$node"
+}
+
+configured() {
+    local node=${1:?node} conf=$DIR/etc/slurm.conf
+    sed -i '/^PlugStackConfig=/d; /^SlurmctldParameters=enable_configless$/d' "$conf"
+    echo "PlugStackConfig=$DIR/etc/plugstack.conf" >> "$conf"
+    restart_slurmctld
+    restart_slurmd "$node"
 }
 
 wait_ready() {
@@ -422,6 +472,8 @@ case "${1:-}" in
     down) down ;;
     plugstack) set_plugstack "${2:?plugstack line}" ;;
     restart-slurmd) shift; restart_slurmd "$@" ;;
+    configless) shift; configless "$@" ;;
+    configured) shift; configured "$@" ;;
     status) sinfo -N; cat "$DIR/etc/plugstack.conf" ;;
     *) echo "usage: $0 up [PLUGIN.so [WORD...]] | plugstack LINE | down | status" >&2; exit 2 ;;
 esac
