@@ -14,7 +14,7 @@ release=${1:?usage: benches/het-release.sh RELEASE [RUNS]}
 runs=${2:-11}
 . benches/lib.sh
 enter_release "$release"
-"$root" exec "$suite" bash "$repo/tests/cluster/cluster.sh" up "$plugin" end_with_chief=no >&2
+cluster_up end_with_chief=no
 
 # The measuring runs inside the allocation, in the root (its srun, its sdiag).
 cat > "$out/het-steps.sh" <<'EOF'

@@ -32,3 +32,9 @@ enter_release() {
     built=$(packaging/plugin-version.sh "$plugin")
     [ "$built" = "$1" ] || die "the plugin was built for Slurm $built, not $1"
 }
+
+# cluster_up [WORD...]: the test cluster in the release's root (after enter_release), the plugin
+# loaded with the plugstack.conf words WORD...
+cluster_up() {
+    "$root" exec "$suite" bash "$repo/tests/cluster/cluster.sh" up "$plugin" "$@" >&2
+}

@@ -16,7 +16,7 @@ release=${1:?usage: benches/stop-release.sh RELEASE [RUNS]}
 runs=${2:-7}
 . benches/lib.sh
 enter_release "$release"
-"$root" exec "$suite" bash "$repo/tests/cluster/cluster.sh" up "$plugin" >&2
+cluster_up
 
 # The measuring runs in the root (its srun).
 {
