@@ -169,8 +169,9 @@ struct Configless {
     /// slurm.conf keeps `PlugStackConfig`, an absolute path (the cluster's configuration
     /// folder, which n012 does not have).
     plugstack_config: bool,
-    /// slurmctld's plugstack.conf: `{so}` the plugin, `{share}` a folder every node has (where
-    /// the packages put their snippet). `tfcluster.conf` beside plugstack.conf holds the
+    /// slurmctld's plugstack.conf (the node reads the copy slurmctld ships, as the `include`
+    /// rows show): `{so}` the plugin, `{share}` a folder every node has (where the packages put
+    /// their snippet). `tfcluster.conf` beside plugstack.conf holds the
     /// plugin's line, on slurmctld's host only.
     plugstack: &'static str,
     /// What n012's task gets: its TF_CONFIG (`json`), srun's placeholder (`placeholder`: the
@@ -182,7 +183,6 @@ struct Configless {
 #[rustfmt::skip]
 const CONFIGLESS: &[Configless] = &[
     Configless { what: "PlugStackConfig names a folder the node lacks", plugstack_config: true,  plugstack: "optional {so}",                  task: "placeholder" },
-    Configless { what: "the plugin's line in slurmctld's plugstack.conf", plugstack_config: false, plugstack: "optional {so}",                  task: "json" },
     Configless { what: "an include of the snippet every node has",      plugstack_config: false, plugstack: "include {share}/tfcluster.conf", task: "json" },
     Configless { what: "an include of a file beside plugstack.conf",    plugstack_config: false, plugstack: "include tfcluster.conf",         task: "{includes}" },
 ];
