@@ -240,9 +240,10 @@ impl HetLayout {
     }
 
     /// The job the step's ports follow: the first component's (each component of a
-    /// heterogeneous job is a job of its own, and every node must pick the same ports).
+    /// heterogeneous job is a job of its own, and every node must pick the same ports). `jobs`
+    /// is never empty: [`HetLayout::new`] found this node's component among them.
     pub fn ports_job(&self) -> u32 {
-        self.jobs[0]
+        self.jobs.first().copied().unwrap_or_default()
     }
 
     /// The step's layout over `hosts`: each host's ranks in rank order.

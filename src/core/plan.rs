@@ -379,13 +379,13 @@ impl StepPlan {
     ) -> Result<TaskEnv<'r>> {
         let node = place.node;
         let gtids = self.node(node)?;
-        let slot_error = Error::SlotOutOfRange {
+        let outside = || Error::SlotOutOfRange {
             node,
             slot: local,
             tasks: gtids.len(),
         };
-        let slot = *place.slots.get(local).ok_or(slot_error.clone())?;
-        let &rank = gtids.get(slot).ok_or(slot_error)?;
+        let slot = *place.slots.get(local).ok_or_else(outside)?;
+        let &rank = gtids.get(slot).ok_or_else(outside)?;
         let (role, index) = self.roles.of_rank(rank).expect("roles cover every rank");
         let gpus = match &place.gpus {
             NodeGpus::Step(step_gpus) => {
