@@ -188,27 +188,4 @@ int slurm_signal_job_step(tfc_step_id_t *step_id, uint32_t signal);
 #endif
 void slurm_job_step_layout_free(tfc_step_layout_t *layout);
 
-/*
- * Whether a step's tasks still run on other nodes (libslurm, from slurmstepd, which asks each
- * node's slurmd for its step's process ids): one record per node that answered, in a libslurm
- * list read with an iterator. The list's and the iterator's structures are libslurm's own
- * (opaque here). The answer is freed with slurm_job_step_pids_response_msg_free.
- */
-typedef struct tfc_list tfc_list_t;
-typedef struct tfc_list_iterator tfc_list_iterator_t;
-typedef struct tfc_step_pids {
-    char *node_name;
-    uint32_t *pid;
-    uint32_t pid_cnt;
-} tfc_step_pids_t;
-typedef struct tfc_step_pids_response {
-    tfc_list_t *pid_list;
-} tfc_step_pids_response_t;
-int slurm_job_step_get_pids(tfc_step_id_t *step_id, char *node_list,
-                            tfc_step_pids_response_t **resp);
-void slurm_job_step_pids_response_msg_free(void *object);
-tfc_list_iterator_t *slurm_list_iterator_create(tfc_list_t *list);
-void *slurm_list_next(tfc_list_iterator_t *iterator);
-void slurm_list_iterator_destroy(tfc_list_iterator_t *iterator);
-
 #endif

@@ -122,20 +122,7 @@ fn c_checks() -> String {
         ("offsetof(slurm_step_layout_t, task_cnt)", offset_of!(ffi::tfc_step_layout_t, task_cnt)),
         ("offsetof(slurm_step_layout_t, tids)", offset_of!(ffi::tfc_step_layout_t, tids)),
     ];
-    // job_step_pids_response_msg_t and job_step_pids_t: every field the plugin reads (where a
-    // step's tasks still run).
-    #[rustfmt::skip]
-    let step_pids = [
-        ("offsetof(job_step_pids_response_msg_t, pid_list)", offset_of!(ffi::tfc_step_pids_response_t, pid_list)),
-        ("offsetof(job_step_pids_t, node_name)", offset_of!(ffi::tfc_step_pids_t, node_name)),
-        ("offsetof(job_step_pids_t, pid_cnt)", offset_of!(ffi::tfc_step_pids_t, pid_cnt)),
-    ];
-    for (name, value) in step_id
-        .into_iter()
-        .chain(sluid)
-        .chain(step_layout)
-        .chain(step_pids)
-    {
+    for (name, value) in step_id.into_iter().chain(sluid).chain(step_layout) {
         eq(name, value as i64);
     }
     if ffi::KILL_STEP_PROTOTYPE.contains("uint16_t, uint16_t") {
@@ -154,20 +141,6 @@ fn c_checks() -> String {
             "slurm_step_layout_t *(slurm_step_id_t *)",
         ),
         ("slurm_job_step_layout_free", "void (slurm_step_layout_t *)"),
-        (
-            "slurm_job_step_get_pids",
-            "int (slurm_step_id_t *, char *, job_step_pids_response_msg_t **)",
-        ),
-        ("slurm_job_step_pids_response_msg_free", "void (void *)"),
-        (
-            "slurm_list_iterator_create",
-            "struct listIterator *(struct xlist *)",
-        ),
-        ("slurm_list_next", "void *(struct listIterator *)"),
-        (
-            "slurm_list_iterator_destroy",
-            "void (struct listIterator *)",
-        ),
     ];
     #[cfg(tfc_het_leader_signal)]
     let prototypes = [
@@ -183,11 +156,6 @@ fn c_checks() -> String {
         )
         .unwrap();
     }
-    // The list the plugin walks with slurm_list_next holds job_step_pids_t records.
-    c.push_str(
-        "_Static_assert(__builtin_types_compatible_p(__typeof__(((job_step_pids_response_msg_t \
-         *)0)->pid_list), struct xlist *), \"pid_list is a list\");\n",
-    );
     c
 }
 

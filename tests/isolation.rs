@@ -7,7 +7,6 @@ mod common;
 use common::cluster::{dir, records, sh, sh_ok, tool, PlugStack};
 use common::*;
 use std::net::IpAddr;
-use tfcluster::core::holding::Hold;
 use tfcluster::core::isolation::{
     check_tables, ended_steps, ended_table_name, job_tables, other_tables, persistent, removal,
     set_ports, table_name, OWNED, OWNED_PERSISTENT,
@@ -175,70 +174,6 @@ tcp flags & (syn | ack) == syn meta skuid != 61001 ip6 daddr @hosts6_1 tcp dport
     );
     assert_eq!(ended, expected);
     assert_eq!(ended_table_name(12, 3), "tfcluster_12_3_ended");
-}
-
-/// A node whose tasks have all ended holds the step's table while another node of the step still
-/// has tasks ([`Hold`]): the step's nodes, this node's index, and at each ask the nodes asked,
-/// what answered (node, process count), and the wait before the next ask in milliseconds (`None`:
-/// the hold ends).
-struct Holding {
-    hosts: &'static [&'static str],
-    own: usize,
-    asks: &'static [Ask],
-}
-
-struct Ask {
-    asked: &'static str,
-    answers: &'static [(&'static str, u32)],
-    wait_ms: Option<u64>,
-}
-
-#[rustfmt::skip]
-const HOLDINGS: &[Holding] = &[
-    // Another node's tasks are gone: no hold.
-    Holding { hosts: &["n9", "n10"], own: 0, asks: &[
-        Ask { asked: "n10", answers: &[("n10", 0)], wait_ms: None }] },
-    // Its slurmstepd has gone too (no answer), or no node answered at all.
-    Holding { hosts: &["n9", "n10"], own: 0, asks: &[
-        Ask { asked: "n10", answers: &[], wait_ms: None }] },
-    // Held while n10 runs, the waits doubling up to a second; n11, done, is not asked again.
-    Holding { hosts: &["n9", "n10", "n11"], own: 0, asks: &[
-        Ask { asked: "n10,n11", answers: &[("n10", 2), ("n11", 0)], wait_ms: Some(100) },
-        Ask { asked: "n10",     answers: &[("n10", 2)],              wait_ms: Some(200) },
-        Ask { asked: "n10",     answers: &[("n10", 1)],              wait_ms: Some(400) },
-        Ask { asked: "n10",     answers: &[("n10", 1)],              wait_ms: Some(800) },
-        Ask { asked: "n10",     answers: &[("n10", 1)],              wait_ms: Some(1000) },
-        Ask { asked: "n10",     answers: &[("n10", 1)],              wait_ms: Some(1000) },
-        Ask { asked: "n10",     answers: &[("n10", 0)],              wait_ms: None }] },
-    // The last of three: the others are asked until neither has tasks; a node not asked (this
-    // one) counts for nothing.
-    Holding { hosts: &["n9", "n10", "n11"], own: 2, asks: &[
-        Ask { asked: "n9,n10", answers: &[("n9", 1), ("n10", 3), ("n11", 4)], wait_ms: Some(100) },
-        Ask { asked: "n9,n10", answers: &[("n10", 3)],                        wait_ms: Some(200) },
-        Ask { asked: "n10",    answers: &[("n11", 4)],                        wait_ms: None }] },
-];
-
-#[test]
-fn a_node_whose_tasks_ended_holds_while_another_runs() {
-    for (i, row) in HOLDINGS.iter().enumerate() {
-        let hosts: Vec<String> = row.hosts.iter().map(|h| h.to_string()).collect();
-        let mut hold = Hold::new(&hosts, row.own).unwrap();
-        for (n, ask) in row.asks.iter().enumerate() {
-            assert_eq!(hold.asking(), ask.asked, "row {i}, ask {n}");
-            let answers: Vec<(String, u32)> = ask
-                .answers
-                .iter()
-                .map(|&(node, pids)| (node.to_string(), pids))
-                .collect();
-            let wait = hold.answered(&answers).map(|w| w.as_millis() as u64);
-            assert_eq!(wait, ask.wait_ms, "row {i}, ask {n}");
-        }
-    }
-    assert_eq!(
-        Hold::new(&["n9".to_string()], 0),
-        None,
-        "a step on one node has no peers"
-    );
 }
 
 /// The tables of steps whose tasks ended on the node, which a later step's node removes once
@@ -664,12 +599,11 @@ fn table_names_script() -> String {
     "for n in n9 n10; do echo \"NAMES|$n|$(nsenter --net=/run/netns/tfc-$n nft list tables | awk '/tfcluster_/ {print $3}' | sort | paste -sd,)\"; done".to_string()
 }
 
-/// A node whose tasks ended first (n9's, while n10's still serve), whose ruleset root then
-/// flushes (`nft flush ruleset`, as nftables.service does): another user on n9 still reaches
-/// none of n10's servers, which admit n9's address. n9's slurmstepd holds the step's own table,
-/// which a flush leaves, while n10 has tasks; then n9 keeps a table until slurmctld says the step
-/// has ended everywhere, which the job's next step on the node removes, and the job's epilog
-/// removes the last. Without isolate=yes n10's servers are open from n9.
+/// A node whose tasks ended first (n9's, while n10's still serve): another user on n9 still
+/// reaches none of n10's servers, which admit n9's address. n9 keeps a table for that until
+/// the step has ended everywhere; the job's next step on the node removes it once slurmctld
+/// says so, and the job's epilog removes the last. Without isolate=yes n10's servers are open
+/// from n9.
 struct EndedFirst {
     isolate: bool,
     /// What another user on n9 gets at each endpoint.
@@ -686,7 +620,7 @@ type Tables = [&'static str; 2];
 #[rustfmt::skip]
 const ENDED_FIRST: &[EndedFirst] = &[
     EndedFirst { isolate: true,  reached: ["refused", "refused", "refused", "refused"],
-                 serving: ["J_0", "J_0"], after: ["J_0_ended", "J_0_ended"], next: ["J_1_ended", "J_1_ended"] },
+                 serving: ["J_0_ended", "J_0"], after: ["J_0_ended", "J_0_ended"], next: ["J_1_ended", "J_1_ended"] },
     EndedFirst { isolate: false, reached: ["refused", "refused", "open", "open"],
                  serving: ["", ""], after: ["", ""], next: ["", ""] },
 ];
@@ -706,7 +640,6 @@ fn a_node_whose_tasks_ended_first_keeps_other_users_away() {
         let _plugstack = isolate.then(|| PlugStack::isolated(""));
         let d = dir().join(format!("ended-first-{isolate}"));
         let d = d.display();
-        let n9_tasks_gone = format!("for i in $(seq 100); do [ $(pgrep -fc '^/usr/bin/python3 [^ ]*isolation_probe.py serve {d}') -le 2 ] && break; sleep 0.1; done");
         let stepds = |step: u32, left: u32| {
             format!("for i in $(seq 100); do [ $(pgrep -fc \"^slurmstepd: \\[$job\\.{step}\\]\") -le {left} ] && break; sleep 0.1; done")
         };
@@ -718,8 +651,7 @@ runuser -u {OWNER} -- srun --jobid=$job -N2 --ntasks-per-node=2 -t 2 --tf-cluste
 step=$!
 for i in $(seq 600); do [ -e {d}/endpoints ] && break; kill -0 $step 2>/dev/null || break; sleep 0.1; done
 touch {d}/stop.n9
-{n9_tasks_gone}
-nsenter --net=/run/netns/tfc-n9 nft flush ruleset
+{n9_gone}
 {names}
 runuser -u {OTHER} -- srun -p shared -w n9 -N1 -n1 -t 1 {probe} probe {d} ENDED
 touch {d}/stop; wait $step; echo \"SRUN|$?\"
@@ -732,6 +664,7 @@ scancel $job
 for i in $(seq 100); do left=$({tables} | grep -vc '|0$'); [ \"$left\" = 0 ] && break; sleep 0.1; done
 echo \"LEFT|$left\"
 cat {d}/step.err >&2",
+            n9_gone = stepds(0, 1),
             all_gone = stepds(0, 0),
             next_gone = stepds(1, 0),
             names = table_names_script(),

@@ -11,7 +11,6 @@ pub mod ending;
 pub mod error;
 pub mod gpus;
 pub mod het;
-pub mod holding;
 pub mod hostlist;
 pub mod isolation;
 pub mod jax;

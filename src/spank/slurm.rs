@@ -1,6 +1,5 @@
 //! The libslurm calls slurmstepd makes for tfcluster, through slurmctld: ending a step,
-//! asking where a heterogeneous step's components run, whether a step has ended, and where its
-//! tasks still run. libslurm is loaded in every process
+//! asking where a heterogeneous step's components run, and whether a step has ended. libslurm is loaded in every process
 //! that runs the hooks (the plugin links none of it); each call's form per release comes from
 //! build.rs, and tests/abi.rs checks it against the release's `<slurm/slurm.h>`.
 
@@ -139,48 +138,6 @@ pub fn step_exists(job_id: u32, step_id: u32) -> Option<bool> {
         ffi::TFC_ESLURM_INVALID_JOB_ID | ffi::TFC_ESLURM_ALREADY_DONE => Some(false),
         _ => None,
     }
-}
-
-/// Each node of `nodes` (Slurm's node names, joined by commas) that answers, with the number
-/// of processes its step `step_id` of job `job_id` still has (`slurm_job_step_get_pids`, asked
-/// of each node's slurmd, not of slurmctld). A node whose slurmstepd has gone does not answer
-/// (libslurm logs that in slurmd's log). Blocks until every node answers or times out
-/// (slurm.conf's MessageTimeout). An error when no answer came at all.
-pub fn step_pids(job_id: u32, step_id: u32, nodes: &str) -> Result<Vec<(String, u32)>, String> {
-    let mut id = step_id_of(job_id, ffi::TFC_NO_VAL as u32, step_id);
-    let nodes = std::ffi::CString::new(nodes).map_err(|e| e.to_string())?;
-    let mut resp: *mut ffi::tfc_step_pids_response_t = std::ptr::null_mut();
-    // SAFETY: `id` is a valid slurm_step_id_t (tests/abi.rs checks the layout and the
-    // prototype), `nodes` a NUL-terminated string libslurm only reads, `resp` NULL as libslurm
-    // requires for an answer it allocates; all outlive the call.
-    unsafe { ffi::slurm_job_step_get_pids(&mut id, nodes.as_ptr().cast_mut(), &mut resp) };
-    if resp.is_null() {
-        return Err(slurm_error_text());
-    }
-    let mut answers = Vec::new();
-    // SAFETY: non-NULL, as libslurm made it; its list (NULL when no node answered) holds
-    // job_step_pids_t records (tests/abi.rs checks the offsets of the fields read), read
-    // through libslurm's own iterator and never kept past the free below.
-    unsafe {
-        let list = (*resp).pid_list;
-        if !list.is_null() {
-            let iterator = ffi::slurm_list_iterator_create(list);
-            if !iterator.is_null() {
-                loop {
-                    let record = ffi::slurm_list_next(iterator) as *const ffi::tfc_step_pids_t;
-                    if record.is_null() {
-                        break;
-                    }
-                    if let Some(node) = c_string((*record).node_name) {
-                        answers.push((node, (*record).pid_cnt));
-                    }
-                }
-                ffi::slurm_list_iterator_destroy(iterator);
-            }
-        }
-        ffi::slurm_job_step_pids_response_msg_free(resp.cast());
-    }
-    Ok(answers)
 }
 
 /// Slurm's text for the error number the last libslurm call left.

@@ -1,12 +1,9 @@
 //! `isolate=yes` on the nodes: each slurmstepd installs its step's firewall before the tasks
-//! fork and, when its tasks have all ended, holds it while the step's tasks run on elsewhere
-//! ([`crate::core::holding`]), then leaves only what keeps other users on the node away from the
-//! step's other nodes until slurmctld says the step has ended; slurmd's job epilog removes
-//! whatever any step of the job left (a slurmstepd killed with SIGKILL runs no exit hook). All
-//! as root, all through libnftables ([`Nft`]); the rules themselves are the core's
-//! ([`crate::core::isolation`]).
+//! fork and, when it exits, leaves only what keeps other users on the node away from the step's
+//! other nodes until the step has ended; slurmd's job epilog removes whatever any step of the
+//! job left (a slurmstepd killed with SIGKILL runs no exit hook). All as root, all through
+//! libnftables ([`Nft`]); the rules themselves are the core's ([`crate::core::isolation`]).
 
-use crate::core::holding::Hold;
 use crate::core::isolation;
 use crate::core::{Settings, StepPlan};
 use crate::spank::error::ShellError;
@@ -24,10 +21,6 @@ pub struct Installed {
     /// ([`isolation::StepFirewall::scripts`]).
     ended: String,
     nft: Nft,
-    /// The step, and this node's hold on its table while other nodes run its tasks (`None`
-    /// for a step on one node, and for a heterogeneous one: [`install`]).
-    step: (u32, u32),
-    hold: Option<Hold>,
 }
 
 /// slurmstepd, before the tasks fork, once the node's ports are claimed ([`crate::spank::claims`]):
@@ -94,19 +87,7 @@ pub fn install(
                  and that slurmstepd runs as root"
             ))
         })?;
-    // A heterogeneous job's components are jobs of their own: their nodes answer for another
-    // job id, so such a node does not hold (it leaves the table of [`leave`] at once).
-    let hold = match own_jobs {
-        [_] => Hold::new(&plan.hosts, node),
-        _ => None,
-    };
-    Ok(Some(Installed {
-        table,
-        ended,
-        nft,
-        step: (job_id, step_id),
-        hold,
-    }))
+    Ok(Some(Installed { table, ended, nft }))
 }
 
 /// Removes the tables of other steps whose tasks ended here once slurmctld says those steps
@@ -148,16 +129,10 @@ fn resolve(address: &str) -> Result<Vec<IpAddr>, String> {
 }
 
 /// slurmstepd, as it exits, its tasks all ended: the step may still run on other nodes, which
-/// admit this node's address. The node holds its own table, owned by this process, until none
-/// of them has a task left ([`hold`]). Then it keeps the rules that keep other users here away
-/// from the step's nodes in a table that outlives this process, for a node that has not started
-/// its tasks yet or did not answer ([`remove_ended`] and the job's epilog remove it), and
-/// removes the step's own. A failure is logged; the job epilog tries again.
+/// admit this node's address, so the node keeps the rules that keep other users here away from
+/// them, in a table that outlives this process ([`remove_ended`] and the job's epilog remove it),
+/// then removes the step's own. A failure is logged; the job epilog tries again.
 pub fn leave(installed: &mut Installed) {
-    if let Some(hold) = installed.hold.take() {
-        let (job_id, step_id) = installed.step;
-        self::hold(hold, job_id, step_id);
-    }
     if let Err(e) = installed.nft.run(&installed.ended) {
         log::error(&format!(
             "isolate=yes: could not keep the rules for the step's other nodes after this node's \
@@ -172,18 +147,6 @@ pub fn leave(installed: &mut Installed) {
              epilog removes it",
             installed.table
         ));
-    }
-}
-
-/// Waits while another node of the step answers that it still has tasks ([`Hold`]). A node
-/// whose slurmstepd has gone does not answer; when no node answers at all, the hold ends.
-fn hold(mut hold: Hold, job_id: u32, step_id: u32) {
-    loop {
-        let answers = slurm::step_pids(job_id, step_id, &hold.asking()).unwrap_or_default();
-        match hold.answered(&answers) {
-            Some(wait) => std::thread::sleep(wait),
-            None => return,
-        }
     }
 }
 
