@@ -603,11 +603,14 @@ fn table_names_script() -> String {
 /// reaches none of n10's servers, which admit n9's address. n9 keeps a table for that until
 /// the step has ended everywhere; the job's next step on the node removes it once slurmctld
 /// says so, and the job's epilog removes the last. Without isolate=yes n10's servers are open
-/// from n9.
+/// from n9. That table is owned by no process (n9's slurmstepd has exited): after root's `nft
+/// flush ruleset` on n9 (as nftables.service runs it), n10's servers are open from n9 until the
+/// step ends (docs/admin-guide.md lists it under what `isolate=yes` does not protect).
 struct EndedFirst {
     isolate: bool,
-    /// What another user on n9 gets at each endpoint.
+    /// What another user on n9 gets at each endpoint, and again after the flush.
     reached: [&'static str; 4],
+    reached_after_flush: [&'static str; 4],
     /// n9's and n10's tables (`J` the job id) while n10 still serves, after the step, after the
     /// job's next step.
     serving: Tables,
@@ -620,8 +623,10 @@ type Tables = [&'static str; 2];
 #[rustfmt::skip]
 const ENDED_FIRST: &[EndedFirst] = &[
     EndedFirst { isolate: true,  reached: ["refused", "refused", "refused", "refused"],
-                 serving: ["J_0_ended", "J_0"], after: ["J_0_ended", "J_0_ended"], next: ["J_1_ended", "J_1_ended"] },
+                 reached_after_flush: ["refused", "refused", "open", "open"],
+                 serving: ["J_0_ended", "J_0"], after: ["", "J_0_ended"], next: ["J_1_ended", "J_1_ended"] },
     EndedFirst { isolate: false, reached: ["refused", "refused", "open", "open"],
+                 reached_after_flush: ["refused", "refused", "open", "open"],
                  serving: ["", ""], after: ["", ""], next: ["", ""] },
 ];
 
@@ -632,6 +637,7 @@ fn a_node_whose_tasks_ended_first_keeps_other_users_away() {
     for EndedFirst {
         isolate,
         reached,
+        reached_after_flush,
         serving,
         after,
         next,
@@ -654,6 +660,8 @@ touch {d}/stop.n9
 {n9_gone}
 {names}
 runuser -u {OTHER} -- srun -p shared -w n9 -N1 -n1 -t 1 {probe} probe {d} ENDED
+nsenter --net=/run/netns/tfc-n9 nft flush ruleset
+runuser -u {OTHER} -- srun -p shared -w n9 -N1 -n1 -t 1 {probe} probe {d} FLUSHED
 touch {d}/stop; wait $step; echo \"SRUN|$?\"
 {all_gone}
 {names}
@@ -679,6 +687,8 @@ cat {d}/step.err >&2",
         assert!(!job.is_empty(), "{what}");
         let got: Vec<&str> = records(&stdout, "ENDED").iter().map(|r| r[1]).collect();
         assert_eq!(got, reached, "{what}");
+        let got: Vec<&str> = records(&stdout, "FLUSHED").iter().map(|r| r[1]).collect();
+        assert_eq!(got, reached_after_flush, "{what}");
         assert_eq!(records(&stdout, "SRUN"), [["0"]], "{what}");
         assert_eq!(records(&stdout, "NEXT"), [["0"]], "{what}");
         let names: Vec<String> = records(&stdout, "NAMES")
@@ -705,9 +715,14 @@ cat {d}/step.err >&2",
 /// Another user who binds a step port on n9 after the node's check and before the owner's
 /// server does (TensorFlow's import takes seconds; here the owner's task never binds it), while
 /// the owner's task on n10 connects to that endpoint and sends "secret": what the owner's task
-/// gets and what the other user's program receives.
+/// gets and what the other user's program receives. Also when n9's task has exited before the
+/// other user binds its port: n9 keeps no rule over its own ports once its tasks have ended
+/// (docs/admin-guide.md lists it under what `isolate=yes` does not protect).
 struct Squat {
     isolate: bool,
+    /// n9's task exits first (n9's tasks have all ended while n10's runs), and the other user
+    /// binds the port after that.
+    n9_ended: bool,
     /// Run as root on the host first: n9 answering every connection attempt with a SYN cookie
     /// (as a listener whose queue is full does), which the kernel sends with no socket, so no
     /// uid.
@@ -723,10 +738,11 @@ const COOKIES_OFF_N9: &str =
 
 #[rustfmt::skip]
 const SQUATS: &[Squat] = &[
-    Squat { isolate: true,  before: "",            owner_gets: "timeout", squatter_receives: "nothing" },
-    Squat { isolate: true,  before: COOKIES_ON_N9, owner_gets: "timeout", squatter_receives: "nothing" },
-    Squat { isolate: false, before: "",            owner_gets: "open",    squatter_receives: "secret" },
-    Squat { isolate: false, before: COOKIES_ON_N9, owner_gets: "open",    squatter_receives: "secret" },
+    Squat { isolate: true,  n9_ended: false, before: "",            owner_gets: "timeout", squatter_receives: "nothing" },
+    Squat { isolate: true,  n9_ended: false, before: COOKIES_ON_N9, owner_gets: "timeout", squatter_receives: "nothing" },
+    Squat { isolate: true,  n9_ended: true,  before: "",            owner_gets: "open",    squatter_receives: "secret" },
+    Squat { isolate: false, n9_ended: false, before: "",            owner_gets: "open",    squatter_receives: "secret" },
+    Squat { isolate: false, n9_ended: false, before: COOKIES_ON_N9, owner_gets: "open",    squatter_receives: "secret" },
 ];
 
 #[test]
@@ -740,14 +756,21 @@ fn a_port_taken_before_the_owners_server_binds_it_serves_no_one() {
         let out = sh(&format!(
             "rm -rf {d}; mkdir -m 1777 {d}
 {before}
-runuser -u {OWNER} -- srun -p shared -w n9,n10 -N2 -n2 -t 1 --tf-cluster {probe} victim {d} >{d}/step.out 2>{d}/step.err &
+runuser -u {OWNER} -- srun -p shared -w n9,n10 -N2 -n2 -t 1 --tf-cluster {probe} victim {d} {leave} >{d}/step.out 2>{d}/step.err &
 step=$!
 for i in $(seq 600); do [ -e {d}/endpoints ] && break; kill -0 $step 2>/dev/null || break; sleep 0.1; done
+{n9_gone}
 runuser -u {OTHER} -- srun -p shared -w n9 -N1 -n1 -t 1 {probe} squat {d}
 wait $step; echo \"SRUN|$?\"
 {COOKIES_OFF_N9}
 cat {d}/step.out; cat {d}/step.err >&2",
             before = case.before,
+            leave = if case.n9_ended { "leave" } else { "" },
+            n9_gone = if case.n9_ended {
+                format!("for i in $(seq 100); do [ $(pgrep -fc \"^slurmstepd: \\[$(squeue -h -u {OWNER} -o %i | head -1)\\.0\\]\") -le 1 ] && break; sleep 0.1; done")
+            } else {
+                String::new()
+            },
         ));
         let (stdout, stderr) = (
             String::from_utf8_lossy(&out.stdout),

@@ -14,10 +14,11 @@ gRPC servers use them: a listener on every address, IPv4 and IPv6, clients that 
   isolation_probe.py listen DIR PORT
                                    another program on a step's port: listen on PORT, write
                                    DIR/endpoints, hold the port until DIR/stop exists
-  isolation_probe.py victim DIR   a task of a 2-task step whose server has not bound its port
-                                   yet: rank 0 writes its endpoint to DIR/endpoints; once
-                                   DIR/squatted exists, rank 1 connects to it, sends "secret" and
-                                   prints VICTIM|result
+  isolation_probe.py victim DIR [leave]
+                                   a task of a 2-task step whose server has not bound its port
+                                   yet: rank 0 writes its endpoint to DIR/endpoints (and, with
+                                   `leave`, exits); once DIR/squatted exists, rank 1 connects to
+                                   it, sends "secret" and prints VICTIM|result
   isolation_probe.py squat DIR     another user's program: listen on the port of DIR/endpoints
                                    first, create DIR/squatted, and print SQUAT|what it received
                                    in 8 s (or nothing)
@@ -91,7 +92,8 @@ elif mode == "victim":
             f.write(own + "\n")
         os.chmod(f"{d}/endpoints.tmp", 0o644)
         os.rename(f"{d}/endpoints.tmp", f"{d}/endpoints")
-        wait_for(f"{d}/done", 60)
+        if sys.argv[3:] != ["leave"]:
+            wait_for(f"{d}/done", 60)
     else:
         wait_for(f"{d}/squatted", 60)
         server = tf["cluster"]["worker"][0]
