@@ -7,6 +7,10 @@ mod common;
 use common::cluster::{dir, records, sh, sh_ok, tool, PlugStack};
 use common::*;
 use std::net::IpAddr;
+use tfcluster::core::claims::Owner;
+use tfcluster::core::holding::{
+    holder_of, holder_text, job_dir, step_file, step_of, take_over, HELD_DIR,
+};
 use tfcluster::core::isolation::{
     check_tables, ended_steps, ended_table_name, job_tables, other_tables, persistent, removal,
     set_ports, table_name, OWNED, OWNED_PERSISTENT,
@@ -174,6 +178,56 @@ tcp flags & (syn | ack) == syn meta skuid != 61001 ip6 daddr @hosts6_1 tcp dport
     );
     assert_eq!(ended, expected);
     assert_eq!(ended_table_name(12, 3), "tfcluster_12_3_ended");
+}
+
+/// The holder's take-over of n9's ended table (job 12, step 3; [`what_a_node_keeps_after_its_tasks_ended`]):
+/// one transaction removes the table slurmstepd left and installs the same rules again, owned.
+#[test]
+fn the_holder_takes_an_ended_table_over_in_one_transaction() {
+    let plan = plan("worker:*", &["isolate=yes"], &step("n9,n10", "2,1", None));
+    let firewall = plan.isolation(12, 3, 61001, 0).unwrap();
+    let (_, ended) = firewall.scripts(resolve).unwrap();
+    let body = ended
+        .strip_prefix("table inet tfcluster_12_3_ended {\n")
+        .unwrap();
+    let expected = format!(
+        "delete table inet tfcluster_12_3_ended\ntable inet tfcluster_12_3_ended {{\n{OWNED}{body}"
+    );
+    assert_eq!(take_over(12, 3, &ended), Some(expected));
+    assert_eq!(take_over(12, 4, &ended), None, "another step's script");
+    assert_eq!(take_over(12, 3, "table inet tfcluster_12_3 {\n}\n"), None);
+}
+
+/// The names in a holder's directory ([`HELD_DIR`]`/NODE/JOB`): (file name, its step and
+/// whether the holder holds it).
+#[test]
+fn the_files_a_holder_and_its_steps_share() {
+    #[rustfmt::skip]
+    let names: &[(&str, Option<(u32, bool)>)] = &[
+        ("step_3",         Some((3, false))),
+        ("step_3.held",    Some((3, true))),
+        ("step_4294967290", Some((4294967290, false))),
+        (".step_3",        None), // being written
+        ("holder",         None),
+        ("step_",          None),
+        ("step_3.held.x",  None),
+        ("step_x",         None),
+    ];
+    for &(name, expected) in names {
+        assert_eq!(step_of(name), expected, "{name}");
+    }
+    assert_eq!(step_file(3), "step_3");
+    assert_eq!(job_dir("n9", 12), format!("{HELD_DIR}/n9/12"));
+    assert_eq!(job_dir("..", 12), format!("{HELD_DIR}/_/12"));
+    assert_eq!(job_dir("a/b", 12), format!("{HELD_DIR}/_/12"));
+    let owner = Owner {
+        pid: 4242,
+        start: 987654,
+    };
+    assert_eq!(holder_text(owner), "pid=4242 start=987654\n");
+    assert_eq!(holder_of(&holder_text(owner)), Some(owner));
+    assert_eq!(holder_of("pid=4242\n"), None);
+    assert_eq!(holder_of("pid=x start=1\n"), None);
 }
 
 /// The tables of steps whose tasks ended on the node, which a later step's node removes once
@@ -603,11 +657,15 @@ fn table_names_script() -> String {
 /// reaches none of n10's servers, which admit n9's address. n9 keeps a table for that until
 /// the step has ended everywhere; the job's next step on the node removes it once slurmctld
 /// says so, and the job's epilog removes the last. Without isolate=yes n10's servers are open
-/// from n9. That table is owned by no process (n9's slurmstepd has exited): after root's `nft
-/// flush ruleset` on n9 (as nftables.service runs it), n10's servers are open from n9 until the
-/// step ends (docs/admin-guide.md lists it under what `isolate=yes` does not protect).
+/// from n9. That table is owned by no process once n9's slurmstepd has exited: after root's
+/// `nft flush ruleset` on n9 (as nftables.service runs it), n10's servers are open from n9 until
+/// the step ends (docs/admin-guide.md lists it under what `isolate=yes` does not protect) unless
+/// the job has an extern step (`PrologFlags=Contain`), whose slurmstepd then holds the table,
+/// owned, and removes it once slurmctld says the step has ended.
 struct EndedFirst {
     isolate: bool,
+    /// slurm.conf's `PrologFlags=Contain`: the job has an extern step on each node.
+    contain: bool,
     /// What another user on n9 gets at each endpoint, and again after the flush.
     reached: [&'static str; 4],
     reached_after_flush: [&'static str; 4],
@@ -622,20 +680,29 @@ type Tables = [&'static str; 2];
 
 #[rustfmt::skip]
 const ENDED_FIRST: &[EndedFirst] = &[
-    EndedFirst { isolate: true,  reached: ["refused", "refused", "refused", "refused"],
+    EndedFirst { isolate: true,  contain: false, reached: ["refused", "refused", "refused", "refused"],
                  reached_after_flush: ["refused", "refused", "open", "open"],
                  serving: ["J_0_ended", "J_0"], after: ["", "J_0_ended"], next: ["J_1_ended", "J_1_ended"] },
-    EndedFirst { isolate: false, reached: ["refused", "refused", "open", "open"],
+    EndedFirst { isolate: false, contain: false, reached: ["refused", "refused", "open", "open"],
                  reached_after_flush: ["refused", "refused", "open", "open"],
                  serving: ["", ""], after: ["", ""], next: ["", ""] },
+    EndedFirst { isolate: true,  contain: true,  reached: ["refused", "refused", "refused", "refused"],
+                 reached_after_flush: ["refused", "refused", "refused", "refused"],
+                 serving: ["J_0_ended", "J_0"], after: ["", ""], next: ["", ""] },
 ];
 
 #[test]
 #[ignore = "needs the test cluster: run tests/run.sh"]
 fn a_node_whose_tasks_ended_first_keeps_other_users_away() {
     let probe = format!("/usr/bin/python3 {}", tool("isolation_probe.py"));
+    let cluster = format!(
+        "bash {}/tests/cluster/cluster.sh",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let mut _contained = None;
     for EndedFirst {
         isolate,
+        contain,
         reached,
         reached_after_flush,
         serving,
@@ -644,7 +711,11 @@ fn a_node_whose_tasks_ended_first_keeps_other_users_away() {
     } in ENDED_FIRST
     {
         let _plugstack = isolate.then(|| PlugStack::isolated(""));
-        let d = dir().join(format!("ended-first-{isolate}"));
+        if *contain && _contained.is_none() {
+            sh_ok(&format!("{cluster} prolog-flags Contain n9 n10"));
+            _contained = Some(Uncontained(cluster.clone()));
+        }
+        let d = dir().join(format!("ended-first-{isolate}-{contain}"));
         let d = d.display();
         let stepds = |step: u32, left: u32| {
             format!("for i in $(seq 100); do [ $(pgrep -fc \"^slurmstepd: \\[$job\\.{step}\\]\") -le {left} ] && break; sleep 0.1; done")
@@ -664,9 +735,11 @@ nsenter --net=/run/netns/tfc-n9 nft flush ruleset
 runuser -u {OTHER} -- srun -p shared -w n9 -N1 -n1 -t 1 {probe} probe {d} FLUSHED
 touch {d}/stop; wait $step; echo \"SRUN|$?\"
 {all_gone}
+{settled}
 {names}
 runuser -u {OWNER} -- srun --jobid=$job -N2 -n2 -t 1 --tf-cluster true; echo \"NEXT|$?\"
 {next_gone}
+{settled}
 {names}
 scancel $job
 for i in $(seq 100); do left=$({tables} | grep -vc '|0$'); [ \"$left\" = 0 ] && break; sleep 0.1; done
@@ -677,12 +750,17 @@ cat {d}/step.err >&2",
             next_gone = stepds(1, 0),
             names = table_names_script(),
             tables = tables_script(),
+            // The holder asks slurmctld once a second whether a held table's step has ended.
+            settled = match contain {
+                true => "for i in $(seq 50); do nsenter --net=/run/netns/tfc-n9 nft list tables | grep -q _ended || nsenter --net=/run/netns/tfc-n10 nft list tables | grep -q _ended || break; sleep 0.1; done",
+                false => "",
+            },
         ));
         let (stdout, stderr) = (
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr),
         );
-        let what = format!("isolate={isolate}:\n{stdout}\n{stderr}");
+        let what = format!("isolate={isolate} contain={contain}:\n{stdout}\n{stderr}");
         let job = records(&stdout, "JOB")[0][0].to_string();
         assert!(!job.is_empty(), "{what}");
         let got: Vec<&str> = records(&stdout, "ENDED").iter().map(|r| r[1]).collect();
@@ -709,6 +787,15 @@ cat {d}/step.err >&2",
             .collect();
         assert_eq!(names, expected, "{what}");
         assert_eq!(records(&stdout, "LEFT"), [["0"]], "{what}: rules left");
+    }
+}
+
+/// Puts slurm.conf's PrologFlags back (none), also when a row fails.
+struct Uncontained(String);
+
+impl Drop for Uncontained {
+    fn drop(&mut self) {
+        sh(&format!("{} prolog-flags '' n9 n10", self.0));
     }
 }
 

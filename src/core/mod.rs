@@ -11,6 +11,7 @@ pub mod ending;
 pub mod error;
 pub mod gpus;
 pub mod het;
+pub mod holding;
 pub mod hostlist;
 pub mod isolation;
 pub mod jax;

@@ -7,6 +7,7 @@ pub mod ffi;
 pub mod guard;
 pub mod handle;
 pub mod het;
+pub mod holder;
 pub mod hooks;
 pub mod log;
 pub mod nftables;

@@ -18,6 +18,10 @@
 #                                             daemon reads the plugstack.conf beside slurm.conf
 #   tests/cluster/cluster.sh configured NODE  back from `configless`: NODE and slurmctld read the
 #                                             cluster's files again, PlugStackConfig as `up` set it
+#   tests/cluster/cluster.sh prolog-flags FLAGS NODE...
+#                                             slurm.conf's PrologFlags=FLAGS (none when empty),
+#                                             e.g. Contain (every job gets an extern step):
+#                                             restart slurmctld and the NODEs' slurmd
 #   tests/cluster/cluster.sh down             stop everything this script started, undo all
 #   tests/cluster/cluster.sh status
 #
@@ -331,6 +335,16 @@ restart_slurmctld() {
     die "slurmctld did not start again"
 }
 
+# prolog_flags FLAGS NODE...: see the usage above.
+prolog_flags() {
+    local flags=${1?flags} conf=$DIR/etc/slurm.conf
+    shift
+    sed -i '/^PrologFlags=/d' "$conf"
+    [ -n "$flags" ] && echo "PrologFlags=$flags" >> "$conf"
+    restart_slurmctld
+    restart_slurmd "$@"
+}
+
 # configless NODE yes|no: see the usage above.
 configless() {
     local node=${1:?node} keep=${2:?yes or no} conf=$DIR/etc/slurm.conf
@@ -474,6 +488,7 @@ case "${1:-}" in
     restart-slurmd) shift; restart_slurmd "$@" ;;
     configless) shift; configless "$@" ;;
     configured) shift; configured "$@" ;;
+    prolog-flags) shift; prolog_flags "$@" ;;
     status) sinfo -N; cat "$DIR/etc/plugstack.conf" ;;
     *) echo "usage: $0 up [PLUGIN.so [WORD...]] | plugstack LINE | down | status" >&2; exit 2 ;;
 esac

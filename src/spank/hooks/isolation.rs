@@ -21,6 +21,8 @@ pub struct Installed {
     /// ([`isolation::StepFirewall::scripts`]).
     ended: String,
     nft: Nft,
+    /// The step (the holder of the node's job takes the ended table over).
+    step: (u32, u32),
 }
 
 /// slurmstepd, before the tasks fork, once the node's ports are claimed ([`crate::spank::claims`]):
@@ -87,7 +89,12 @@ pub fn install(
                  and that slurmstepd runs as root"
             ))
         })?;
-    Ok(Some(Installed { table, ended, nft }))
+    Ok(Some(Installed {
+        table,
+        ended,
+        nft,
+        step: (job_id, step_id),
+    }))
 }
 
 /// Removes the tables of other steps whose tasks ended here once slurmctld says those steps
@@ -140,6 +147,9 @@ pub fn leave(installed: &mut Installed) {
              other nodes' servers: check the node's nftables as root (nft list tables), and \
              stop the step (scancel) if it must not run exposed"
         ));
+    } else {
+        let (job_id, step_id) = installed.step;
+        crate::spank::holder::hand_over(job_id, step_id, &installed.ended);
     }
     if let Err(e) = installed.nft.run(&isolation::removal(&installed.table)) {
         log::error(&format!(
@@ -161,6 +171,7 @@ pub fn job_epilog(sp: &Spank, args: &[String]) -> c_int {
     let Ok(job_id) = sp.item_u32(U32Item::JobId) else {
         return 0;
     };
+    crate::spank::holder::forget(job_id);
     let Ok(mut nft) = Nft::open() else {
         return 0;
     };

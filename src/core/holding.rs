@@ -1,0 +1,83 @@
+//! With `isolate=yes`, who keeps the table of a node whose tasks have all ended while the step
+//! runs on elsewhere ([`super::isolation::ended_table_name`]).
+//!
+//! Its peers admit its address until their own tasks end, so the node must keep the rules that
+//! keep other users on it away from them. slurmstepd cannot keep them owned: it exits once its
+//! tasks have ended, and it cannot wait, since slurmctld keeps the step until that very
+//! slurmstepd has ended, and asking every node instead is N² requests. A table no process owns
+//! goes with `nft flush ruleset`.
+//!
+//! The job's extern step (slurm.conf `PrologFlags=Contain`) has a slurmstepd on every node of
+//! the job for the job's whole life. With `isolate=yes` it runs the holder: a thread that takes
+//! each ended table over, as its own (one transaction replaces the table slurmstepd left with
+//! the same rules, owned), and removes it once slurmctld says its step has ended; if the holder
+//! goes, its tables go with it (the job has ended). The two processes meet in a root-only
+//! directory per node and job ([`HELD_DIR`]): the holder says it is there ([`HOLDER_FILE`]);
+//! slurmstepd leaves the ended table's script in a file named after its step, and keeps its own
+//! table until the holder has renamed that file ([`HELD_SUFFIX`]), so the rules are owned
+//! throughout. Without an extern step (or holder) the table stays not owned, as before.
+//!
+//! This module names the files and writes the holder's script, from plain values (table-tested
+//! in tests/isolation.rs).
+
+use super::isolation::{ended_table_name, removal};
+use super::text::decimal;
+
+/// Where holders and slurmstepds meet: a directory per node and job below it.
+pub const HELD_DIR: &str = "/run/tfcluster/held";
+
+/// The file a holder writes in its directory: its pid and start time, as a claim's owner.
+pub const HOLDER_FILE: &str = "holder";
+
+/// What the holder adds to a step's file name once it owns its table.
+pub const HELD_SUFFIX: &str = ".held";
+
+/// The directory of node `node`'s holder for job `job_id`. A node name that could leave
+/// [`HELD_DIR`] (a `/`, `.` or `..`; Slurm's never are) is replaced by `_`.
+pub fn job_dir(node: &str, job_id: u32) -> String {
+    let safe = !node.is_empty() && !node.contains('/') && node != "." && node != "..";
+    format!("{HELD_DIR}/{}/{job_id}", if safe { node } else { "_" })
+}
+
+/// The name of the file slurmstepd leaves for step `step_id`.
+pub fn step_file(step_id: u32) -> String {
+    format!("step_{step_id}")
+}
+
+/// The step of a file name in a holder's directory, and whether the holder holds it already;
+/// `None` for any other name.
+pub fn step_of(name: &str) -> Option<(u32, bool)> {
+    let rest = name.strip_prefix("step_")?;
+    match rest.strip_suffix(HELD_SUFFIX) {
+        Some(step) => decimal(step).map(|s| (s, true)),
+        None => decimal(rest).map(|s| (s, false)),
+    }
+}
+
+/// The script that makes the ended table of step `step_id` of job `job_id` the holder's:
+/// removes the table slurmstepd installed and installs `ended` (its script) again, owned, in
+/// one transaction, so the rules never lapse. `None` when `ended` is not that table's script.
+pub fn take_over(job_id: u32, step_id: u32, ended: &str) -> Option<String> {
+    let table = ended_table_name(job_id, step_id);
+    let header = format!("table inet {table} {{\n");
+    let body = ended.strip_prefix(&header)?;
+    Some(format!(
+        "{}{header}{}{body}",
+        removal(&table),
+        super::isolation::OWNED
+    ))
+}
+
+/// The text of [`HOLDER_FILE`]: `pid=P start=S`, one line.
+pub fn holder_text(owner: super::claims::Owner) -> String {
+    format!("pid={} start={}\n", owner.pid, owner.start)
+}
+
+/// The holder named by the text of [`HOLDER_FILE`]; `None` for text of another shape.
+pub fn holder_of(text: &str) -> Option<super::claims::Owner> {
+    let (pid, start) = text.trim_end_matches('\n').split_once(' ')?;
+    Some(super::claims::Owner {
+        pid: decimal(pid.strip_prefix("pid=")?)?,
+        start: decimal(start.strip_prefix("start=")?)?,
+    })
+}
