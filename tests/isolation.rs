@@ -9,7 +9,8 @@ use common::*;
 use std::net::IpAddr;
 use tfcluster::core::claims::Owner;
 use tfcluster::core::holding::{
-    holder_of, holder_text, job_dir, step_file, step_of, take_over, HELD_DIR,
+    holder_of, holder_text, job_dir, stage_file, step_file, step_of, take_over, Stage, ASK,
+    HELD_DIR,
 };
 use tfcluster::core::isolation::{
     check_tables, ended_steps, ended_table_name, job_tables, other_tables, persistent, removal,
@@ -198,23 +199,113 @@ fn the_holder_takes_an_ended_table_over_in_one_transaction() {
     assert_eq!(take_over(12, 3, "table inet tfcluster_12_3 {\n}\n"), None);
 }
 
-/// The names in a holder's directory ([`HELD_DIR`]`/NODE/JOB`): (file name, its step and
-/// whether the holder holds it).
+/// The holder's side of a handover, as tests/isolation.rs plays it: how long after slurmstepd
+/// leaves its file the holder claims it (`None`: never), and whether the take-over then works.
+struct HandOver {
+    what: &'static str,
+    /// The holder file names this process (else a process that started at another time).
+    live: bool,
+    claims_after_ms: Option<u64>,
+    /// After the claim: `true` holds the table, `false` fails and removes the file.
+    takes: bool,
+    takes_after_ms: u64,
+    /// What `hand_over` answers (slurmstepd then removes its own table) and the files left.
+    handed: bool,
+    left: &'static [&'static str],
+}
+
+#[rustfmt::skip]
+const HAND_OVERS: &[HandOver] = &[
+    HandOver { what: "a holder that takes it at once",          live: true,  claims_after_ms: Some(0),    takes: true,  takes_after_ms: 0,    handed: true,  left: &["step_3.held"] },
+    HandOver { what: "a holder that claims it late, then holds it", live: true, claims_after_ms: Some(1500), takes: true, takes_after_ms: 1500, handed: true, left: &["step_3.held"] },
+    HandOver { what: "a holder whose take-over fails",          live: true,  claims_after_ms: Some(0),    takes: false, takes_after_ms: 0,    handed: false, left: &[] },
+    HandOver { what: "a holder that would claim it too late",   live: true,  claims_after_ms: Some(2500), takes: true,  takes_after_ms: 0,    handed: false, left: &[] },
+    HandOver { what: "a holder that never claims it",           live: true,  claims_after_ms: None,       takes: true,  takes_after_ms: 0,    handed: false, left: &[] },
+    HandOver { what: "a holder file of a process gone",         live: false, claims_after_ms: Some(0),    takes: true,  takes_after_ms: 0,    handed: false, left: &[] },
+];
+
+/// slurmstepd's side of the handover ([`HANDOVER`](tfcluster::spank::holder) is 2 s): it waits
+/// for the holder, withdraws its file when the holder has not claimed it in time (a holder
+/// that claims it later finds nothing to take), and waits for the outcome once the holder has,
+/// so that no table ends up held with no file to say so (the holder would never remove it).
+#[test]
+fn a_step_hands_its_ended_table_over_or_withdraws_it() {
+    use std::time::Duration;
+    for row in HAND_OVERS {
+        let dir = std::env::temp_dir().join(format!("tfc-handover-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let me = tfcluster::spank::process::me().unwrap();
+        let holder = match row.live {
+            true => me,
+            false => Owner {
+                start: me.start + 1,
+                ..me
+            },
+        };
+        std::fs::write(dir.join("holder"), holder_text(holder)).unwrap();
+        let at = |stage| dir.join(stage_file(3, stage));
+        let (claims, takes, after) = (row.claims_after_ms, row.takes, row.takes_after_ms);
+        let holder = std::thread::spawn({
+            let (left, taking, held) = (at(Stage::Left), at(Stage::Taking), at(Stage::Held));
+            move || {
+                let Some(claims) = claims else { return };
+                let start = std::time::Instant::now();
+                while !left.exists() && start.elapsed() < Duration::from_secs(1) {
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+                std::thread::sleep(Duration::from_millis(claims));
+                if std::fs::rename(&left, &taking).is_err() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(after));
+                match takes {
+                    true => std::fs::rename(&taking, &held).unwrap(),
+                    false => std::fs::remove_file(&taking).unwrap(),
+                }
+            }
+        });
+        let handed = tfcluster::spank::holder::hand_over_in(&dir, 3, "table inet t {\n}\n");
+        holder.join().unwrap();
+        let mut left: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n != "holder")
+            .collect();
+        left.sort();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(
+            (handed, left),
+            (row.handed, row.left.iter().map(|n| n.to_string()).collect()),
+            "{}",
+            row.what
+        );
+    }
+}
+
+/// The names in a holder's directory ([`HELD_DIR`]`/NODE/JOB`): (file name, its step and how
+/// far it has come). A name is its step's file at that stage.
 #[test]
 fn the_files_a_holder_and_its_steps_share() {
     #[rustfmt::skip]
-    let names: &[(&str, Option<(u32, bool)>)] = &[
-        ("step_3",         Some((3, false))),
-        ("step_3.held",    Some((3, true))),
-        ("step_4294967290", Some((4294967290, false))),
-        (".step_3",        None), // being written
-        ("holder",         None),
-        ("step_",          None),
-        ("step_3.held.x",  None),
-        ("step_x",         None),
+    let names: &[(&str, Option<(u32, Stage)>)] = &[
+        ("step_3",          Some((3, Stage::Left))),
+        ("step_3.taking",   Some((3, Stage::Taking))),
+        ("step_3.held",     Some((3, Stage::Held))),
+        ("step_4294967290", Some((4294967290, Stage::Left))),
+        (".step_3",         None), // being written
+        ("holder",          None),
+        ("step_",           None),
+        ("step_.held",      None),
+        ("step_3.held.x",   None),
+        ("step_3.taking.held", None),
+        ("step_x",          None),
     ];
     for &(name, expected) in names {
         assert_eq!(step_of(name), expected, "{name}");
+        if let Some((step, stage)) = expected {
+            assert_eq!(stage_file(step, stage), name);
+        }
     }
     assert_eq!(step_file(3), "step_3");
     assert_eq!(job_dir("n9", 12), format!("{HELD_DIR}/n9/12"));
@@ -452,6 +543,18 @@ fn the_admin_guide_says_which_releases_keep_the_table() {
     }
 }
 
+/// The admin guide says how often the holder asks slurmctld about a held table's step (its
+/// cost to slurmctld).
+#[test]
+fn the_admin_guide_says_how_often_the_holder_asks() {
+    let guide = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/admin-guide.md"),
+    )
+    .unwrap();
+    let phrase = format!("it asks every {} s while it holds one", ASK.as_secs());
+    assert_eq!(guide.matches(&phrase).count(), 1, "{phrase}");
+}
+
 // ---- on the test cluster ---------------------------------------------------------------------
 
 const OWNER: &str = "tfc-owner";
@@ -612,8 +715,9 @@ for i in $(seq 600); do [ -e {d}/endpoints ] && break; kill -0 $step 2>/dev/null
 touch {d}/stop; wait $step; echo \"SRUN|$?\"
 cat {d}/step.out; cat {d}/step.err >&2
 for i in $(seq 100); do left=$({tables} | grep -vc '|0$'); [ \"$left\" = 0 ] && break; sleep 0.1; done
-echo \"LEFT|$left\"",
-            tables = tables_script()
+echo \"LEFT|$left\"; [ \"$left\" = 0 ] || {leftover}",
+            tables = tables_script(),
+            leftover = leftover_script(),
         ));
         let (stdout, stderr) = (
             String::from_utf8_lossy(&out.stdout),
@@ -649,6 +753,15 @@ echo \"LEFT|$left\"",
 }
 
 /// A shell loop that prints `NAMES|node|table,table,...` of tfcluster's tables on each step node.
+/// A shell loop that prints `LEFTOVER|node|tables` with every table tfcluster left on each
+/// node, so that a failed "rules left" check says which.
+fn leftover_script() -> String {
+    format!(
+        "for n in {}; do echo \"LEFTOVER|$n|$(nsenter --net=/run/netns/tfc-$n nft list tables | awk '/tfcluster_/ {{print $3}}' | sort | paste -sd,)\"; done",
+        NODES.join(" ")
+    )
+}
+
 fn table_names_script() -> String {
     "for n in n9 n10; do echo \"NAMES|$n|$(nsenter --net=/run/netns/tfc-$n nft list tables | awk '/tfcluster_/ {print $3}' | sort | paste -sd,)\"; done".to_string()
 }
@@ -743,13 +856,14 @@ runuser -u {OWNER} -- srun --jobid=$job -N2 -n2 -t 1 --tf-cluster true; echo \"N
 {names}
 scancel $job
 for i in $(seq 100); do left=$({tables} | grep -vc '|0$'); [ \"$left\" = 0 ] && break; sleep 0.1; done
-echo \"LEFT|$left\"
+echo \"LEFT|$left\"; [ \"$left\" = 0 ] || {leftover}
 cat {d}/step.err >&2",
             n9_gone = stepds(0, 1),
             all_gone = stepds(0, 0),
             next_gone = stepds(1, 0),
             names = table_names_script(),
             tables = tables_script(),
+            leftover = leftover_script(),
             // The holder asks slurmctld once a second whether a held table's step has ended.
             settled = match contain {
                 true => "for i in $(seq 50); do nsenter --net=/run/netns/tfc-n9 nft list tables | grep -q _ended || nsenter --net=/run/netns/tfc-n10 nft list tables | grep -q _ended || break; sleep 0.1; done",
@@ -895,7 +1009,8 @@ runuser -u {OTHER} -- srun -p gpu -w n10 -N1 -n1 -t 1 {probe} probe {d} other
 touch {d}/stop; wait $step; echo \"SRUN|$?\"
 cat {d}/step.out; cat {d}/step.err >&2
 for i in $(seq 100); do left=$({tables} | grep -vc '|0$'); [ \"$left\" = 0 ] && break; sleep 0.1; done
-echo \"LEFT|$left\""
+echo \"LEFT|$left\"; [ \"$left\" = 0 ] || {leftover}",
+        leftover = leftover_script(),
     ));
     let (stdout, stderr) = (
         String::from_utf8_lossy(&out.stdout),
@@ -1152,7 +1267,7 @@ fn no_rule_outlives_its_job() {
     assert!(
         within(60, || left() == 0),
         "rules left after job {job}:\n{}",
-        sh_ok(&tables_script())
+        sh_ok(&leftover_script())
     );
     let out = sh_ok(&format!("cat {d}/job.out"));
     assert!(

@@ -50,6 +50,14 @@ impl Owner {
         let start = decimal(after.split_whitespace().nth(22 - 3)?)?;
         Some(Owner { pid, start })
     }
+
+    /// Whether this process still runs: `stat` gives `/proc/PID/stat` of a pid, `None` when
+    /// there is no such process; a later process given the same pid has another start time.
+    pub fn is_live(&self, stat: impl FnOnce(u32) -> Option<String>) -> bool {
+        stat(self.pid)
+            .and_then(|text| Owner::from_stat(self.pid, &text))
+            .is_some_and(|now| now == *self)
+    }
 }
 
 /// One step's claim on a node.
@@ -106,9 +114,7 @@ impl Claim {
     /// Whether the process that made the claim still runs: `stat` gives `/proc/PID/stat` of a
     /// pid, `None` when there is no such process.
     pub fn is_live(&self, stat: impl FnOnce(u32) -> Option<String>) -> bool {
-        stat(self.owner.pid)
-            .and_then(|text| Owner::from_stat(self.owner.pid, &text))
-            .is_some_and(|now| now == self.owner)
+        self.owner.is_live(stat)
     }
 }
 

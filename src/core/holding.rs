@@ -14,14 +14,22 @@
 //! goes, its tables go with it (the job has ended). The two processes meet in a root-only
 //! directory per node and job ([`HELD_DIR`]): the holder says it is there ([`HOLDER_FILE`]);
 //! slurmstepd leaves the ended table's script in a file named after its step, and keeps its own
-//! table until the holder has renamed that file ([`HELD_SUFFIX`]), so the rules are owned
-//! throughout. Without an extern step (or holder) the table stays not owned, as before.
+//! table until the holder has taken the table over, so the rules are owned throughout. The
+//! file's name says how far the holder is ([`Stage`]): a slurmstepd that waited long enough
+//! withdraws a file the holder has not claimed yet, and waits for the outcome of one it has.
+//! Without an extern step (or holder) the table stays not owned, as before.
 //!
 //! This module names the files and writes the holder's script, from plain values (table-tested
 //! in tests/isolation.rs).
 
 use super::isolation::{ended_table_name, removal};
 use super::text::decimal;
+use std::time::Duration;
+
+/// How often the holder asks slurmctld whether a held table's step has ended (one request per
+/// held table). Between, it sleeps until a step leaves a file or the holder is stopped: no
+/// wake-up while it holds nothing. docs/admin-guide.md quotes it.
+pub const ASK: Duration = Duration::from_secs(1);
 
 /// Where holders and slurmstepds meet: a directory per node and job below it.
 pub const HELD_DIR: &str = "/run/tfcluster/held";
@@ -29,8 +37,22 @@ pub const HELD_DIR: &str = "/run/tfcluster/held";
 /// The file a holder writes in its directory: its pid and start time, as a claim's owner.
 pub const HOLDER_FILE: &str = "holder";
 
-/// What the holder adds to a step's file name once it owns its table.
+/// What the holder adds to a step's file name as it claims it, before it takes the table over.
+pub const TAKING_SUFFIX: &str = ".taking";
+
+/// What the holder puts there instead once it owns the table.
 pub const HELD_SUFFIX: &str = ".held";
+
+/// How far a step's file in a holder's directory has come.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// Left by slurmstepd (`step_N`); slurmstepd may still withdraw it.
+    Left,
+    /// Claimed by the holder, which is taking the table over ([`TAKING_SUFFIX`]).
+    Taking,
+    /// The holder owns the table ([`HELD_SUFFIX`]).
+    Held,
+}
 
 /// The directory of node `node`'s holder for job `job_id`. A node name that could leave
 /// [`HELD_DIR`] (a `/`, `.` or `..`; Slurm's never are) is replaced by `_`.
@@ -44,14 +66,28 @@ pub fn step_file(step_id: u32) -> String {
     format!("step_{step_id}")
 }
 
-/// The step of a file name in a holder's directory, and whether the holder holds it already;
-/// `None` for any other name.
-pub fn step_of(name: &str) -> Option<(u32, bool)> {
+/// The name of step `step_id`'s file at `stage`.
+pub fn stage_file(step_id: u32, stage: Stage) -> String {
+    let suffix = match stage {
+        Stage::Left => "",
+        Stage::Taking => TAKING_SUFFIX,
+        Stage::Held => HELD_SUFFIX,
+    };
+    format!("{}{suffix}", step_file(step_id))
+}
+
+/// The step of a file name in a holder's directory, and how far it has come; `None` for any
+/// other name.
+pub fn step_of(name: &str) -> Option<(u32, Stage)> {
     let rest = name.strip_prefix("step_")?;
-    match rest.strip_suffix(HELD_SUFFIX) {
-        Some(step) => decimal(step).map(|s| (s, true)),
-        None => decimal(rest).map(|s| (s, false)),
-    }
+    let (step, stage) = if let Some(step) = rest.strip_suffix(HELD_SUFFIX) {
+        (step, Stage::Held)
+    } else if let Some(step) = rest.strip_suffix(TAKING_SUFFIX) {
+        (step, Stage::Taking)
+    } else {
+        (rest, Stage::Left)
+    };
+    decimal(step).map(|s| (s, stage))
 }
 
 /// The script that makes the ended table of step `step_id` of job `job_id` the holder's:

@@ -1,10 +1,10 @@
 //! slurmstepd's claim on its node's step ports ([`crate::core::claims`] says why and what a claim
 //! is): taken before the tasks fork, under a lock on the node's claims, and given back when
-//! slurmstepd exits. This file does the files, the lock and the processes' start times; the
-//! core decides.
+//! slurmstepd exits. This file does the files and the lock ([`process`] the processes' start
+//! times); the core decides.
 
-use crate::core::claims::{self, Claim, Owner};
-use crate::spank::sock_diag;
+use crate::core::claims::{self, Claim};
+use crate::spank::{process, sock_diag};
 use std::fs::{self, File};
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
@@ -49,9 +49,7 @@ impl Claimant<'_> {
         let live = live_claims(&dir);
         claims::check_free(self.ports, self.jobs, &live, &sock_diag::listening())
             .map_err(|e| e.to_string())?;
-        let me = std::process::id();
-        let owner = stat(me)
-            .and_then(|text| Owner::from_stat(me, &text))
+        let owner = process::me()
             .ok_or_else(|| "cannot read slurmstepd's own /proc/self/stat".to_string())?;
         let claim = Claim {
             job_id,
@@ -90,16 +88,11 @@ fn live_claims(dir: &std::path::Path) -> Vec<Claim> {
         else {
             continue;
         };
-        if claim.is_live(stat) {
+        if claim.is_live(process::stat) {
             live.push(claim);
         } else {
             let _ = fs::remove_file(entry.path());
         }
     }
     live
-}
-
-/// `/proc/PID/stat` of `pid`, or `None` when no such process runs.
-fn stat(pid: u32) -> Option<String> {
-    fs::read_to_string(format!("/proc/{pid}/stat")).ok()
 }

@@ -4,9 +4,9 @@
 
 use super::log;
 use super::nftables::Nft;
+use super::process;
 use super::slurm;
-use crate::core::claims::Owner;
-use crate::core::holding::{self, HELD_SUFFIX, HOLDER_FILE};
+use crate::core::holding::{self, Stage, ASK, HOLDER_FILE};
 use crate::core::isolation;
 use std::collections::HashMap;
 use std::ffi::c_int;
@@ -18,11 +18,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-
-/// How often the holder asks slurmctld whether a held table's step has ended. Between, it
-/// sleeps until a step leaves a file or the holder is stopped (no wake-up while it holds
-/// nothing).
-const ASK: Duration = Duration::from_secs(1);
 
 /// How long slurmstepd waits for the holder to take its ended table over.
 const HANDOVER: Duration = Duration::from_secs(2);
@@ -44,23 +39,19 @@ fn node() -> Option<String> {
     Some(name.trim().to_string())
 }
 
-/// This process, as a holder file names it.
-fn me() -> Option<Owner> {
-    let pid = std::process::id();
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    Owner::from_stat(pid, &stat)
-}
-
 /// The extern slurmstepd of job `job_id`, with `isolate=yes`: start holding. `None`, with a
 /// line in slurmd's log, when it cannot (steps then leave their tables not owned).
 pub fn start(job_id: u32) -> Option<Holder> {
     let failed = |e: String| {
         log::error(&format!(
             "isolate=yes: job {job_id}'s extern step cannot hold the tables of nodes whose \
-             tasks ended first: {e}; they stay, not owned"
+             tasks ended first: {e}; they stay, not owned, so a `nft flush ruleset` on this \
+             node lets other users here reach the step's other nodes: check that root can load \
+             libnftables.so.1 and write {} on this node",
+            holding::HELD_DIR
         ));
     };
-    let (Some(node), Some(me)) = (node(), me()) else {
+    let (Some(node), Some(me)) = (node(), process::me()) else {
         failed("cannot read the node's name or this process's /proc entry".into());
         return None;
     };
@@ -139,8 +130,8 @@ fn hold(job_id: u32, dir: &Path, stop: &AtomicBool, watch: &Watch) {
             .filter_map(|e| e.file_name().into_string().ok())
         {
             match holding::step_of(&name) {
-                Some((step_id, false)) => take(&mut nft, dir, &name, (job_id, step_id)),
-                Some((step_id, true)) => {
+                Some((step_id, Stage::Left)) => take(&mut nft, dir, (job_id, step_id)),
+                Some((step_id, Stage::Held)) => {
                     let due = asked.get(&step_id).is_none_or(|at| at.elapsed() >= ASK);
                     if due {
                         asked.insert(step_id, Instant::now());
@@ -152,7 +143,8 @@ fn hold(job_id: u32, dir: &Path, stop: &AtomicBool, watch: &Watch) {
                         }
                     }
                 }
-                None => {}
+                // Only `take` makes one, and ends it before returning.
+                Some((_, Stage::Taking)) | None => {}
             }
         }
         watch.wait((!asked.is_empty()).then_some(ASK));
@@ -216,15 +208,20 @@ impl Watch {
     }
 }
 
-/// Takes the ended table of a step over (its script in file `name`), then says so by renaming
-/// the file.
-fn take(nft: &mut Nft, dir: &Path, name: &str, (job_id, step_id): (u32, u32)) {
-    let path = dir.join(name);
-    let Ok(script) = fs::read_to_string(&path) else {
-        return;
-    };
-    let Some(script) = holding::take_over(job_id, step_id, &script) else {
-        let _ = fs::remove_file(&path);
+/// Takes the ended table of a step over: claims its file first (slurmstepd can no longer
+/// withdraw it, and waits for what follows), then replaces the table with its own copy and says
+/// so by the file's name; on failure removes the file.
+fn take(nft: &mut Nft, dir: &Path, (job_id, step_id): (u32, u32)) {
+    let at = |stage| dir.join(holding::stage_file(step_id, stage));
+    let taking = at(Stage::Taking);
+    if fs::rename(at(Stage::Left), &taking).is_err() {
+        return; // withdrawn meanwhile
+    }
+    let script = fs::read_to_string(&taking)
+        .ok()
+        .and_then(|ended| holding::take_over(job_id, step_id, &ended));
+    let Some(script) = script else {
+        let _ = fs::remove_file(&taking);
         return;
     };
     // Persistent where libnftables and the kernel can (a killed extern slurmstepd then leaves
@@ -234,54 +231,72 @@ fn take(nft: &mut Nft, dir: &Path, name: &str, (job_id, step_id): (u32, u32)) {
         .or_else(|_| nft.run(&script))
     {
         Ok(_) => {
-            let _ = fs::rename(&path, dir.join(format!("{name}{HELD_SUFFIX}")));
+            let _ = fs::rename(&taking, at(Stage::Held));
         }
         Err(e) => {
             log::error(&format!(
-                "isolate=yes: cannot hold the table of step {job_id}.{step_id}: {e}; it stays, \
-                 not owned"
+                "isolate=yes: job {job_id}'s extern step cannot hold the table of step \
+                 {job_id}.{step_id} (nodes whose tasks ended first): {e}; it stays, not owned, \
+                 until the step ends: check the node's nftables as root (nft list tables)"
             ));
-            let _ = fs::remove_file(&path);
+            let _ = fs::remove_file(&taking);
         }
     }
 }
 
 /// slurmstepd, its tasks all ended, its ended table installed (`ended`: its script): hand the
 /// table over to the holder of this node's job, and wait for it to take it ([`HANDOVER`] at
-/// most). Whether the holder holds it: the caller keeps its own table until then.
+/// most, twice that when the holder has claimed it by then). Whether the holder holds it: the
+/// caller keeps its own table until then.
 pub fn hand_over(job_id: u32, step_id: u32, ended: &str) -> bool {
     let Some(node) = node() else { return false };
-    let dir = PathBuf::from(holding::job_dir(&node, job_id));
+    hand_over_in(Path::new(&holding::job_dir(&node, job_id)), step_id, ended)
+}
+
+/// [`hand_over`] through the holder directory `dir` (tests/isolation.rs plays the holder's side
+/// in a directory of its own).
+pub fn hand_over_in(dir: &Path, step_id: u32, ended: &str) -> bool {
     let live = fs::read_to_string(dir.join(HOLDER_FILE))
         .ok()
         .and_then(|text| holding::holder_of(&text))
-        .is_some_and(|owner| {
-            fs::read_to_string(format!("/proc/{}/stat", owner.pid))
-                .ok()
-                .and_then(|stat| Owner::from_stat(owner.pid, &stat))
-                == Some(owner)
-        });
+        .is_some_and(|owner| owner.is_live(process::stat));
     if !live {
         return false;
     }
-    let name = holding::step_file(step_id);
-    let (tmp, path) = (dir.join(format!(".{name}")), dir.join(&name));
+    let at = |stage| dir.join(holding::stage_file(step_id, stage));
+    let left = at(Stage::Left);
+    let tmp = dir.join(format!(".{}", holding::step_file(step_id)));
     if fs::write(&tmp, ended)
-        .and_then(|()| fs::rename(&tmp, &path))
+        .and_then(|()| fs::rename(&tmp, &left))
         .is_err()
     {
         return false;
     }
-    let held = dir.join(format!("{name}{HELD_SUFFIX}"));
+    let (taking, held) = (at(Stage::Taking), at(Stage::Held));
+    // The holder is done, either way, once the file has left the names it is not done at.
+    let done = || !left.exists() && !taking.exists();
+    if waited(done, HANDOVER) && held.exists() {
+        return true;
+    }
+    // Not claimed: withdrawn, and no take-over follows.
+    if fs::remove_file(&left).is_ok() {
+        return false;
+    }
+    waited(done, HANDOVER) && held.exists()
+}
+
+/// Whether `done` held within `limit`, asked every 5 ms.
+fn waited(done: impl Fn() -> bool, limit: Duration) -> bool {
     let start = Instant::now();
-    while start.elapsed() < HANDOVER {
-        if held.exists() {
+    loop {
+        if done() {
             return true;
+        }
+        if start.elapsed() >= limit {
+            return false;
         }
         std::thread::sleep(Duration::from_millis(5));
     }
-    let _ = fs::remove_file(&path);
-    false
 }
 
 /// slurmd's job epilog: the job's holder directory, left when the extern slurmstepd was killed

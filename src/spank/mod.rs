@@ -13,6 +13,7 @@ pub mod log;
 pub mod nftables;
 pub mod oci;
 pub mod oom;
+pub mod process;
 pub mod regex;
 pub mod runtimes;
 pub mod slurm;

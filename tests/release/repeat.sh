@@ -3,6 +3,7 @@
 # cluster, with no test retried, while the machine is busy building Slurm from source:
 #
 #   tests/release/repeat.sh RELEASE [N]      (default 10; RELEASE is a line of tests/releases.tsv)
+#   TFC_REPEAT_SUITES="isolation ports" tests/release/repeat.sh RELEASE [N]   (other suites)
 #
 # The build (SchedMD's 23.02 source, from TFC_SLURM_SRC, into a scratch folder, again and
 # again) takes both cores, as the background preparation of tests/run.sh does. Prints one line
@@ -35,7 +36,8 @@ cargo build --quiet
 mkdir -p "target/slurm-$release"
 cp target/debug/libtfcluster.so "target/slurm-$release/libtfcluster.so"
 export TFC_PLUGIN=$repo/target/slurm-$release/libtfcluster.so
-suites=(--test placement --test options --test refusals --test ending)
+suites=()
+for t in ${TFC_REPEAT_SUITES:-placement options refusals ending}; do suites+=(--test "$t"); done
 cargo test --quiet "${suites[@]}" --no-run
 "$rootsh" exec "$root" bash "$repo/tests/cluster/cluster.sh" up "$TFC_PLUGIN" end_with_chief=no
 

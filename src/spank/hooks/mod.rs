@@ -209,7 +209,9 @@ fn extern_step(sp: &Spank) {
 }
 
 /// The extern slurmstepd, as it exits (the job has ended): its holder stops, and the tables it
-/// held go with it.
+/// held go with it. In any other slurmstepd there is no holder: nothing happens.
 pub fn extern_exit() {
-    state().holder = None;
+    // Taken out first, so that the thread is joined without the state's lock held.
+    let holder = state().holder.take();
+    drop(holder);
 }
