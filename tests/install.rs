@@ -6,7 +6,7 @@
 //! command here (make, dpkg) runs on that release's system (the release's Debian root).
 
 mod common;
-use common::cluster::{dir, plugin, sh, tool, PlugStack};
+use common::cluster::{dir, plugin, records, sh, tool, PlugStack};
 use common::release::{self, Install};
 use std::path::Path;
 use std::process::Command;
@@ -39,16 +39,24 @@ fn exists(path: &str) -> bool {
 
 /// Runs a 2-task step with --tf-cluster and returns its TF_CONFIG lines.
 fn step_tf_configs() -> Vec<String> {
+    // Returns once the job has left squeue, its epilog run, and checks that the packaged
+    // snippet's isolate=yes left no table on any node. The caller then puts plugstack.conf back
+    // and removes the plugin: an epilog that found neither would leave that table behind.
     let out = sh(&format!(
-        "srun -N1 -n2 --tf-cluster=chief:1,worker:1 {}",
+        "srun -N1 -n2 --tf-cluster=chief:1,worker:1 {}; s=$?
+for i in $(seq 300); do [ -z \"$(squeue -h)\" ] && break; sleep 0.1; done
+for n in $(sinfo -h -N -o %N | sort -u); do
+    echo \"TABLES|$n|$(nsenter --net=/run/netns/tfc-$n nft list tables | awk '/tfcluster_/ {{print $3}}' | paste -sd,)\"
+done; exit $s",
         tool("report.sh")
     ));
     let stdout = String::from_utf8_lossy(&out.stdout);
+    let what = format!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{what}");
+    let tables = records(&stdout, "TABLES");
     assert!(
-        out.status.success(),
-        "{}\n{}",
-        stdout,
-        String::from_utf8_lossy(&out.stderr)
+        !tables.is_empty() && tables.iter().all(|r| r[1].is_empty()),
+        "tables left after the job: {what}"
     );
     stdout
         .lines()
