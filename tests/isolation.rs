@@ -9,14 +9,15 @@ use common::*;
 use std::net::IpAddr;
 use tfcluster::core::claims::Owner;
 use tfcluster::core::holding::{
-    holder_of, holder_text, job_dir, stage_file, step_file, step_of, take_over, Stage, ASK,
-    HELD_DIR,
+    holder_of, holder_text, job_dir, no_extern_step_line, node_dir, stage_file, step_file, step_of,
+    take_over, Stage, ASK, HELD_DIR, TOLD_FILE,
 };
 use tfcluster::core::isolation::{
     check_tables, ended_steps, ended_table_name, job_tables, other_tables, persistent, removal,
     set_ports, table_name, OWNED, OWNED_PERSISTENT,
 };
 use tfcluster::core::StepInputs;
+use tfcluster::spank::holder::Handed::{self, *};
 use tfcluster::spank::nftables::LIBRARY;
 
 /// The test cluster's addresses (tests/cluster/cluster.sh), one IPv6 address, and a duplicate
@@ -210,18 +211,18 @@ struct HandOver {
     takes: bool,
     takes_after_ms: u64,
     /// What `hand_over` answers (slurmstepd then removes its own table) and the files left.
-    handed: bool,
+    handed: Handed,
     left: &'static [&'static str],
 }
 
 #[rustfmt::skip]
 const HAND_OVERS: &[HandOver] = &[
-    HandOver { what: "a holder that takes it at once",          live: true,  claims_after_ms: Some(0),    takes: true,  takes_after_ms: 0,    handed: true,  left: &["step_3.held"] },
-    HandOver { what: "a holder that claims it late, then holds it", live: true, claims_after_ms: Some(1500), takes: true, takes_after_ms: 1500, handed: true, left: &["step_3.held"] },
-    HandOver { what: "a holder whose take-over fails",          live: true,  claims_after_ms: Some(0),    takes: false, takes_after_ms: 0,    handed: false, left: &[] },
-    HandOver { what: "a holder that would claim it too late",   live: true,  claims_after_ms: Some(2500), takes: true,  takes_after_ms: 0,    handed: false, left: &[] },
-    HandOver { what: "a holder that never claims it",           live: true,  claims_after_ms: None,       takes: true,  takes_after_ms: 0,    handed: false, left: &[] },
-    HandOver { what: "a holder file of a process gone",         live: false, claims_after_ms: Some(0),    takes: true,  takes_after_ms: 0,    handed: false, left: &[] },
+    HandOver { what: "a holder that takes it at once",          live: true,  claims_after_ms: Some(0),    takes: true,  takes_after_ms: 0,    handed: Held,  left: &["step_3.held"] },
+    HandOver { what: "a holder that claims it late, then holds it", live: true, claims_after_ms: Some(1500), takes: true, takes_after_ms: 1500, handed: Held, left: &["step_3.held"] },
+    HandOver { what: "a holder whose take-over fails",          live: true,  claims_after_ms: Some(0),    takes: false, takes_after_ms: 0,    handed: NotTaken, left: &[] },
+    HandOver { what: "a holder that would claim it too late",   live: true,  claims_after_ms: Some(2500), takes: true,  takes_after_ms: 0,    handed: NotTaken, left: &[] },
+    HandOver { what: "a holder that never claims it",           live: true,  claims_after_ms: None,       takes: true,  takes_after_ms: 0,    handed: NotTaken, left: &[] },
+    HandOver { what: "a holder file of a process gone",         live: false, claims_after_ms: Some(0),    takes: true,  takes_after_ms: 0,    handed: NoHolder, left: &[] },
 ];
 
 /// slurmstepd's side of the handover ([`HANDOVER`](tfcluster::spank::holder) is 2 s): it waits
@@ -787,6 +788,9 @@ struct EndedFirst {
     serving: Tables,
     after: Tables,
     next: Tables,
+    /// How often n9's and n10's slurmd logs say the job has no extern step to hold the table
+    /// (each node says it once, until it reboots: the test removes its marker first).
+    said: [usize; 2],
 }
 
 type Tables = [&'static str; 2];
@@ -795,13 +799,13 @@ type Tables = [&'static str; 2];
 const ENDED_FIRST: &[EndedFirst] = &[
     EndedFirst { isolate: true,  contain: false, reached: ["refused", "refused", "refused", "refused"],
                  reached_after_flush: ["refused", "refused", "open", "open"],
-                 serving: ["J_0_ended", "J_0"], after: ["", "J_0_ended"], next: ["J_1_ended", "J_1_ended"] },
+                 serving: ["J_0_ended", "J_0"], after: ["", "J_0_ended"], next: ["J_1_ended", "J_1_ended"], said: [1, 1] },
     EndedFirst { isolate: false, contain: false, reached: ["refused", "refused", "open", "open"],
                  reached_after_flush: ["refused", "refused", "open", "open"],
-                 serving: ["", ""], after: ["", ""], next: ["", ""] },
+                 serving: ["", ""], after: ["", ""], next: ["", ""], said: [0, 0] },
     EndedFirst { isolate: true,  contain: true,  reached: ["refused", "refused", "refused", "refused"],
                  reached_after_flush: ["refused", "refused", "refused", "refused"],
-                 serving: ["J_0_ended", "J_0"], after: ["", ""], next: ["", ""] },
+                 serving: ["J_0_ended", "J_0"], after: ["", ""], next: ["", ""], said: [0, 0] },
 ];
 
 #[test]
@@ -821,6 +825,7 @@ fn a_node_whose_tasks_ended_first_keeps_other_users_away() {
         serving,
         after,
         next,
+        said,
     } in ENDED_FIRST
     {
         let _plugstack = isolate.then(|| PlugStack::isolated(""));
@@ -828,6 +833,15 @@ fn a_node_whose_tasks_ended_first_keeps_other_users_away() {
             sh_ok(&format!("{cluster} prolog-flags Contain n9 n10"));
             _contained = Some(Uncontained(cluster.clone()));
         }
+        let logs = ["n9", "n10"].map(|n| dir().join(format!("log/slurmd-{n}.log")));
+        let sizes = logs
+            .each_ref()
+            .map(|l| std::fs::metadata(l).map_or(0, |m| m.len()));
+        sh_ok(&format!(
+            "rm -f {}/{TOLD_FILE} {}/{TOLD_FILE}",
+            node_dir("n9"),
+            node_dir("n10")
+        ));
         let d = dir().join(format!("ended-first-{isolate}-{contain}"));
         let d = d.display();
         let stepds = |step: u32, left: u32| {
@@ -901,6 +915,13 @@ cat {d}/step.err >&2",
             .collect();
         assert_eq!(names, expected, "{what}");
         assert_eq!(records(&stdout, "LEFT"), [["0"]], "{what}: rules left");
+        let line = no_extern_step_line(job.parse().unwrap(), 0);
+        let told = [0, 1].map(|i| {
+            let log = std::fs::read(&logs[i]).unwrap_or_default();
+            let new = log.get(sizes[i] as usize..).unwrap_or_default();
+            String::from_utf8_lossy(new).matches(&line).count()
+        });
+        assert_eq!(told, *said, "{what}: slurmd's logs say: {line}");
     }
 }
 
@@ -1298,11 +1319,14 @@ fn the_job_epilog_runs_once_slurmd_has_restarted_with_the_plugin() {
             "for i in $(seq 300); do [ \"$(squeue -h -j {job} -o %t)\" = R ] && break; sleep 0.1; done
 {nft} add table inet {marker}; scancel {job}"
         ));
-        let gone = within(30, || {
-            !sh_ok(&format!("{nft} list tables")).contains(&marker)
-                && sh_ok(&format!("squeue -h -j {job}")).trim().is_empty()
+        // A job leaves squeue once its epilog has run on its nodes: whether that removed the
+        // table is then decided (no wait for a removal that is not coming).
+        let ended = within(30, || {
+            sh_ok(&format!("squeue -h -j {job}")).trim().is_empty()
         });
+        let gone = !sh_ok(&format!("{nft} list tables")).contains(&marker);
         sh(&format!("{nft} delete table inet {marker}"));
+        assert!(ended, "job {job} did not end");
         gone
     };
     {

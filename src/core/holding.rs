@@ -54,11 +54,20 @@ pub enum Stage {
     Held,
 }
 
-/// The directory of node `node`'s holder for job `job_id`. A node name that could leave
-/// [`HELD_DIR`] (a `/`, `.` or `..`; Slurm's never are) is replaced by `_`.
-pub fn job_dir(node: &str, job_id: u32) -> String {
+/// The file, in a node's directory, that says the node has told its log once that a job of
+/// it had no extern step to hold its ended table (slurm.conf lacks `PrologFlags=Contain`).
+pub const TOLD_FILE: &str = ".told-no-extern-step";
+
+/// The directory of node `node` below [`HELD_DIR`]. A node name that could leave it (a `/`,
+/// `.` or `..`; Slurm's never are) is replaced by `_`.
+pub fn node_dir(node: &str) -> String {
     let safe = !node.is_empty() && !node.contains('/') && node != "." && node != "..";
-    format!("{HELD_DIR}/{}/{job_id}", if safe { node } else { "_" })
+    format!("{HELD_DIR}/{}", if safe { node } else { "_" })
+}
+
+/// The directory of node `node`'s holder for job `job_id`, in [`node_dir`].
+pub fn job_dir(node: &str, job_id: u32) -> String {
+    format!("{}/{job_id}", node_dir(node))
 }
 
 /// The name of the file slurmstepd leaves for step `step_id`.
@@ -116,4 +125,17 @@ pub fn holder_of(text: &str) -> Option<super::claims::Owner> {
         pid: decimal(pid.strip_prefix("pid=")?)?,
         start: decimal(start.strip_prefix("start=")?)?,
     })
+}
+
+/// What slurmstepd says in slurmd's log, once per node ([`TOLD_FILE`]), when no holder takes
+/// its ended table because job `job_id` has no extern step there.
+pub fn no_extern_step_line(job_id: u32, step_id: u32) -> String {
+    format!(
+        "isolate=yes: job {job_id} has no extern step on this node to hold the table ({}) that \
+         keeps other users here from step {job_id}.{step_id}'s other nodes now that its tasks \
+         here have ended; owned by no process, it goes with a `nft flush ruleset` (nftables.service \
+         restarting), and they are then open to other users here until the step ends: set \
+         PrologFlags=Contain in slurm.conf (said once per node until it reboots)",
+        ended_table_name(job_id, step_id)
+    )
 }

@@ -244,24 +244,39 @@ fn take(nft: &mut Nft, dir: &Path, (job_id, step_id): (u32, u32)) {
     }
 }
 
+/// What became of a step's ended table at its handover.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Handed {
+    /// The job's holder owns it.
+    Held,
+    /// No live holder: the job has no extern step on this node (or its holder failed, and
+    /// said so). The table stays, owned by no process.
+    NoHolder,
+    /// The holder did not take it in time, or could not (and said so). It stays, owned by no
+    /// process.
+    NotTaken,
+}
+
 /// slurmstepd, its tasks all ended, its ended table installed (`ended`: its script): hand the
 /// table over to the holder of this node's job, and wait for it to take it ([`HANDOVER`] at
-/// most, twice that when the holder has claimed it by then). Whether the holder holds it: the
-/// caller keeps its own table until then.
-pub fn hand_over(job_id: u32, step_id: u32, ended: &str) -> bool {
-    let Some(node) = node() else { return false };
+/// most, twice that when the holder has claimed it by then). The caller keeps its own table
+/// until this returns.
+pub fn hand_over(job_id: u32, step_id: u32, ended: &str) -> Handed {
+    let Some(node) = node() else {
+        return Handed::NoHolder;
+    };
     hand_over_in(Path::new(&holding::job_dir(&node, job_id)), step_id, ended)
 }
 
 /// [`hand_over`] through the holder directory `dir` (tests/isolation.rs plays the holder's side
 /// in a directory of its own).
-pub fn hand_over_in(dir: &Path, step_id: u32, ended: &str) -> bool {
+pub fn hand_over_in(dir: &Path, step_id: u32, ended: &str) -> Handed {
     let live = fs::read_to_string(dir.join(HOLDER_FILE))
         .ok()
         .and_then(|text| holding::holder_of(&text))
         .is_some_and(|owner| owner.is_live(process::stat));
     if !live {
-        return false;
+        return Handed::NoHolder;
     }
     let at = |stage| dir.join(holding::stage_file(step_id, stage));
     let left = at(Stage::Left);
@@ -270,19 +285,49 @@ pub fn hand_over_in(dir: &Path, step_id: u32, ended: &str) -> bool {
         .and_then(|()| fs::rename(&tmp, &left))
         .is_err()
     {
-        return false;
+        return Handed::NotTaken;
     }
     let (taking, held) = (at(Stage::Taking), at(Stage::Held));
     // The holder is done, either way, once the file has left the names it is not done at.
     let done = || !left.exists() && !taking.exists();
-    if waited(done, HANDOVER) && held.exists() {
-        return true;
+    let outcome = || match held.exists() {
+        true => Handed::Held,
+        false => Handed::NotTaken,
+    };
+    if waited(done, HANDOVER) {
+        return outcome();
     }
     // Not claimed: withdrawn, and no take-over follows.
     if fs::remove_file(&left).is_ok() {
-        return false;
+        return Handed::NotTaken;
     }
-    waited(done, HANDOVER) && held.exists()
+    match waited(done, HANDOVER) {
+        true => outcome(),
+        false => Handed::NotTaken,
+    }
+}
+
+/// slurmstepd whose ended table no holder took because the job has no extern step here: says
+/// so in slurmd's log, once per node until it reboots (a marker in [`holding::node_dir`], on
+/// the node's /run): a site without `PrologFlags=Contain` learns what it leaves open, without
+/// a line at every step.
+pub fn say_no_extern_step_once(job_id: u32, step_id: u32) {
+    let Some(node) = node() else { return };
+    let dir = PathBuf::from(holding::node_dir(&node));
+    let first = fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dir)
+        .and_then(|()| {
+            fs::File::options()
+                .write(true)
+                .create_new(true)
+                .open(dir.join(holding::TOLD_FILE))
+        })
+        .is_ok();
+    if first {
+        log::info(&holding::no_extern_step_line(job_id, step_id));
+    }
 }
 
 /// Whether `done` held within `limit`, asked every 5 ms.

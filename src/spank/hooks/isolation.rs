@@ -8,6 +8,7 @@ use crate::core::isolation;
 use crate::core::{Settings, StepPlan};
 use crate::spank::error::ShellError;
 use crate::spank::handle::{Spank, U32Item};
+use crate::spank::holder::{self, Handed};
 use crate::spank::log;
 use crate::spank::nftables::Nft;
 use crate::spank::slurm;
@@ -149,7 +150,16 @@ pub fn leave(installed: &mut Installed) {
         ));
     } else {
         let (job_id, step_id) = installed.step;
-        crate::spank::holder::hand_over(job_id, step_id, &installed.ended);
+        match holder::hand_over(job_id, step_id, &installed.ended) {
+            Handed::Held => {}
+            Handed::NoHolder => holder::say_no_extern_step_once(job_id, step_id),
+            Handed::NotTaken => log::error(&format!(
+                "isolate=yes: job {job_id}'s extern step did not take over this node's table \
+                 for step {job_id}.{step_id}'s other nodes within 4 s; it stays, owned by no \
+                 process, until the step ends (the extern step's own lines in slurmd's log, if \
+                 any, say why)"
+            )),
+        }
     }
     if let Err(e) = installed.nft.run(&isolation::removal(&installed.table)) {
         log::error(&format!(
@@ -171,7 +181,7 @@ pub fn job_epilog(sp: &Spank, args: &[String]) -> c_int {
     let Ok(job_id) = sp.item_u32(U32Item::JobId) else {
         return 0;
     };
-    crate::spank::holder::forget(job_id);
+    holder::forget(job_id);
     let Ok(mut nft) = Nft::open() else {
         return 0;
     };
