@@ -294,13 +294,23 @@ fn which_task_end_ends_the_step() {
 fn a_batch_job_ends_with_the_chiefs_result() {
     let release = release::current();
     let _defaults = PlugStack::defaults();
-    for code in [0, 3] {
-        let out = dir().join(format!("chief-{code}.out"));
-        let run = sh(&format!(
-            "sbatch --wait --parsable -N2 -n4 -o {} --wrap 'srun --tf-cluster=chief:1,ps:1,worker:* {} chief {code} 299'",
-            out.display(),
-            tool("decider.sh")
-        ));
+    // Both jobs at once (sbatch --wait polls slurmctld every few seconds).
+    let runs = std::thread::scope(|s| {
+        [0, 3]
+            .map(|code| {
+                s.spawn(move || {
+                    let out = dir().join(format!("chief-{code}.out"));
+                    let run = sh(&format!(
+                        "sbatch --wait --parsable -N2 -n4 -o {} --wrap 'srun --tf-cluster=chief:1,ps:1,worker:* {} chief {code} 299'",
+                        out.display(),
+                        tool("decider.sh")
+                    ));
+                    (code, run)
+                })
+            })
+            .map(|h| h.join().unwrap())
+    });
+    for (code, run) in runs {
         let job = String::from_utf8_lossy(&run.stdout).trim().to_string();
         let want = release.stopped_step_status(code);
         assert_eq!(run.status.code(), Some(want), "sbatch --wait: job {job}");

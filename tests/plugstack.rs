@@ -77,7 +77,9 @@ impl Drop for Hidden {
 /// was: `json`, `placeholder` for the text srun puts there, `-` unset), and n012's state after
 /// it, as one line: `exit 0 | 0:json 1:placeholder | idle`. And its stderr.
 fn outcome(line: &str) -> (String, String) {
-    sh("scontrol update nodename=n012 state=resume 2>/dev/null; sleep 1");
+    // n012 back from a drain the last case caused, and idle (10 s at most).
+    sh("scontrol update nodename=n012 state=resume 2>/dev/null
+        for i in $(seq 100); do [ \"$(sinfo -h -n n012 -o %T | head -1)\" = idle ] && break; sleep 0.1; done");
     let out = sh(line);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let mut tasks: Vec<(u32, &str)> = stdout

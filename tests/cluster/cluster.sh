@@ -302,27 +302,32 @@ start_line() {
     esac
 }
 
-# Restarts the named nodes' slurmd and munged (nothing may run on them), then waits for the
-# cluster to be ready.
+# Restarts the named nodes' slurmd and munged (nothing may run on them), all at once, then
+# waits for the cluster to be ready.
 # restart_slurmd [--configless] NODE...
 restart_slurmd() {
-    local name i mode=
+    local name i mode= files=() index=() seen=()
     if [ "${1:-}" = --configless ]; then mode=configless; shift; fi
     for name in "$@"; do
         for i in "${!NODES[@]}"; do
             [ "${NODES[$i]}" = "$name" ] || continue
-            local log=$DIR/log/slurmd-$name.log seen
-            seen=$(wc -l < "$log" 2>/dev/null || echo 0)
-            kill_pidfiles "$DIR/slurmd-$name.run.pid" "$DIR/munge/$name/munged.pid"
-            start_slurmd "$i" "$mode"
-            # slurmctld still shows the node idle: wait for the new slurmd's own word that it
-            # has read its configuration (plugstack.conf included) and started.
-            for _ in $(seq 300); do
-                tail -n +"$((seen + 1))" "$log" 2>/dev/null | grep -q 'slurmd started' && break
-                sleep 0.2
-            done
-            tail -n +"$((seen + 1))" "$log" | grep -q 'slurmd started' || die "slurmd on $name did not start again"
+            index+=("$i")
+            seen+=("$(wc -l < "$DIR/log/slurmd-$name.log" 2>/dev/null || echo 0)")
+            files+=("$DIR/slurmd-$name.run.pid" "$DIR/munge/$name/munged.pid")
         done
+    done
+    [ ${#files[@]} -gt 0 ] && kill_pidfiles "${files[@]}"
+    for i in "${index[@]}"; do start_slurmd "$i" "$mode"; done
+    # slurmctld still shows the nodes idle: wait for each new slurmd's own word that it has read
+    # its configuration (plugstack.conf included) and started.
+    local k log
+    for k in "${!index[@]}"; do
+        name=${NODES[${index[$k]}]} log=$DIR/log/slurmd-${NODES[${index[$k]}]}.log
+        for _ in $(seq 300); do
+            tail -n +"$((seen[k] + 1))" "$log" 2>/dev/null | grep -q 'slurmd started' && break
+            sleep 0.2
+        done
+        tail -n +"$((seen[k] + 1))" "$log" | grep -q 'slurmd started' || die "slurmd on $name did not start again"
     done
     wait_ready
     log "restarted slurmd on $*"
