@@ -7,6 +7,11 @@ median() {
         | awk '{a[NR] = $1} END {if (NR == 0) exit 1; print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'
 }
 
+# The machine's CPU time so far, in ms: user, nice, system, irq and softirq of all CPUs (not
+# steal or idle), from /proc/stat (in USER_HZ, 100 per second). On a quiet machine, what a
+# launch costs in work, steadier than its wall time.
+busy_ms() { awk '/^cpu / {print ($2 + $3 + $4 + $7 + $8) * 10; exit}' /proc/stat; }
+
 # Stops the bench, saying why.
 die() {
     echo "bench: $*" >&2

@@ -54,9 +54,6 @@ spank_so=${TFC_SETENV_FLOOR:-$dir/setenv_floor.so}
 built=$(bash "$here/../packaging/plugin-version.sh" "$spank_so")
 [ "$built" = "$release" ] || die "$spank_so is for Slurm $built, the plugin for $release"
 
-# CPU time the whole machine spent (user+nice+system+irq+softirq, in ms, not steal or idle):
-# on a quiet machine, what a launch costs in work, steadier than its wall time.
-busy_ms() { awk '/^cpu / {print ($2 + $3 + $4 + $7 + $8) * 10; exit}' /proc/stat; }
 nodes=${step[0]#-N}
 idle() { # until every node of the cluster is idle (60 s at most)
     for _ in $(seq 1200); do
