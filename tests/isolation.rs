@@ -217,16 +217,16 @@ struct HandOver {
 
 #[rustfmt::skip]
 const HAND_OVERS: &[HandOver] = &[
-    HandOver { what: "a holder that takes it at once",          live: true,  claims_after_ms: Some(0),    takes: true,  takes_after_ms: 0,    handed: Held,  left: &["step_3.held"] },
-    HandOver { what: "a holder that claims it late, then holds it", live: true, claims_after_ms: Some(1500), takes: true, takes_after_ms: 1500, handed: Held, left: &["step_3.held"] },
-    HandOver { what: "a holder whose take-over fails",          live: true,  claims_after_ms: Some(0),    takes: false, takes_after_ms: 0,    handed: NotTaken, left: &[] },
-    HandOver { what: "a holder that would claim it too late",   live: true,  claims_after_ms: Some(2500), takes: true,  takes_after_ms: 0,    handed: NotTaken, left: &[] },
-    HandOver { what: "a holder that never claims it",           live: true,  claims_after_ms: None,       takes: true,  takes_after_ms: 0,    handed: NotTaken, left: &[] },
-    HandOver { what: "a holder file of a process gone",         live: false, claims_after_ms: Some(0),    takes: true,  takes_after_ms: 0,    handed: NoHolder, left: &[] },
+    HandOver { what: "a holder that takes it at once",              live: true,  claims_after_ms: Some(0),   takes: true,  takes_after_ms: 0,   handed: Held,     left: &["step_3.held"] },
+    HandOver { what: "a holder that claims it late, then holds it", live: true,  claims_after_ms: Some(300), takes: true,  takes_after_ms: 300, handed: Held,     left: &["step_3.held"] },
+    HandOver { what: "a holder whose take-over fails",              live: true,  claims_after_ms: Some(0),   takes: false, takes_after_ms: 0,   handed: NotTaken, left: &[] },
+    HandOver { what: "a holder that would claim it too late",       live: true,  claims_after_ms: Some(800), takes: true,  takes_after_ms: 0,   handed: NotTaken, left: &[] },
+    HandOver { what: "a holder that never claims it",               live: true,  claims_after_ms: None,      takes: true,  takes_after_ms: 0,   handed: NotTaken, left: &[] },
+    HandOver { what: "a holder file of a process gone",             live: false, claims_after_ms: Some(0),   takes: true,  takes_after_ms: 0,   handed: NoHolder, left: &[] },
 ];
 
-/// slurmstepd's side of the handover ([`HANDOVER`](tfcluster::spank::holder) is 2 s): it waits
-/// for the holder, withdraws its file when the holder has not claimed it in time (a holder
+/// slurmstepd's side of the handover, here with 500 ms where a node waits 2 s: it waits for
+/// the holder, withdraws its file when the holder has not claimed it in time (a holder
 /// that claims it later finds nothing to take), and waits for the outcome once the holder has,
 /// so that no table ends up held with no file to say so (the holder would never remove it).
 #[test]
@@ -266,7 +266,8 @@ fn a_step_hands_its_ended_table_over_or_withdraws_it() {
                 }
             }
         });
-        let handed = tfcluster::spank::holder::hand_over_in(&dir, 3, "table inet t {\n}\n");
+        let limit = Duration::from_millis(500);
+        let handed = tfcluster::spank::holder::hand_over_in(&dir, 3, "table inet t {\n}\n", limit);
         holder.join().unwrap();
         let mut left: Vec<String> = std::fs::read_dir(&dir)
             .unwrap()

@@ -265,12 +265,14 @@ pub fn hand_over(job_id: u32, step_id: u32, ended: &str) -> Handed {
     let Some(node) = node() else {
         return Handed::NoHolder;
     };
-    hand_over_in(Path::new(&holding::job_dir(&node, job_id)), step_id, ended)
+    let dir = holding::job_dir(&node, job_id);
+    hand_over_in(Path::new(&dir), step_id, ended, HANDOVER)
 }
 
-/// [`hand_over`] through the holder directory `dir` (tests/isolation.rs plays the holder's side
-/// in a directory of its own).
-pub fn hand_over_in(dir: &Path, step_id: u32, ended: &str) -> Handed {
+/// [`hand_over`] through the holder directory `dir`, waiting `limit` where it waits
+/// [`HANDOVER`] (tests/isolation.rs plays the holder's side in a directory of its own, in
+/// shorter times).
+pub fn hand_over_in(dir: &Path, step_id: u32, ended: &str, limit: Duration) -> Handed {
     let live = fs::read_to_string(dir.join(HOLDER_FILE))
         .ok()
         .and_then(|text| holding::holder_of(&text))
@@ -294,14 +296,14 @@ pub fn hand_over_in(dir: &Path, step_id: u32, ended: &str) -> Handed {
         true => Handed::Held,
         false => Handed::NotTaken,
     };
-    if waited(done, HANDOVER) {
+    if waited(done, limit) {
         return outcome();
     }
     // Not claimed: withdrawn, and no take-over follows.
     if fs::remove_file(&left).is_ok() {
         return Handed::NotTaken;
     }
-    match waited(done, HANDOVER) {
+    match waited(done, limit) {
         true => outcome(),
         false => Handed::NotTaken,
     }
