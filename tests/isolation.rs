@@ -123,7 +123,8 @@ tcp flags & (syn | ack) == syn | ack tcp sport @ports drop
 /// What n9 keeps for the same step once its own tasks have all ended while n10's still run: a
 /// table of its own, not owned (it outlives n9's slurmstepd), with the forward and output rules
 /// over every endpoint of the step, so that no other user on n9, and nothing forwarded through
-/// it, reaches n10's servers, which still admit n9's address; every port of the step in its
+/// it, reaches n10's servers, which still admit n9's address; n9's own ports (`own`) answering
+/// no other user, since n10's tasks may still connect to them; every port of the step in its
 /// `ports` set, for a later step's check. No input rule: n9 serves nothing of the step any more.
 #[test]
 fn what_a_node_keeps_after_its_tasks_ended() {
@@ -133,6 +134,10 @@ fn what_a_node_keeps_after_its_tasks_ended() {
     let expected = format!(
         "table inet tfcluster_12_3_ended {{
 set ports {{
+type inet_service
+elements = {{ {a}, {b} }}
+}}
+set own {{
 type inet_service
 elements = {{ {a}, {b} }}
 }}
@@ -172,6 +177,8 @@ tcp flags & (syn | ack) == syn meta skuid != 61001 ip daddr @hosts4_0 tcp dport 
 tcp flags & (syn | ack) == syn meta skuid != 61001 ip6 daddr @hosts6_0 tcp dport @ports_0 reject with tcp reset
 tcp flags & (syn | ack) == syn meta skuid != 61001 ip daddr @hosts4_1 tcp dport @ports_1 reject with tcp reset
 tcp flags & (syn | ack) == syn meta skuid != 61001 ip6 daddr @hosts6_1 tcp dport @ports_1 reject with tcp reset
+tcp flags & (syn | ack) == syn | ack tcp sport @own meta skuid 61001 accept
+tcp flags & (syn | ack) == syn | ack tcp sport @own drop
 }}
 }}
 ",
@@ -939,8 +946,8 @@ impl Drop for Uncontained {
 /// server does (TensorFlow's import takes seconds; here the owner's task never binds it), while
 /// the owner's task on n10 connects to that endpoint and sends "secret": what the owner's task
 /// gets and what the other user's program receives. Also when n9's task has exited before the
-/// other user binds its port: n9 keeps no rule over its own ports once its tasks have ended
-/// (docs/admin-guide.md lists it under what `isolate=yes` does not protect).
+/// other user binds its port: n9's table for after its tasks ended still lets no answer of
+/// another user out of n9's own ports.
 struct Squat {
     isolate: bool,
     /// n9's task exits first (n9's tasks have all ended while n10's runs), and the other user
@@ -963,7 +970,7 @@ const COOKIES_OFF_N9: &str =
 const SQUATS: &[Squat] = &[
     Squat { isolate: true,  n9_ended: false, before: "",            owner_gets: "timeout", squatter_receives: "nothing" },
     Squat { isolate: true,  n9_ended: false, before: COOKIES_ON_N9, owner_gets: "timeout", squatter_receives: "nothing" },
-    Squat { isolate: true,  n9_ended: true,  before: "",            owner_gets: "open",    squatter_receives: "secret" },
+    Squat { isolate: true,  n9_ended: true,  before: "",            owner_gets: "timeout", squatter_receives: "nothing" },
     Squat { isolate: false, n9_ended: false, before: "",            owner_gets: "open",    squatter_receives: "secret" },
     Squat { isolate: false, n9_ended: false, before: COOKIES_ON_N9, owner_gets: "open",    squatter_receives: "secret" },
 ];

@@ -31,7 +31,8 @@
 //!
 //! A node whose tasks have all ended while the step runs on elsewhere keeps part of the rules
 //! in a table of its own ([`ended_table_name`], [`StepFirewall::scripts`]): its peers still
-//! admit its address, so without them another user there would reach their servers. That table
+//! admit its address, so without them another user there would reach their servers, and still
+//! connect to its ports, which must not answer another user who binds one then. That table
 //! is not owned (its slurmstepd exits); it stays until the step has ended everywhere, found by
 //! the next step on the node that asks slurmctld, or the job's epilog ([`ended_steps`]).
 //!
@@ -175,11 +176,14 @@ impl StepFirewall<'_> {
 
     /// [`Self::script`], and the script of what the node keeps once its own tasks have all
     /// ended while the step may run on elsewhere, in [`ended_table_name`]: the forward and
-    /// output rules alone, over every endpoint of the step. Its peers still admit this node's
+    /// output rules, over every endpoint of the step. Its peers still admit this node's
     /// address, so no other uid here, and nothing forwarded through here, may open a
-    /// connection to them; its own ports have no server left to protect. Not owned: it
-    /// outlives its slurmstepd. Its `ports` set holds every port of the step, for the check of
-    /// a later step on the node ([`check_tables`]). Names are resolved once for both.
+    /// connection to them; and its own ports still answer no other uid ([`ANSWER`], over the
+    /// `own` set), since the step's other tasks may still connect to them: another user who
+    /// binds one of them once the step's server here has gone receives nothing they send (a
+    /// port with no listener still refuses them at once). Not owned: it outlives its
+    /// slurmstepd. Its `ports` set holds every port of the step, for the check of a later step
+    /// on the node ([`check_tables`]). Names are resolved once for both.
     pub fn scripts(
         &self,
         resolve: impl FnMut(&str) -> std::result::Result<Vec<IpAddr>, String>,
@@ -293,7 +297,8 @@ impl StepFirewall<'_> {
     }
 
     /// The script of [`Self::scripts`]'s second table: the groups' sets, every port of the
-    /// step, and the forward and output chains of [`Self::write`] without the loopback rule.
+    /// step, this node's own, and the forward and output chains of [`Self::write`] without the
+    /// loopback rule.
     fn write_ended(&self, groups: &[Group]) -> String {
         let table = ended_table_name(self.job_id, self.step_id);
         let mut out = format!("table inet {table} {{\n");
@@ -302,6 +307,7 @@ impl StepFirewall<'_> {
             .flat_map(|g| g.ports.iter().copied())
             .collect();
         set(&mut out, "ports", "inet_service", all.iter());
+        set(&mut out, "own", "inet_service", self.own_ports().iter());
         self.write_groups(&mut out, groups);
         out.push_str("chain forward {\ntype filter hook forward priority 0; policy accept;\n");
         endpoints(&mut out, groups.len(), ATTEMPT);
@@ -311,7 +317,12 @@ impl StepFirewall<'_> {
             groups.len(),
             &format!("{ATTEMPT} meta skuid != {}", self.uid),
         );
-        out.push_str("}\n}\n");
+        let _ = write!(
+            out,
+            "{ANSWER} tcp sport @own meta skuid {uid} accept\n\
+             {ANSWER} tcp sport @own drop\n}}\n}}\n",
+            uid = self.uid
+        );
         out
     }
 
