@@ -128,14 +128,16 @@ pub fn holder_of(text: &str) -> Option<super::claims::Owner> {
 }
 
 /// What slurmstepd says in slurmd's log, once per node ([`TOLD_FILE`]), when no holder takes
-/// its ended table because job `job_id` has no extern step there.
+/// its ended table: job `job_id` has no extern step there, or its holder could not start (and
+/// said why).
 pub fn no_extern_step_line(job_id: u32, step_id: u32) -> String {
     format!(
         "isolate=yes: job {job_id} has no extern step on this node to hold the table ({}) that \
          keeps other users here from step {job_id}.{step_id}'s other nodes now that its tasks \
          here have ended; owned by no process, it goes with a `nft flush ruleset` (nftables.service \
          restarting), and they are then open to other users here until the step ends: set \
-         PrologFlags=Contain in slurm.conf (said once per node until it reboots)",
+         PrologFlags=Contain in slurm.conf (where it is set, the extern step's own error line \
+         says why it could not; said once per node until it reboots)",
         ended_table_name(job_id, step_id)
     )
 }
