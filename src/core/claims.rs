@@ -26,11 +26,20 @@ pub const CLAIMS_DIR: &str = "/run/tfcluster/claims";
 /// The file, in [`CLAIMS_DIR`], the lock on a node's claims is taken on.
 pub const LOCK_FILE: &str = ".lock";
 
-/// The directory of node `node`'s claims, below [`CLAIMS_DIR`]. A name that could leave it (a
-/// `/`, or `.` and `..`; Slurm's node names never are) is replaced by `_`.
+/// The directory of node `node`'s claims, below [`CLAIMS_DIR`] ([`dir_name`]).
 pub fn node_dir(node: &str) -> String {
+    format!("{CLAIMS_DIR}/{}", dir_name(node))
+}
+
+/// Node `node`'s name as a directory below a root-owned one: a name that could leave it (empty,
+/// a `/`, or `.` and `..`; Slurm's node names never are) is replaced by `_`.
+pub fn dir_name(node: &str) -> &str {
     let safe = !node.is_empty() && !node.contains('/') && node != "." && node != "..";
-    format!("{CLAIMS_DIR}/{}", if safe { node } else { "_" })
+    if safe {
+        node
+    } else {
+        "_"
+    }
 }
 
 /// The process that made a claim: a pid, and the process's start time (field 22 of

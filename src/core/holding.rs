@@ -58,11 +58,9 @@ pub enum Stage {
 /// it had no extern step to hold its ended table (slurm.conf lacks `PrologFlags=Contain`).
 pub const TOLD_FILE: &str = ".told-no-extern-step";
 
-/// The directory of node `node` below [`HELD_DIR`]. A node name that could leave it (a `/`,
-/// `.` or `..`; Slurm's never are) is replaced by `_`.
+/// The directory of node `node` below [`HELD_DIR`] ([`super::claims::dir_name`]).
 pub fn node_dir(node: &str) -> String {
-    let safe = !node.is_empty() && !node.contains('/') && node != "." && node != "..";
-    format!("{HELD_DIR}/{}", if safe { node } else { "_" })
+    format!("{HELD_DIR}/{}", super::claims::dir_name(node))
 }
 
 /// The directory of node `node`'s holder for job `job_id`, in [`node_dir`].

@@ -155,7 +155,7 @@ pub fn leave(installed: &mut Installed) {
             Handed::NoHolder => holder::say_no_extern_step_once(job_id, step_id),
             Handed::NotTaken => log::error(&format!(
                 "isolate=yes: job {job_id}'s extern step did not take over this node's table \
-                 for step {job_id}.{step_id}'s other nodes within 4 s; it stays, owned by no \
+                 for step {job_id}.{step_id}'s other nodes in time; it stays, owned by no \
                  process, until the step ends (the extern step's own lines in slurmd's log, if \
                  any, say why)"
             )),
