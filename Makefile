@@ -46,7 +46,7 @@ install: $(PLUGIN)
 	@test -n "$(SLURM_PLUGIN_DIR)" || { echo "set SLURM_PLUGIN_DIR" >&2; exit 1; }
 	install -D -m 0755 $(PLUGIN) $(DESTDIR)$(PLUGIN_PATH)
 	install -d $(DESTDIR)$(SHARE)
-	printf '# tfcluster: link or copy into %s/slurm/plugstack.conf.d/ to enable\n# isolate=yes: a firewall per step keeps other users from its TensorFlow servers (needs libnftables; with slurm.conf PrologFlags=Contain it also stays owned on a node whose tasks ended first)\n# optional: a missing or mismatched plugin file never fails jobs that do not use --tf-cluster (spank-tfcluster(8))\noptional %s isolate=yes\n' \
+	printf '# tfcluster: link or copy into %s/slurm/plugstack.conf.d/ to enable\n# isolate=yes: a firewall per step keeps other users from its TensorFlow servers (needs libnftables; restart slurmd after enabling it)\n# optional: a missing or mismatched plugin file never fails jobs that do not use --tf-cluster (spank-tfcluster(8))\noptional %s isolate=yes\n' \
 		'$(SYSCONFDIR)' '$(PLUGIN_PATH)' > $(DESTDIR)$(SHARE)/tfcluster.conf
 	install -m 0644 plugstack.conf.example $(DESTDIR)$(SHARE)/plugstack.conf.example
 	install -D -m 0644 packaging/spank-tfcluster.8 $(DESTDIR)$(MAN8)/spank-tfcluster.8

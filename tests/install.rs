@@ -83,7 +83,7 @@ fn make_install_into_a_destdir() {
     assert_eq!(
         std::fs::read_to_string(dest.join("usr/share/tfcluster/tfcluster.conf")).unwrap(),
         "# tfcluster: link or copy into /etc/slurm/plugstack.conf.d/ to enable\n\
-         # isolate=yes: a firewall per step keeps other users from its TensorFlow servers (needs libnftables; with slurm.conf PrologFlags=Contain it also stays owned on a node whose tasks ended first)\n\
+         # isolate=yes: a firewall per step keeps other users from its TensorFlow servers (needs libnftables; restart slurmd after enabling it)\n\
          # optional: a missing or mismatched plugin file never fails jobs that do not use --tf-cluster (spank-tfcluster(8))\n\
          optional /usr/lib/x86_64-linux-gnu/slurm-wlm/spank_tfcluster.so isolate=yes\n"
     );

@@ -9,15 +9,15 @@ use common::*;
 use std::net::IpAddr;
 use tfcluster::core::claims::Owner;
 use tfcluster::core::holding::{
-    holder_of, holder_text, job_dir, no_extern_step_line, node_dir, stage_file, step_file, step_of,
-    take_over, Stage, ASK, HELD_DIR, TOLD_FILE,
+    holder_of, holder_text, job_dir, no_holder_line, node_dir, slurmd_dir, stage_file, step_file,
+    step_of, take_over, Stage, ASK, HELD_DIR, SLURMD_HOLDER, TOLD_FILE,
 };
 use tfcluster::core::isolation::{
     check_tables, ended_steps, ended_table_name, job_tables, other_tables, persistent, removal,
     set_ports, table_name, OWNED, OWNED_PERSISTENT,
 };
 use tfcluster::core::StepInputs;
-use tfcluster::spank::holder::Handed::{self, *};
+use tfcluster::spank::handover::Handed::{self, *};
 use tfcluster::spank::nftables::LIBRARY;
 
 /// The test cluster's addresses (tests/cluster/cluster.sh), one IPv6 address, and a duplicate
@@ -190,7 +190,9 @@ tcp flags & (syn | ack) == syn | ack tcp sport @own drop
 }
 
 /// The holder's take-over of n9's ended table (job 12, step 3; [`what_a_node_keeps_after_its_tasks_ended`]):
-/// one transaction removes the table slurmstepd left and installs the same rules again, owned.
+/// one transaction removes the table slurmstepd left (if it is there: slurmd's holder takes
+/// again what the slurmd before it held, gone with it where tables do not persist) and
+/// installs the same rules again, owned.
 #[test]
 fn the_holder_takes_an_ended_table_over_in_one_transaction() {
     let plan = plan("worker:*", &["isolate=yes"], &step("n9,n10", "2,1", None));
@@ -200,7 +202,8 @@ fn the_holder_takes_an_ended_table_over_in_one_transaction() {
         .strip_prefix("table inet tfcluster_12_3_ended {\n")
         .unwrap();
     let expected = format!(
-        "delete table inet tfcluster_12_3_ended\ntable inet tfcluster_12_3_ended {{\n{OWNED}{body}"
+        "add table inet tfcluster_12_3_ended\ndelete table inet tfcluster_12_3_ended\n\
+         table inet tfcluster_12_3_ended {{\n{OWNED}{body}"
     );
     assert_eq!(take_over(12, 3, &ended), Some(expected));
     assert_eq!(take_over(12, 4, &ended), None, "another step's script");
@@ -224,8 +227,8 @@ struct HandOver {
 
 #[rustfmt::skip]
 const HAND_OVERS: &[HandOver] = &[
-    HandOver { what: "a holder that takes it at once",              live: true,  claims_after_ms: Some(0),   takes: true,  takes_after_ms: 0,   handed: Held,     left: &["step_3.held"] },
-    HandOver { what: "a holder that claims it late, then holds it", live: true,  claims_after_ms: Some(300), takes: true,  takes_after_ms: 300, handed: Held,     left: &["step_3.held"] },
+    HandOver { what: "a holder that takes it at once",              live: true,  claims_after_ms: Some(0),   takes: true,  takes_after_ms: 0,   handed: Held,     left: &["step_12.3.held"] },
+    HandOver { what: "a holder that claims it late, then holds it", live: true,  claims_after_ms: Some(300), takes: true,  takes_after_ms: 300, handed: Held,     left: &["step_12.3.held"] },
     HandOver { what: "a holder whose take-over fails",              live: true,  claims_after_ms: Some(0),   takes: false, takes_after_ms: 0,   handed: NotTaken, left: &[] },
     HandOver { what: "a holder that would claim it too late",       live: true,  claims_after_ms: Some(800), takes: true,  takes_after_ms: 0,   handed: NotTaken, left: &[] },
     HandOver { what: "a holder that never claims it",               live: true,  claims_after_ms: None,      takes: true,  takes_after_ms: 0,   handed: NotTaken, left: &[] },
@@ -252,7 +255,7 @@ fn a_step_hands_its_ended_table_over_or_withdraws_it() {
             },
         };
         std::fs::write(dir.join("holder"), holder_text(holder)).unwrap();
-        let at = |stage| dir.join(stage_file(3, stage));
+        let at = |stage| dir.join(stage_file(12, 3, stage));
         let (claims, takes, after) = (row.claims_after_ms, row.takes, row.takes_after_ms);
         let holder = std::thread::spawn({
             let (left, taking, held) = (at(Stage::Left), at(Stage::Taking), at(Stage::Held));
@@ -274,7 +277,8 @@ fn a_step_hands_its_ended_table_over_or_withdraws_it() {
             }
         });
         let limit = Duration::from_millis(500);
-        let handed = tfcluster::spank::holder::hand_over_in(&dir, 3, "table inet t {\n}\n", limit);
+        let handed =
+            tfcluster::spank::handover::hand_over_in(&dir, (12, 3), "table inet t {\n}\n", limit);
         holder.join().unwrap();
         let mut left: Vec<String> = std::fs::read_dir(&dir)
             .unwrap()
@@ -292,34 +296,43 @@ fn a_step_hands_its_ended_table_over_or_withdraws_it() {
     }
 }
 
-/// The names in a holder's directory ([`HELD_DIR`]`/NODE/JOB`): (file name, its step and how
-/// far it has come). A name is its step's file at that stage.
+/// The names in a holder's directory ([`HELD_DIR`]`/NODE/JOB` for the extern step's,
+/// `/NODE/slurmd` for slurmd's): (file name, its job, step and how far it has come). A name is
+/// its step's file at that stage.
 #[test]
 fn the_files_a_holder_and_its_steps_share() {
+    /// A step's file: its job, step and how far it has come.
+    type StepFile = (u32, u32, Stage);
     #[rustfmt::skip]
-    let names: &[(&str, Option<(u32, Stage)>)] = &[
-        ("step_3",          Some((3, Stage::Left))),
-        ("step_3.taking",   Some((3, Stage::Taking))),
-        ("step_3.held",     Some((3, Stage::Held))),
-        ("step_4294967290", Some((4294967290, Stage::Left))),
-        (".step_3",         None), // being written
-        ("holder",          None),
-        ("step_",           None),
-        ("step_.held",      None),
-        ("step_3.held.x",   None),
-        ("step_3.taking.held", None),
-        ("step_x",          None),
+    let names: &[(&str, Option<StepFile>)] = &[
+        ("step_12.3",          Some((12, 3, Stage::Left))),
+        ("step_12.3.taking",   Some((12, 3, Stage::Taking))),
+        ("step_12.3.held",     Some((12, 3, Stage::Held))),
+        ("step_12.4294967290", Some((12, 4294967290, Stage::Left))),
+        (".step_12.3",         None), // being written
+        ("holder",             None),
+        ("step_3",             None),
+        ("step_12.",           None),
+        ("step_.3",            None),
+        ("step_12.3.held.x",   None),
+        ("step_12.3.taking.held", None),
+        ("step_12.x",          None),
     ];
     for &(name, expected) in names {
         assert_eq!(step_of(name), expected, "{name}");
-        if let Some((step, stage)) = expected {
-            assert_eq!(stage_file(step, stage), name);
+        if let Some((job, step, stage)) = expected {
+            assert_eq!(stage_file(job, step, stage), name);
         }
     }
-    assert_eq!(step_file(3), "step_3");
+    assert_eq!(step_file(12, 3), "step_12.3");
     assert_eq!(job_dir("n9", 12), format!("{HELD_DIR}/n9/12"));
     assert_eq!(job_dir("..", 12), format!("{HELD_DIR}/_/12"));
     assert_eq!(job_dir("a/b", 12), format!("{HELD_DIR}/_/12"));
+    assert_eq!(slurmd_dir("n9"), format!("{HELD_DIR}/n9/{SLURMD_HOLDER}"));
+    assert!(
+        SLURMD_HOLDER.parse::<u32>().is_err(),
+        "never a job's directory"
+    );
     let owner = Owner {
         pid: 4242,
         start: 987654,
@@ -777,17 +790,21 @@ fn table_names_script() -> String {
 
 /// A node whose tasks ended first (n9's, while n10's still serve): another user on n9 still
 /// reaches none of n10's servers, which admit n9's address. n9 keeps a table for that until
-/// the step has ended everywhere; the job's next step on the node removes it once slurmctld
-/// says so, and the job's epilog removes the last. Without isolate=yes n10's servers are open
-/// from n9. That table is owned by no process once n9's slurmstepd has exited: after root's
-/// `nft flush ruleset` on n9 (as nftables.service runs it), n10's servers are open from n9 until
-/// the step ends (docs/admin-guide.md lists it under what `isolate=yes` does not protect) unless
-/// the job has an extern step (`PrologFlags=Contain`), whose slurmstepd then holds the table,
-/// owned, and removes it once slurmctld says the step has ended.
+/// the step has ended everywhere. Without isolate=yes n10's servers are open from n9. Once n9's
+/// slurmstepd has exited, a holder owns that table (so root's `nft flush ruleset` on n9, as
+/// nftables.service runs it, leaves it) and removes it once slurmctld says the step has ended:
+/// the job's extern step (`PrologFlags=Contain`), else slurmd, when it started with
+/// `isolate=yes`. With neither (plugstack.conf gained `isolate=yes` while slurmd ran) the table
+/// is owned by no process: after the flush n10's servers are open from n9 until the step ends,
+/// and each node's slurmd log says so once; the job's next step on the node removes the table
+/// once slurmctld says its step has ended, and the job's epilog removes the last.
 struct EndedFirst {
     isolate: bool,
     /// slurm.conf's `PrologFlags=Contain`: the job has an extern step on each node.
     contain: bool,
+    /// n9's and n10's slurmd started with `isolate=yes` in plugstack.conf (else it was added
+    /// while they ran).
+    slurmd: bool,
     /// What another user on n9 gets at each endpoint, and again after the flush.
     reached: [&'static str; 4],
     reached_after_flush: [&'static str; 4],
@@ -796,8 +813,8 @@ struct EndedFirst {
     serving: Tables,
     after: Tables,
     next: Tables,
-    /// How often n9's and n10's slurmd logs say the job has no extern step to hold the table
-    /// (each node says it once, until it reboots: the test removes its marker first).
+    /// How often n9's and n10's slurmd logs say nothing holds the table (each node says it
+    /// once, until it reboots: the test removes its marker first).
     said: [usize; 2],
 }
 
@@ -805,13 +822,16 @@ type Tables = [&'static str; 2];
 
 #[rustfmt::skip]
 const ENDED_FIRST: &[EndedFirst] = &[
-    EndedFirst { isolate: true,  contain: false, reached: ["refused", "refused", "refused", "refused"],
+    EndedFirst { isolate: true,  contain: false, slurmd: false, reached: ["refused", "refused", "refused", "refused"],
                  reached_after_flush: ["refused", "refused", "open", "open"],
                  serving: ["J_0_ended", "J_0"], after: ["", "J_0_ended"], next: ["J_1_ended", "J_1_ended"], said: [1, 1] },
-    EndedFirst { isolate: false, contain: false, reached: ["refused", "refused", "open", "open"],
+    EndedFirst { isolate: true,  contain: false, slurmd: true,  reached: ["refused", "refused", "refused", "refused"],
+                 reached_after_flush: ["refused", "refused", "refused", "refused"],
+                 serving: ["J_0_ended", "J_0"], after: ["J_0_ended", "J_0_ended"], next: ["J_1_ended", "J_1_ended"], said: [0, 0] },
+    EndedFirst { isolate: false, contain: false, slurmd: true,  reached: ["refused", "refused", "open", "open"],
                  reached_after_flush: ["refused", "refused", "open", "open"],
                  serving: ["", ""], after: ["", ""], next: ["", ""], said: [0, 0] },
-    EndedFirst { isolate: true,  contain: true,  reached: ["refused", "refused", "refused", "refused"],
+    EndedFirst { isolate: true,  contain: true,  slurmd: true,  reached: ["refused", "refused", "refused", "refused"],
                  reached_after_flush: ["refused", "refused", "refused", "refused"],
                  serving: ["J_0_ended", "J_0"], after: ["", ""], next: ["", ""], said: [0, 0] },
 ];
@@ -825,9 +845,11 @@ fn a_node_whose_tasks_ended_first_keeps_other_users_away() {
         env!("CARGO_MANIFEST_DIR")
     );
     let mut _contained = None;
+    let mut slurmd_isolated = None;
     for EndedFirst {
         isolate,
         contain,
+        slurmd,
         reached,
         reached_after_flush,
         serving,
@@ -836,6 +858,11 @@ fn a_node_whose_tasks_ended_first_keeps_other_users_away() {
         said,
     } in ENDED_FIRST
     {
+        if slurmd_isolated != Some(*slurmd) {
+            let _started_with = slurmd.then(|| PlugStack::isolated(""));
+            sh_ok(&format!("{cluster} restart-slurmd n9 n10"));
+            slurmd_isolated = Some(*slurmd);
+        }
         let _plugstack = isolate.then(|| PlugStack::isolated(""));
         if *contain && _contained.is_none() {
             sh_ok(&format!("{cluster} prolog-flags Contain n9 n10"));
@@ -850,7 +877,7 @@ fn a_node_whose_tasks_ended_first_keeps_other_users_away() {
             node_dir("n9"),
             node_dir("n10")
         ));
-        let d = dir().join(format!("ended-first-{isolate}-{contain}"));
+        let d = dir().join(format!("ended-first-{isolate}-{contain}-{slurmd}"));
         let d = d.display();
         let stepds = |step: u32, left: u32| {
             format!("for i in $(seq 100); do [ $(pgrep -fc \"^slurmstepd: \\[$job\\.{step}\\]\") -le {left} ] && break; sleep 0.1; done")
@@ -870,11 +897,11 @@ nsenter --net=/run/netns/tfc-n9 nft flush ruleset
 runuser -u {OTHER} -- srun -p shared -w n9 -N1 -n1 -t 1 {probe} probe {d} FLUSHED
 touch {d}/stop; wait $step; echo \"SRUN|$?\"
 {all_gone}
-{settled}
+{settled_after}
 {names}
 runuser -u {OWNER} -- srun --jobid=$job -N2 -n2 -t 1 --tf-cluster true; echo \"NEXT|$?\"
 {next_gone}
-{settled}
+{settled_next}
 {names}
 scancel $job
 for i in $(seq 100); do left=$({tables} | grep -vc '|0$'); [ \"$left\" = 0 ] && break; sleep 0.1; done
@@ -886,17 +913,25 @@ cat {d}/step.err >&2",
             names = table_names_script(),
             tables = tables_script(),
             leftover = leftover_script(),
-            // The holder asks slurmctld once a second whether a held table's step has ended.
-            settled = match contain {
-                true => "for i in $(seq 50); do nsenter --net=/run/netns/tfc-n9 nft list tables | grep -q _ended || nsenter --net=/run/netns/tfc-n10 nft list tables | grep -q _ended || break; sleep 0.1; done",
-                false => "",
+            // The extern step's holder asks slurmctld once a second whether a held table's step
+            // has ended; slurmd's lets go of the previous step's table once the next step says
+            // so.
+            settled_after = match *isolate && *contain {
+                true => until_no_table("_ended"),
+                false => String::new(),
+            },
+            settled_next = match (isolate, contain, slurmd) {
+                (true, true, _) => until_no_table("_ended"),
+                (true, false, true) => until_no_table("_${job}_0_ended"),
+                _ => String::new(),
             },
         ));
         let (stdout, stderr) = (
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr),
         );
-        let what = format!("isolate={isolate} contain={contain}:\n{stdout}\n{stderr}");
+        let what =
+            format!("isolate={isolate} contain={contain} slurmd={slurmd}:\n{stdout}\n{stderr}");
         let job = records(&stdout, "JOB")[0][0].to_string();
         assert!(!job.is_empty(), "{what}");
         let got: Vec<&str> = records(&stdout, "ENDED").iter().map(|r| r[1]).collect();
@@ -923,7 +958,7 @@ cat {d}/step.err >&2",
             .collect();
         assert_eq!(names, expected, "{what}");
         assert_eq!(records(&stdout, "LEFT"), [["0"]], "{what}: rules left");
-        let line = no_extern_step_line(job.parse().unwrap(), 0);
+        let line = no_holder_line(job.parse().unwrap(), 0);
         let told = [0, 1].map(|i| {
             let log = std::fs::read(&logs[i]).unwrap_or_default();
             let new = log.get(sizes[i] as usize..).unwrap_or_default();
@@ -931,6 +966,14 @@ cat {d}/step.err >&2",
         });
         assert_eq!(told, *said, "{what}: slurmd's logs say: {line}");
     }
+}
+
+/// Waits (5 s at most) until no table of n9 or n10 matches `pattern` (grep's, in the shell's
+/// double quotes).
+fn until_no_table(pattern: &str) -> String {
+    format!(
+        "for i in $(seq 50); do nsenter --net=/run/netns/tfc-n9 nft list tables | grep -q \"{pattern}\" || nsenter --net=/run/netns/tfc-n10 nft list tables | grep -q \"{pattern}\" || break; sleep 0.1; done"
+    )
 }
 
 /// Puts slurm.conf's PrologFlags back (none), also when a row fails.

@@ -7,17 +7,26 @@
 //! slurmstepd has ended, and asking every node instead is N² requests. A table no process owns
 //! goes with `nft flush ruleset`.
 //!
-//! The job's extern step (slurm.conf `PrologFlags=Contain`) has a slurmstepd on every node of
-//! the job for the job's whole life. With `isolate=yes` it runs the holder: a thread that takes
-//! each ended table over, as its own (one transaction replaces the table slurmstepd left with
-//! the same rules, owned), and removes it once slurmctld says its step has ended; if the holder
-//! goes, its tables go with it (the job has ended). The two processes meet in a root-only
-//! directory per node and job ([`HELD_DIR`]): the holder says it is there ([`HOLDER_FILE`]);
-//! slurmstepd leaves the ended table's script in a file named after its step, and keeps its own
-//! table until the holder has taken the table over, so the rules are owned throughout. The
-//! file's name says how far the holder is ([`Stage`]): a slurmstepd that waited long enough
-//! withdraws a file the holder has not claimed yet, and waits for the outcome of one it has.
-//! Without an extern step (or holder) the table stays not owned, as before.
+//! So a holder, a process that lives on, takes each ended table over, as its own (one
+//! transaction replaces the table slurmstepd left with the same rules, owned), and removes it
+//! once slurmctld says its step has ended. Two processes live on:
+//! - the job's extern step (slurm.conf `PrologFlags=Contain`): a slurmstepd on every node of
+//!   the job for the job's whole life, which survives slurmd's restarts; its holder's tables go
+//!   with it when the job ends;
+//! - slurmd itself, started with `isolate=yes` in plugstack.conf: a thread that holds the
+//!   tables of jobs without an extern step. When slurmd restarts (`scontrol reconfigure` re-runs
+//!   it from 23.11 on) its tables go with it (or stay, not owned, where the kernel and
+//!   libnftables have `persist`) until the new slurmd takes them again from their files.
+//!
+//! slurmstepd hands its table to the job's extern step where it has one, else to slurmd's. A
+//! holder and the slurmstepds meet in a root-only directory per holder ([`job_dir`],
+//! [`slurmd_dir`]): the holder says it is there ([`HOLDER_FILE`]); slurmstepd leaves the ended
+//! table's script in a file named after its job and step, and keeps its own table until the
+//! holder has taken the table over, so the rules are owned throughout. The file's name says
+//! how far the holder is ([`Stage`]): a slurmstepd that waited long enough withdraws a file the
+//! holder has not claimed yet, and waits for the outcome of one it has. The job's epilog
+//! removes its files from slurmd's directory, and slurmd's holder then lets their tables go.
+//! Without a live holder the table stays not owned, as before, and slurmd's log says so once.
 //!
 //! This module names the files and writes the holder's script, from plain values (table-tested
 //! in tests/isolation.rs).
@@ -26,12 +35,13 @@ use super::isolation::{ended_table_name, removal};
 use super::text::decimal;
 use std::time::Duration;
 
-/// How often the holder asks slurmctld whether a held table's step has ended (one request per
+/// How often a holder asks slurmctld whether a held table's step has ended (one request per
 /// held table). Between, it sleeps until a step leaves a file or the holder is stopped: no
 /// wake-up while it holds nothing. docs/admin-guide.md quotes it.
 pub const ASK: Duration = Duration::from_secs(1);
 
-/// Where holders and slurmstepds meet: a directory per node and job below it.
+/// Where holders and slurmstepds meet: a directory per node below it, with one per job (the
+/// extern step's) and slurmd's in it.
 pub const HELD_DIR: &str = "/run/tfcluster/held";
 
 /// The file a holder writes in its directory: its pid and start time, as a claim's owner.
@@ -46,7 +56,7 @@ pub const HELD_SUFFIX: &str = ".held";
 /// How far a step's file in a holder's directory has come.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stage {
-    /// Left by slurmstepd (`step_N`); slurmstepd may still withdraw it.
+    /// Left by slurmstepd (`step_J.S`); slurmstepd may still withdraw it.
     Left,
     /// Claimed by the holder, which is taking the table over ([`TAKING_SUFFIX`]).
     Taking,
@@ -54,38 +64,46 @@ pub enum Stage {
     Held,
 }
 
-/// The file, in a node's directory, that says the node has told its log once that a job of
-/// it had no extern step to hold its ended table (slurm.conf lacks `PrologFlags=Contain`).
-pub const TOLD_FILE: &str = ".told-no-extern-step";
+/// The file, in a node's directory, that says the node has told its log once that no holder
+/// took a step's ended table ([`no_holder_line`]).
+pub const TOLD_FILE: &str = ".told-no-holder";
+
+/// The name of slurmd's holder directory in a node's ([`slurmd_dir`]): not a job id.
+pub const SLURMD_HOLDER: &str = "slurmd";
 
 /// The directory of node `node` below [`HELD_DIR`] ([`super::claims::dir_name`]).
 pub fn node_dir(node: &str) -> String {
     format!("{HELD_DIR}/{}", super::claims::dir_name(node))
 }
 
-/// The directory of node `node`'s holder for job `job_id`, in [`node_dir`].
+/// The directory of node `node`'s holder for job `job_id` (its extern step's), in [`node_dir`].
 pub fn job_dir(node: &str, job_id: u32) -> String {
     format!("{}/{job_id}", node_dir(node))
 }
 
-/// The name of the file slurmstepd leaves for step `step_id`.
-pub fn step_file(step_id: u32) -> String {
-    format!("step_{step_id}")
+/// The directory of node `node`'s slurmd holder, in [`node_dir`].
+pub fn slurmd_dir(node: &str) -> String {
+    format!("{}/{SLURMD_HOLDER}", node_dir(node))
 }
 
-/// The name of step `step_id`'s file at `stage`.
-pub fn stage_file(step_id: u32, stage: Stage) -> String {
+/// The name of the file slurmstepd leaves for step `step_id` of job `job_id`.
+pub fn step_file(job_id: u32, step_id: u32) -> String {
+    format!("step_{job_id}.{step_id}")
+}
+
+/// The name of the file of step `step_id` of job `job_id` at `stage`.
+pub fn stage_file(job_id: u32, step_id: u32, stage: Stage) -> String {
     let suffix = match stage {
         Stage::Left => "",
         Stage::Taking => TAKING_SUFFIX,
         Stage::Held => HELD_SUFFIX,
     };
-    format!("{}{suffix}", step_file(step_id))
+    format!("{}{suffix}", step_file(job_id, step_id))
 }
 
-/// The step of a file name in a holder's directory, and how far it has come; `None` for any
-/// other name.
-pub fn step_of(name: &str) -> Option<(u32, Stage)> {
+/// The job and step of a file name in a holder's directory, and how far it has come; `None`
+/// for any other name.
+pub fn step_of(name: &str) -> Option<(u32, u32, Stage)> {
     let rest = name.strip_prefix("step_")?;
     let (step, stage) = if let Some(step) = rest.strip_suffix(HELD_SUFFIX) {
         (step, Stage::Held)
@@ -94,18 +112,20 @@ pub fn step_of(name: &str) -> Option<(u32, Stage)> {
     } else {
         (rest, Stage::Left)
     };
-    decimal(step).map(|s| (s, stage))
+    let (job, step) = step.split_once('.')?;
+    Some((decimal(job)?, decimal(step)?, stage))
 }
 
 /// The script that makes the ended table of step `step_id` of job `job_id` the holder's:
-/// removes the table slurmstepd installed and installs `ended` (its script) again, owned, in
+/// removes the table slurmstepd installed (if it is still there: a holder that takes again what
+/// a restarted slurmd held may find it gone) and installs `ended` (its script) again, owned, in
 /// one transaction, so the rules never lapse. `None` when `ended` is not that table's script.
 pub fn take_over(job_id: u32, step_id: u32, ended: &str) -> Option<String> {
     let table = ended_table_name(job_id, step_id);
     let header = format!("table inet {table} {{\n");
     let body = ended.strip_prefix(&header)?;
     Some(format!(
-        "{}{header}{}{body}",
+        "add table inet {table}\n{}{header}{}{body}",
         removal(&table),
         super::isolation::OWNED
     ))
@@ -126,16 +146,19 @@ pub fn holder_of(text: &str) -> Option<super::claims::Owner> {
 }
 
 /// What slurmstepd says in slurmd's log, once per node ([`TOLD_FILE`]), when no holder takes
-/// its ended table: job `job_id` has no extern step there, or its holder could not start (and
-/// said why).
-pub fn no_extern_step_line(job_id: u32, step_id: u32) -> String {
+/// its ended table: job `job_id` has no extern step there and slurmd holds none (it did not
+/// start with `isolate=yes`, or its holder could not start, and said why).
+pub fn no_holder_line(job_id: u32, step_id: u32) -> String {
     format!(
-        "isolate=yes: job {job_id} has no extern step on this node to hold the table ({}) that \
-         keeps other users here from step {job_id}.{step_id}'s other nodes now that its tasks \
-         here have ended; owned by no process, it goes with a `nft flush ruleset` (nftables.service \
-         restarting), and they are then open to other users here until the step ends: set \
-         PrologFlags=Contain in slurm.conf (where it is set, the extern step's own error line \
-         says why it could not; said once per node until it reboots)",
+        "isolate=yes: nothing on this node holds the table ({}) that keeps other users here \
+         from step {job_id}.{step_id}'s other nodes now that its tasks here have ended: job \
+         {job_id} has no extern step here, and slurmd holds no tables; owned by no process, the \
+         table goes with a `nft flush ruleset` (nftables.service restarting), and those nodes \
+         are then open to other users here until the step ends: restart slurmd in the \
+         foreground (-D, or --systemd as its systemd unit does) with isolate=yes in \
+         plugstack.conf, or set PrologFlags=Contain in slurm.conf (where slurmd or the extern \
+         step could not hold it, its own error line says why; said once per node until it \
+         reboots)",
         ended_table_name(job_id, step_id)
     )
 }

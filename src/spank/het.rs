@@ -48,8 +48,8 @@ fn env(sp: &Spank, name: &str) -> Option<String> {
 /// The machine's short host name, which is the node's name wherever slurmd found its node by
 /// its host name (the usual case): it tells apart components of equal shape ([`Own`]).
 pub fn hostname() -> Option<String> {
-    let name = std::fs::read_to_string("/proc/sys/kernel/hostname").ok()?;
-    let short = name.trim().split('.').next()?;
+    let name = super::process::host_name()?;
+    let short = name.split('.').next()?;
     (!short.is_empty()).then(|| short.to_string())
 }
 

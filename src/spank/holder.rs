@@ -1,6 +1,6 @@
-//! The holder of ended tables ([`crate::core::holding`] says why): a thread in the job's extern
-//! slurmstepd, and slurmstepd's side of the handover. All as root, through libnftables and
-//! files in a root-only directory of the node.
+//! The holders of ended tables ([`crate::core::holding`] says why): a thread in the job's
+//! extern slurmstepd, or in slurmd ([`super::handover`] is slurmstepd's side). All as root,
+//! through libnftables and files in a root-only directory of the node.
 
 use super::log;
 use super::nftables::Nft;
@@ -8,7 +8,7 @@ use super::process;
 use super::slurm;
 use crate::core::holding::{self, Stage, ASK, HOLDER_FILE};
 use crate::core::isolation;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ffi::c_int;
 use std::fs;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -19,12 +19,20 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// How long slurmstepd waits for the holder to take its ended table over.
-const HANDOVER: Duration = Duration::from_secs(2);
+/// Whose holder it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Whose {
+    /// Job `J`'s extern slurmstepd: stopped when it exits (the job has ended), its tables and
+    /// its directory with it.
+    Job(u32),
+    /// slurmd's: runs as long as slurmd; its directory outlives it, so that the next slurmd
+    /// takes its tables again.
+    Slurmd,
+}
 
-/// A running holder, stopped when the extern slurmstepd exits (the job has ended): its tables
-/// go with it.
+/// A running holder.
 pub struct Holder {
+    whose: Whose,
     stop: Arc<AtomicBool>,
     /// Wakes the thread to stop (an eventfd).
     wake: OwnedFd,
@@ -32,26 +40,39 @@ pub struct Holder {
     dir: PathBuf,
 }
 
-/// This node's name as its processes see it (the same for the extern step and the job's other
-/// steps).
-fn node() -> Option<String> {
-    let name = fs::read_to_string("/proc/sys/kernel/hostname").ok()?;
-    Some(name.trim().to_string())
+/// The extern slurmstepd of job `job_id`, with `isolate=yes`: start holding. `None`, with a
+/// line in slurmd's log, when it cannot (steps then hand their tables to slurmd's holder).
+pub fn start_for_job(job_id: u32) -> Option<Holder> {
+    start(Whose::Job(job_id))
 }
 
-/// The extern slurmstepd of job `job_id`, with `isolate=yes`: start holding. `None`, with a
-/// line in slurmd's log, when it cannot (steps then leave their tables not owned).
-pub fn start(job_id: u32) -> Option<Holder> {
+/// slurmd, started with `isolate=yes`: start holding the tables of jobs without an extern step,
+/// and take again those the slurmd before it held. `None`, with a line in slurmd's log, when it
+/// cannot.
+pub fn start_for_slurmd() -> Option<Holder> {
+    start(Whose::Slurmd)
+}
+
+fn start(whose: Whose) -> Option<Holder> {
     let failed = |e: String| {
+        let who = match whose {
+            Whose::Job(job_id) => format!(
+                "job {job_id}'s extern step cannot hold the tables of nodes whose tasks ended \
+                 first: {e}; slurmd holds them where it started with isolate=yes, else they stay"
+            ),
+            Whose::Slurmd => format!(
+                "slurmd cannot hold the tables of nodes whose tasks ended first (jobs without \
+                 an extern step): {e}; they stay"
+            ),
+        };
         log::error(&format!(
-            "isolate=yes: job {job_id}'s extern step cannot hold the tables of nodes whose \
-             tasks ended first: {e}; they stay, not owned, so a `nft flush ruleset` on this \
-             node lets other users here reach the step's other nodes: check that root can load \
+            "isolate=yes: {who}, not owned, so a `nft flush ruleset` on this node lets other \
+             users here reach the steps' other nodes: check that root can load \
              libnftables.so.1 and write {} on this node",
             holding::HELD_DIR
         ));
     };
-    let (Some(node), Some(me)) = (node(), process::me()) else {
+    let (Some(node), Some(me)) = (process::host_name(), process::me()) else {
         failed("cannot read the node's name or this process's /proc entry".into());
         return None;
     };
@@ -61,21 +82,39 @@ pub fn start(job_id: u32) -> Option<Holder> {
         failed(e);
         return None;
     }
-    let dir = PathBuf::from(holding::job_dir(&node, job_id));
-    if let Err(e) = fs::DirBuilder::new()
+    let dir = PathBuf::from(match whose {
+        Whose::Job(job_id) => holding::job_dir(&node, job_id),
+        Whose::Slurmd => holding::slurmd_dir(&node),
+    });
+    let made = fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
-        .create(&dir)
-        .and_then(|()| fs::write(dir.join(HOLDER_FILE), holding::holder_text(me)))
-    {
-        failed(format!("cannot write in {}: {e}", dir.display()));
-        return None;
+        .create(&dir);
+    let again = match (made, whose) {
+        (Ok(()), Whose::Slurmd) => take_again(&dir),
+        (made, _) => made.map(|()| 0),
+    };
+    let again = again.and_then(|again| {
+        fs::write(dir.join(HOLDER_FILE), holding::holder_text(me)).map(|()| again)
+    });
+    let again = match again {
+        Ok(again) => again,
+        Err(e) => {
+            failed(format!("cannot write in {}: {e}", dir.display()));
+            return None;
+        }
+    };
+    if again > 0 {
+        log::info(&format!(
+            "isolate=yes: slurmd takes again the tables of {again} step(s) whose tasks ended \
+             first here, which the slurmd before it held"
+        ));
     }
     let watch = Watch::new(&dir);
     let (watch, wake) = match watch {
         Ok(pair) => pair,
         Err(e) => {
-            let _ = fs::remove_dir_all(&dir);
+            forsake(whose, &dir);
             failed(e);
             return None;
         }
@@ -86,20 +125,53 @@ pub fn start(job_id: u32) -> Option<Holder> {
         .name("tfcluster-holder".into())
         .spawn(move || {
             let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                hold(job_id, &path, &flag, &watch)
+                hold(&path, whose, &flag, &watch)
             }));
         });
     match thread {
         Ok(thread) => Some(Holder {
+            whose,
             stop,
             wake,
             thread: Some(thread),
             dir,
         }),
         Err(e) => {
-            let _ = fs::remove_dir_all(&dir);
+            forsake(whose, &dir);
             failed(format!("cannot start a thread: {e}"));
             None
+        }
+    }
+}
+
+/// slurmd's holder, as it starts: the files of the tables the slurmd before it held (or was
+/// taking) go back to the name slurmstepd gives them, so that its loop takes them again; how
+/// many.
+fn take_again(dir: &Path) -> std::io::Result<usize> {
+    let mut again = 0;
+    for name in fs::read_dir(dir)?
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+    {
+        if let Some((job_id, step_id, Stage::Held | Stage::Taking)) = holding::step_of(&name) {
+            let left = holding::stage_file(job_id, step_id, Stage::Left);
+            if fs::rename(dir.join(&name), dir.join(left)).is_ok() {
+                again += 1;
+            }
+        }
+    }
+    Ok(again)
+}
+
+/// A holder that could not start: an extern step's directory goes; slurmd's keeps the files
+/// of what a slurmd before it held, for the next one.
+fn forsake(whose: Whose, dir: &Path) {
+    match whose {
+        Whose::Job(_) => {
+            let _ = fs::remove_dir_all(dir);
+        }
+        Whose::Slurmd => {
+            let _ = fs::remove_file(dir.join(HOLDER_FILE));
         }
     }
 }
@@ -113,16 +185,23 @@ impl Drop for Holder {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
-        let _ = fs::remove_dir_all(&self.dir);
+        forsake(self.whose, &self.dir);
     }
 }
 
 /// The holder's loop: take over each step's ended table as its file appears; remove a held
-/// one once slurmctld says its step has ended.
-fn hold(job_id: u32, dir: &Path, stop: &AtomicBool, watch: &Watch) {
+/// one once its file is gone, and remove that file once slurmctld says its step has ended.
+///
+/// slurmd's holder never asks slurmctld: slurmd tears down its configuration and
+/// authentication before it calls the plugin's `slurmd_exit`, so no call into libslurm may run
+/// in its threads. The job's next step on the node removes the file once slurmctld says its
+/// step has ended ([`super::handover::release`]), and the job's epilog removes the rest.
+fn hold(dir: &Path, whose: Whose, stop: &AtomicBool, watch: &Watch) {
     let Ok(mut nft) = Nft::open() else { return };
-    let mut asked: HashMap<u32, Instant> = HashMap::new();
+    let mut asked: HashMap<(u32, u32), Instant> = HashMap::new();
+    let mut held: HashSet<(u32, u32)> = HashSet::new();
     while !stop.load(Ordering::Relaxed) {
+        let mut still = HashSet::new();
         for name in fs::read_dir(dir)
             .into_iter()
             .flatten()
@@ -130,29 +209,45 @@ fn hold(job_id: u32, dir: &Path, stop: &AtomicBool, watch: &Watch) {
             .filter_map(|e| e.file_name().into_string().ok())
         {
             match holding::step_of(&name) {
-                Some((step_id, Stage::Left)) => take(&mut nft, dir, (job_id, step_id)),
-                Some((step_id, Stage::Held)) => {
-                    let due = asked.get(&step_id).is_none_or(|at| at.elapsed() >= ASK);
-                    if due {
-                        asked.insert(step_id, Instant::now());
+                Some((job_id, step_id, Stage::Left)) => {
+                    if take(&mut nft, dir, (job_id, step_id)) {
+                        still.insert((job_id, step_id));
+                    }
+                }
+                Some((job_id, step_id, Stage::Held)) => {
+                    let key = (job_id, step_id);
+                    still.insert(key);
+                    let due = asked.get(&key).is_none_or(|at| at.elapsed() >= ASK);
+                    if due && matches!(whose, Whose::Job(_)) {
+                        asked.insert(key, Instant::now());
                         if slurm::step_exists(job_id, step_id) == Some(false) {
-                            let table = isolation::ended_table_name(job_id, step_id);
-                            let _ = nft.run(&isolation::removal(&table));
                             let _ = fs::remove_file(dir.join(&name));
-                            asked.remove(&step_id);
                         }
                     }
                 }
                 // Only `take` makes one, and ends it before returning.
-                Some((_, Stage::Taking)) | None => {}
+                Some((_, _, Stage::Taking)) | None => {}
             }
         }
-        watch.wait((!asked.is_empty()).then_some(ASK));
+        let seen: HashSet<(u32, u32)> = held.union(&still).copied().collect();
+        still.retain(|&(job_id, step_id)| {
+            dir.join(holding::stage_file(job_id, step_id, Stage::Held))
+                .exists()
+        });
+        // What this holder held and no file names any more: its step or job has ended.
+        for &(job_id, step_id) in seen.difference(&still) {
+            let table = isolation::ended_table_name(job_id, step_id);
+            let _ = nft.run(&isolation::removal(&table));
+        }
+        asked.retain(|key, _| still.contains(key));
+        held = still;
+        let asking = matches!(whose, Whose::Job(_)) && !held.is_empty();
+        watch.wait(asking.then_some(ASK));
     }
 }
 
-/// What wakes the holder: a file renamed into its directory (inotify), or its stop (an
-/// eventfd, written by [`Holder`]'s drop).
+/// What wakes the holder: a file renamed into its directory or removed from it (inotify), or
+/// its stop (an eventfd, written by [`Holder`]'s drop).
 struct Watch {
     inotify: OwnedFd,
     wake: OwnedFd,
@@ -175,7 +270,11 @@ impl Watch {
         )?;
         // SAFETY: a live inotify descriptor and a NUL-terminated path.
         let added = unsafe {
-            libc::inotify_add_watch(inotify.as_raw_fd(), path.as_ptr(), libc::IN_MOVED_TO)
+            libc::inotify_add_watch(
+                inotify.as_raw_fd(),
+                path.as_ptr(),
+                libc::IN_MOVED_TO | libc::IN_DELETE,
+            )
         };
         if added < 0 {
             return Err(format!("inotify: {}", std::io::Error::last_os_error()));
@@ -210,146 +309,42 @@ impl Watch {
 
 /// Takes the ended table of a step over: claims its file first (slurmstepd can no longer
 /// withdraw it, and waits for what follows), then replaces the table with its own copy and says
-/// so by the file's name; on failure removes the file.
-fn take(nft: &mut Nft, dir: &Path, (job_id, step_id): (u32, u32)) {
-    let at = |stage| dir.join(holding::stage_file(step_id, stage));
+/// so by the file's name; on failure removes the file. Whether it holds the table now.
+fn take(nft: &mut Nft, dir: &Path, (job_id, step_id): (u32, u32)) -> bool {
+    let at = |stage| dir.join(holding::stage_file(job_id, step_id, stage));
     let taking = at(Stage::Taking);
     if fs::rename(at(Stage::Left), &taking).is_err() {
-        return; // withdrawn meanwhile
+        return false; // withdrawn meanwhile
     }
     let script = fs::read_to_string(&taking)
         .ok()
         .and_then(|ended| holding::take_over(job_id, step_id, &ended));
     let Some(script) = script else {
         let _ = fs::remove_file(&taking);
-        return;
+        return false;
     };
-    // Persistent where libnftables and the kernel can (a killed extern slurmstepd then leaves
-    // it to the job's epilog), as slurmstepd's own table.
+    // Persistent where libnftables and the kernel can (a killed holder then leaves it to the
+    // job's epilog, or to the next slurmd), as slurmstepd's own table.
     match nft
         .run(&isolation::persistent(&script))
         .or_else(|_| nft.run(&script))
     {
+        Ok(_) if fs::rename(&taking, at(Stage::Held)).is_ok() => true,
+        // The job's epilog removed the file meanwhile: the table is this holder's alone.
         Ok(_) => {
-            let _ = fs::rename(&taking, at(Stage::Held));
+            let _ = nft.run(&isolation::removal(&isolation::ended_table_name(
+                job_id, step_id,
+            )));
+            false
         }
         Err(e) => {
             log::error(&format!(
-                "isolate=yes: job {job_id}'s extern step cannot hold the table of step \
-                 {job_id}.{step_id} (nodes whose tasks ended first): {e}; it stays, not owned, \
-                 until the step ends: check the node's nftables as root (nft list tables)"
+                "isolate=yes: this node cannot hold the table of step {job_id}.{step_id} \
+                 (nodes whose tasks ended first): {e}; it stays, not owned, until the step \
+                 ends: check the node's nftables as root (nft list tables)"
             ));
             let _ = fs::remove_file(&taking);
+            false
         }
-    }
-}
-
-/// What became of a step's ended table at its handover.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Handed {
-    /// The job's holder owns it.
-    Held,
-    /// No live holder: the job has no extern step on this node (or its holder failed, and
-    /// said so). The table stays, owned by no process.
-    NoHolder,
-    /// The holder did not take it in time, or could not (and said so). It stays, owned by no
-    /// process.
-    NotTaken,
-}
-
-/// slurmstepd, its tasks all ended, its ended table installed (`ended`: its script): hand the
-/// table over to the holder of this node's job, and wait for it to take it ([`HANDOVER`] at
-/// most, twice that when the holder has claimed it by then). The caller keeps its own table
-/// until this returns.
-pub fn hand_over(job_id: u32, step_id: u32, ended: &str) -> Handed {
-    let Some(node) = node() else {
-        return Handed::NoHolder;
-    };
-    let dir = holding::job_dir(&node, job_id);
-    hand_over_in(Path::new(&dir), step_id, ended, HANDOVER)
-}
-
-/// [`hand_over`] through the holder directory `dir`, waiting `limit` where it waits
-/// [`HANDOVER`] (tests/isolation.rs plays the holder's side in a directory of its own, in
-/// shorter times).
-pub fn hand_over_in(dir: &Path, step_id: u32, ended: &str, limit: Duration) -> Handed {
-    let live = fs::read_to_string(dir.join(HOLDER_FILE))
-        .ok()
-        .and_then(|text| holding::holder_of(&text))
-        .is_some_and(|owner| owner.is_live(process::stat));
-    if !live {
-        return Handed::NoHolder;
-    }
-    let at = |stage| dir.join(holding::stage_file(step_id, stage));
-    let left = at(Stage::Left);
-    let tmp = dir.join(format!(".{}", holding::step_file(step_id)));
-    if fs::write(&tmp, ended)
-        .and_then(|()| fs::rename(&tmp, &left))
-        .is_err()
-    {
-        return Handed::NotTaken;
-    }
-    let (taking, held) = (at(Stage::Taking), at(Stage::Held));
-    // The holder is done, either way, once the file has left the names it is not done at.
-    let done = || !left.exists() && !taking.exists();
-    let outcome = || match held.exists() {
-        true => Handed::Held,
-        false => Handed::NotTaken,
-    };
-    if waited(done, limit) {
-        return outcome();
-    }
-    // Not claimed: withdrawn, and no take-over follows.
-    if fs::remove_file(&left).is_ok() {
-        return Handed::NotTaken;
-    }
-    match waited(done, limit) {
-        true => outcome(),
-        false => Handed::NotTaken,
-    }
-}
-
-/// slurmstepd whose ended table no holder took because the job has no extern step here: says
-/// so in slurmd's log, once per node until it reboots (a marker in [`holding::node_dir`], on
-/// the node's /run): a site without `PrologFlags=Contain` learns what it leaves open, without
-/// a line at every step.
-pub fn say_no_extern_step_once(job_id: u32, step_id: u32) {
-    let Some(node) = node() else { return };
-    let dir = PathBuf::from(holding::node_dir(&node));
-    let first = fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&dir)
-        .and_then(|()| {
-            fs::File::options()
-                .write(true)
-                .create_new(true)
-                .open(dir.join(holding::TOLD_FILE))
-        })
-        .is_ok();
-    if first {
-        log::info(&holding::no_extern_step_line(job_id, step_id));
-    }
-}
-
-/// Whether `done` held within `limit`, asked every 5 ms.
-fn waited(done: impl Fn() -> bool, limit: Duration) -> bool {
-    let start = Instant::now();
-    loop {
-        if done() {
-            return true;
-        }
-        if start.elapsed() >= limit {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
-/// slurmd's job epilog: the job's holder directory, left when the extern slurmstepd was killed
-/// (it removes its own as it exits).
-pub fn forget(job_id: u32) {
-    if let Some(node) = node() {
-        let _ = fs::remove_dir_all(holding::job_dir(&node, job_id));
     }
 }

@@ -6,6 +6,7 @@ pub mod error;
 pub mod ffi;
 pub mod guard;
 pub mod handle;
+pub mod handover;
 pub mod het;
 pub mod holder;
 pub mod hooks;

@@ -8,7 +8,7 @@ use crate::core::isolation;
 use crate::core::{Settings, StepPlan};
 use crate::spank::error::ShellError;
 use crate::spank::handle::{Spank, U32Item};
-use crate::spank::holder::{self, Handed};
+use crate::spank::handover::{self, Handed};
 use crate::spank::log;
 use crate::spank::nftables::Nft;
 use crate::spank::slurm;
@@ -71,10 +71,10 @@ pub fn install(
             })?;
         }
     }
-    remove_ended(&mut nft, &listing, (job_id, step_id));
+    let gone = remove_ended(&mut nft, &listing, (job_id, step_id));
     tables_clear(
         &mut nft,
-        &listing,
+        (&listing, &gone),
         (own_jobs, step_id),
         &firewall.own_ports(),
     )
@@ -99,26 +99,32 @@ pub fn install(
 }
 
 /// Removes the tables of other steps whose tasks ended here once slurmctld says those steps
-/// have ended everywhere (one request per table; usually the job's previous step). A table
-/// whose step slurmctld cannot answer for stays, for the next step or the job's epilog.
-fn remove_ended(nft: &mut Nft, listing: &str, own: (u32, u32)) {
+/// have ended everywhere (one request per table; usually the job's previous step): slurmd's
+/// holder lets go of one it holds, any other goes here. A table whose step slurmctld cannot
+/// answer for stays, for the next step or the job's epilog. The tables it removed or had let go.
+fn remove_ended<'a>(nft: &mut Nft, listing: &'a str, own: (u32, u32)) -> Vec<&'a str> {
+    let mut gone = Vec::new();
     for (table, job_id, step_id) in isolation::ended_steps(listing) {
         if (job_id, step_id) != own && slurm::step_exists(job_id, step_id) == Some(false) {
+            handover::release(job_id, step_id);
             let _ = nft.run(&isolation::removal(table));
+            gone.push(table);
         }
     }
+    gone
 }
 
 /// Refuses `ports` when another step's table in `listing` holds one of them (each asked for its
-/// ports; one that vanishes meanwhile is passed over).
+/// ports; one that vanishes meanwhile, or that `gone` names, is passed over).
 fn tables_clear(
     nft: &mut Nft,
-    listing: &str,
+    (listing, gone): (&str, &[&str]),
     (own_jobs, step_id): (&[u32], u32),
     ports: &[u16],
 ) -> crate::core::Result<()> {
     let tables: Vec<(&str, Vec<u16>)> = isolation::other_tables(listing, own_jobs, step_id)
         .into_iter()
+        .filter(|table| !gone.contains(table))
         .filter_map(|table| {
             let set = nft.run(&format!("list set inet {table} ports")).ok()?;
             Some((table, isolation::set_ports(&set)))
@@ -150,14 +156,14 @@ pub fn leave(installed: &mut Installed) {
         ));
     } else {
         let (job_id, step_id) = installed.step;
-        match holder::hand_over(job_id, step_id, &installed.ended) {
+        match handover::hand_over(job_id, step_id, &installed.ended) {
             Handed::Held => {}
-            Handed::NoHolder => holder::say_no_extern_step_once(job_id, step_id),
+            Handed::NoHolder => handover::say_no_holder_once(job_id, step_id),
             Handed::NotTaken => log::error(&format!(
-                "isolate=yes: job {job_id}'s extern step did not take over this node's table \
-                 for step {job_id}.{step_id}'s other nodes in time; it stays, owned by no \
-                 process, until the step ends (the extern step's own lines in slurmd's log, if \
-                 any, say why)"
+                "isolate=yes: the holder (job {job_id}'s extern step, or slurmd) did not take \
+                 over this node's table for step {job_id}.{step_id}'s other nodes in time; it \
+                 stays, owned by no process, until the step ends (the holder's own lines in \
+                 slurmd's log, if any, say why)"
             )),
         }
     }
@@ -167,6 +173,21 @@ pub fn leave(installed: &mut Installed) {
              epilog removes it",
             installed.table
         ));
+    }
+}
+
+/// Waits until slurmd's holder has let go of `tables` (it owns them: nothing else can remove
+/// them), twice [`handover::HANDOVER`] at most; the removal below then reports one it kept.
+fn released(nft: &mut Nft, tables: &[String]) {
+    let start = std::time::Instant::now();
+    while !tables.is_empty() && start.elapsed() < 2 * handover::HANDOVER {
+        let Ok(listing) = nft.run("list tables") else {
+            return;
+        };
+        if !isolation::listed(&listing).any(|t| tables.iter().any(|held| held == t)) {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
 
@@ -181,10 +202,11 @@ pub fn job_epilog(sp: &Spank, args: &[String]) -> c_int {
     let Ok(job_id) = sp.item_u32(U32Item::JobId) else {
         return 0;
     };
-    holder::forget(job_id);
+    let held = handover::forget(job_id);
     let Ok(mut nft) = Nft::open() else {
         return 0;
     };
+    released(&mut nft, &held);
     let removed = nft.run("list tables").and_then(|listing| {
         // One transaction per table: a table its slurmstepd removed meanwhile is no failure.
         for table in isolation::job_tables(&listing, job_id) {

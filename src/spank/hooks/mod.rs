@@ -2,18 +2,19 @@
 //!
 //! | process (context)   | hook                         | work                                          |
 //! |---------------------|------------------------------|-----------------------------------------------|
-//! | srun, sbatch, salloc, slurmstepd | `init`          | read plugstack.conf settings, register `--tf-cluster` (slurmd: log the version loaded); the job's extern slurmstepd (`PrologFlags=Contain`) with `isolate=yes`: start holding the tables of the job's steps whose tasks ended first on the node ([`crate::spank::holder`]) |
+//! | srun, sbatch, salloc, slurmstepd | `init`          | read plugstack.conf settings, register `--tf-cluster` (slurmd: log the version loaded); with `isolate=yes`, slurmd and the job's extern slurmstepd (`PrologFlags=Contain`): start holding the tables of steps whose tasks ended first on the node ([`crate::spank::holder`]) |
 //! | same                | option callback              | parse the spec: a syntax error fails srun/sbatch before submission |
 //! | srun (1/component)  | `init_post_opt`              | count the step's components |
 //! | srun                | `local_user_init`            | say the version loaded (`-v`); fit the spec to the step: a mismatch fails srun before launch ([`srun`]); a heterogeneous step's counts are checked on the nodes |
 //! | slurmstepd (1/node) | `init_post_opt`              | plan the whole step once, check it against Slurm's own ids for this node, record the node's GPUs ([`stepd`]); claim the node's step ports ([`crate::spank::claims`]); with `isolate=yes`, install the step's firewall ([`isolation`]); a node that cannot keeps every task from starting (`task_init` ends each, the first says why) |
 //! | task (1/task)       | `task_init`                  | `spank_setenv` every variable the plan gives this task (TF_CONFIG, its GPUs, ...) |
 //! | slurmstepd          | `task_exit`                  | when the chief (or worker 0) ends (`end_with_chief`), or another trainer fails (`fail_fast`), say which and end the step (from a thread, once the task's own status is on its way to srun) |
-//! | slurmstepd          | `exit`                       | wait for that thread: the stop must go out even when the node's last task has ended; remove the step's firewall, leaving the table for the step's other nodes (handed to the extern step's holder where there is one); the extern step: stop holding |
-//! | slurmd's epilog (1/node/job) | `job_epilog`        | with `isolate=yes`: remove every firewall table the job's steps left on the node (a slurmstepd killed with SIGKILL runs no `exit`) |
+//! | slurmstepd          | `exit`                       | wait for that thread: the stop must go out even when the node's last task has ended; remove the step's firewall, leaving the table for the step's other nodes (handed to the extern step's holder, else slurmd's: [`crate::spank::handover`]); the extern step: stop holding |
+//! | slurmd's epilog (1/node/job) | `job_epilog`        | with `isolate=yes`: remove every firewall table the job's steps left on the node (a slurmstepd killed with SIGKILL runs no `exit`), once slurmd's holder has let go of the job's |
+//! | slurmd              | `slurmd_exit`                | stop holding before slurmd unloads the plugin |
 //!
 //! Without `--tf-cluster` every hook returns at once and nothing changes (with `isolate=yes`, the
-//! extern step's holder, a thread asleep until a step hands it a table, starts all the same: the
+//! holders, threads asleep until a step hands them a table, start all the same: slurmd and the
 //! extern step cannot know whether a later step uses the option). Errors found in
 //! slurmstepd are kept until `task_init` and reported there: a failing remote `init_post_opt`
 //! makes srun report a cryptic launch failure (and may drain nodes), a failing `task_init`
@@ -65,7 +66,7 @@ struct State {
     /// How many times the option callback ran: in srun, once for a value from the job's
     /// environment alone (`#SBATCH --tf-cluster`), again for one on srun's own line.
     option_calls: u32,
-    /// The job's extern slurmstepd, with `isolate=yes`: the holder of ended tables
+    /// The job's extern slurmstepd, or slurmd, with `isolate=yes`: the holder of ended tables
     /// ([`crate::spank::holder`]).
     holder: Option<crate::spank::holder::Holder>,
 }
@@ -132,6 +133,12 @@ pub fn init(sp: &Spank, args: &[String]) -> c_int {
     state().settings = Some(parsed);
     if ctx == Context::Remote && isolate {
         extern_step(sp);
+    }
+    if ctx == Context::Slurmd && isolate {
+        let mut state = state();
+        if state.holder.is_none() {
+            state.holder = crate::spank::holder::start_for_slurmd();
+        }
     }
     if matches!(ctx, Context::Local | Context::Remote | Context::Allocator) {
         let cb: ffi::spank_opt_cb_f = Some(option_callback);
@@ -203,15 +210,18 @@ fn extern_step(sp: &Spank) {
     let job = sp.item_u32(handle::U32Item::JobId);
     if let (Ok(step), Ok(job)) = (step, job) {
         if i64::from(step) == ffi::TFC_SLURM_EXTERN_CONT {
-            state().holder = crate::spank::holder::start(job);
+            state().holder = crate::spank::holder::start_for_job(job);
         }
     }
 }
 
-/// The extern slurmstepd, as it exits (the job has ended): its holder stops, and the tables it
-/// held go with it. In any other slurmstepd there is no holder: nothing happens.
-pub fn extern_exit() {
+/// The extern slurmstepd as it exits (the job has ended), or slurmd as it shuts down (before it
+/// unloads the plugin, which would pull the thread's code from under it): its holder stops, and
+/// the tables it held go with it (slurmd's files stay, for the next slurmd to take them
+/// again). In any other process there is no holder: nothing happens.
+pub fn stop_holding() -> c_int {
     // Taken out first, so that the thread is joined without the state's lock held.
     let holder = state().holder.take();
     drop(holder);
+    0
 }
