@@ -10,7 +10,7 @@ use std::net::IpAddr;
 use tfcluster::core::claims::Owner;
 use tfcluster::core::holding::{
     holder_of, holder_text, job_dir, no_holder_line, node_dir, slurmd_dir, stage_file, step_file,
-    step_of, take_over, Stage, ASK, HELD_DIR, SLURMD_HOLDER, TOLD_FILE,
+    step_of, take_over, taken_again_line, Stage, ASK, HELD_DIR, SLURMD_HOLDER, TOLD_FILE,
 };
 use tfcluster::core::isolation::{
     check_tables, ended_steps, ended_table_name, job_tables, other_tables, persistent, removal,
@@ -816,6 +816,11 @@ struct EndedFirst {
     /// How often n9's and n10's slurmd logs say nothing holds the table (each node says it
     /// once, until it reboots: the test removes its marker first).
     said: [usize; 2],
+    /// What another user on n9 reaches after n9's slurmd has restarted and root has flushed
+    /// the ruleset again (`None`: not restarted), and how often n9's slurmd log then says it
+    /// took tables again.
+    restarted: Option<[&'static str; 4]>,
+    again: usize,
 }
 
 type Tables = [&'static str; 2];
@@ -824,16 +829,20 @@ type Tables = [&'static str; 2];
 const ENDED_FIRST: &[EndedFirst] = &[
     EndedFirst { isolate: true,  contain: false, slurmd: false, reached: ["refused", "refused", "refused", "refused"],
                  reached_after_flush: ["refused", "refused", "open", "open"],
-                 serving: ["J_0_ended", "J_0"], after: ["", "J_0_ended"], next: ["J_1_ended", "J_1_ended"], said: [1, 1] },
+                 serving: ["J_0_ended", "J_0"], after: ["", "J_0_ended"], next: ["J_1_ended", "J_1_ended"], said: [1, 1],
+                 restarted: None, again: 0 },
     EndedFirst { isolate: true,  contain: false, slurmd: true,  reached: ["refused", "refused", "refused", "refused"],
                  reached_after_flush: ["refused", "refused", "refused", "refused"],
-                 serving: ["J_0_ended", "J_0"], after: ["J_0_ended", "J_0_ended"], next: ["J_1_ended", "J_1_ended"], said: [0, 0] },
+                 serving: ["J_0_ended", "J_0"], after: ["J_0_ended", "J_0_ended"], next: ["J_1_ended", "J_1_ended"], said: [0, 0],
+                 restarted: Some(["refused", "refused", "refused", "refused"]), again: 1 },
     EndedFirst { isolate: false, contain: false, slurmd: true,  reached: ["refused", "refused", "open", "open"],
                  reached_after_flush: ["refused", "refused", "open", "open"],
-                 serving: ["", ""], after: ["", ""], next: ["", ""], said: [0, 0] },
+                 serving: ["", ""], after: ["", ""], next: ["", ""], said: [0, 0],
+                 restarted: None, again: 0 },
     EndedFirst { isolate: true,  contain: true,  slurmd: true,  reached: ["refused", "refused", "refused", "refused"],
                  reached_after_flush: ["refused", "refused", "refused", "refused"],
-                 serving: ["J_0_ended", "J_0"], after: ["", ""], next: ["", ""], said: [0, 0] },
+                 serving: ["J_0_ended", "J_0"], after: ["", ""], next: ["", ""], said: [0, 0],
+                 restarted: Some(["refused", "refused", "refused", "refused"]), again: 0 },
 ];
 
 #[test]
@@ -856,6 +865,8 @@ fn a_node_whose_tasks_ended_first_keeps_other_users_away() {
         after,
         next,
         said,
+        restarted,
+        again,
     } in ENDED_FIRST
     {
         if slurmd_isolated != Some(*slurmd) {
@@ -895,6 +906,7 @@ touch {d}/stop.n9
 runuser -u {OTHER} -- srun -p shared -w n9 -N1 -n1 -t 1 {probe} probe {d} ENDED
 nsenter --net=/run/netns/tfc-n9 nft flush ruleset
 runuser -u {OTHER} -- srun -p shared -w n9 -N1 -n1 -t 1 {probe} probe {d} FLUSHED
+{restart}
 touch {d}/stop; wait $step; echo \"SRUN|$?\"
 {all_gone}
 {settled_after}
@@ -911,6 +923,12 @@ cat {d}/step.err >&2",
             all_gone = stepds(0, 0),
             next_gone = stepds(1, 0),
             names = table_names_script(),
+            restart = match restarted {
+                Some(_) => format!("{cluster} restart-slurmd n9 >&2
+nsenter --net=/run/netns/tfc-n9 nft flush ruleset
+runuser -u {OTHER} -- srun -p shared -w n9 -N1 -n1 -t 1 {probe} probe {d} RESTARTED"),
+                None => String::new(),
+            },
             tables = tables_script(),
             leftover = leftover_script(),
             // The extern step's holder asks slurmctld once a second whether a held table's step
@@ -938,6 +956,8 @@ cat {d}/step.err >&2",
         assert_eq!(got, reached, "{what}");
         let got: Vec<&str> = records(&stdout, "FLUSHED").iter().map(|r| r[1]).collect();
         assert_eq!(got, reached_after_flush, "{what}");
+        let got: Vec<&str> = records(&stdout, "RESTARTED").iter().map(|r| r[1]).collect();
+        assert_eq!(got, restarted.map_or(vec![], |r| r.to_vec()), "{what}");
         assert_eq!(records(&stdout, "SRUN"), [["0"]], "{what}");
         assert_eq!(records(&stdout, "NEXT"), [["0"]], "{what}");
         let names: Vec<String> = records(&stdout, "NAMES")
@@ -965,6 +985,11 @@ cat {d}/step.err >&2",
             String::from_utf8_lossy(new).matches(&line).count()
         });
         assert_eq!(told, *said, "{what}: slurmd's logs say: {line}");
+        let line = taken_again_line(1);
+        let log = std::fs::read(&logs[0]).unwrap_or_default();
+        let new = log.get(sizes[0] as usize..).unwrap_or_default();
+        let told = String::from_utf8_lossy(new).matches(&line).count();
+        assert_eq!(told, *again, "{what}: n9's slurmd log says: {line}");
     }
 }
 

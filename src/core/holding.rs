@@ -145,6 +145,15 @@ pub fn holder_of(text: &str) -> Option<super::claims::Owner> {
     })
 }
 
+/// What slurmd says in its log as it starts, when it takes again the tables of `count` steps
+/// that the slurmd before it held.
+pub fn taken_again_line(count: usize) -> String {
+    format!(
+        "isolate=yes: slurmd takes again the tables of {count} step(s) whose tasks ended first \
+         here, which the slurmd before it held"
+    )
+}
+
 /// What slurmstepd says in slurmd's log, once per node ([`TOLD_FILE`]), when no holder takes
 /// its ended table: job `job_id` has no extern step there and slurmd holds none (it did not
 /// start with `isolate=yes`, or its holder could not start, and said why).

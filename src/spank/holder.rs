@@ -105,10 +105,7 @@ fn start(whose: Whose) -> Option<Holder> {
         }
     };
     if again > 0 {
-        log::info(&format!(
-            "isolate=yes: slurmd takes again the tables of {again} step(s) whose tasks ended \
-             first here, which the slurmd before it held"
-        ));
+        log::info(&holding::taken_again_line(again));
     }
     let watch = Watch::new(&dir);
     let (watch, wake) = match watch {
