@@ -818,7 +818,9 @@ struct EndedFirst {
     said: [usize; 2],
     /// What another user on n9 reaches after n9's slurmd has restarted and root has flushed
     /// the ruleset again (`None`: not restarted), and how often n9's slurmd log then says it
-    /// took tables again.
+    /// took tables again. (Not with an extern step: the test cluster restarts a node's munged
+    /// with its slurmd, in a mount namespace of their own, and a slurmstepd that outlives them
+    /// can no longer reach any munged.)
     restarted: Option<[&'static str; 4]>,
     again: usize,
 }
@@ -842,7 +844,7 @@ const ENDED_FIRST: &[EndedFirst] = &[
     EndedFirst { isolate: true,  contain: true,  slurmd: true,  reached: ["refused", "refused", "refused", "refused"],
                  reached_after_flush: ["refused", "refused", "refused", "refused"],
                  serving: ["J_0_ended", "J_0"], after: ["", ""], next: ["", ""], said: [0, 0],
-                 restarted: Some(["refused", "refused", "refused", "refused"]), again: 0 },
+                 restarted: None, again: 0 },
 ];
 
 #[test]
