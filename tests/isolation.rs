@@ -926,7 +926,7 @@ cat {d}/step.err >&2",
             next_gone = stepds(1, 0),
             names = table_names_script(),
             restart = match restarted {
-                Some(_) => format!("{cluster} restart-slurmd n9 >&2
+                Some(_) => format!("{cluster} restart-slurmd --busy n9 >&2
 nsenter --net=/run/netns/tfc-n9 nft flush ruleset
 runuser -u {OTHER} -- srun -p shared -w n9 -N1 -n1 -t 1 {probe} probe {d} RESTARTED"),
                 None => String::new(),

@@ -6,7 +6,7 @@
 #                                             one slurmd per node, load PLUGIN.so (if given) with
 #                                             the plugstack.conf words WORD...
 #   tests/cluster/cluster.sh plugstack LINE   replace the plugstack.conf line (re-read per step)
-#   tests/cluster/cluster.sh restart-slurmd NODE...
+#   tests/cluster/cluster.sh restart-slurmd [--busy] NODE...
 #                                             restart those nodes' slurmd (and munged), as an admin
 #                                             does: slurmd reads plugstack.conf again
 #   tests/cluster/cluster.sh configless NODE yes|no
@@ -303,11 +303,13 @@ start_line() {
 }
 
 # Restarts the named nodes' slurmd and munged (nothing may run on them), all at once, then
-# waits for the cluster to be ready.
-# restart_slurmd [--configless] NODE...
+# waits for the cluster to be ready. --busy: a job may hold them (no step runs there); waits for
+# those nodes to answer, whatever their state.
+# restart_slurmd [--configless] [--busy] NODE...
 restart_slurmd() {
-    local name i mode= files=() index=() seen=()
+    local name i mode= busy= files=() index=() seen=()
     if [ "${1:-}" = --configless ]; then mode=configless; shift; fi
+    if [ "${1:-}" = --busy ]; then busy=1; shift; fi
     for name in "$@"; do
         for i in "${!NODES[@]}"; do
             [ "${NODES[$i]}" = "$name" ] || continue
@@ -329,7 +331,7 @@ restart_slurmd() {
         done
         tail -n +"$((seen[k] + 1))" "$log" | grep -q 'slurmd started' || die "slurmd on $name did not start again"
     done
-    wait_ready
+    if [ -n "$busy" ]; then wait_answering "$@"; else wait_ready; fi
     log "restarted slurmd on $*"
 }
 
@@ -387,6 +389,19 @@ wait_ready() {
     sinfo -N 2>&1 >&2 || true
     tail -n 20 "$DIR"/log/*.log "$DIR"/log/*.out >&2 || true
     die "the cluster did not become ready in $((tries / 5)) s"
+}
+
+# wait_answering NODE...: until slurmctld has each node in a state it answers in (idle, mixed,
+# allocated: not down, unknown or not responding).
+wait_answering() {
+    local names states
+    names=$(IFS=,; echo "$*")
+    for _ in $(seq 300); do
+        states=$(sinfo -h -N -n "$names" -o '%t' 2>/dev/null | sort -u | tr '\n' ' ')
+        [[ -n $states && $states =~ ^((idle|mix|alloc)\ )+$ ]] && return 0
+        sleep 0.2
+    done
+    die "nodes $* did not answer again in 60 s (states: $states)"
 }
 
 # Two unprivileged users for the tests that need more than one (tests/isolation.rs): the owner
