@@ -190,9 +190,9 @@ tcp flags & (syn | ack) == syn | ack tcp sport @own drop
 }
 
 /// The holder's take-over of n9's ended table (job 12, step 3; [`what_a_node_keeps_after_its_tasks_ended`]):
-/// one transaction removes the table slurmstepd left (if it is there: slurmd's holder takes
-/// again what the slurmd before it held, gone with it where tables do not persist) and
-/// installs the same rules again, owned.
+/// one transaction removes the table slurmstepd left and installs the same rules again, owned;
+/// where the table is gone (slurmd's holder takes again what the slurmd before it held, gone
+/// with it where tables do not persist), the second script installs them alone.
 #[test]
 fn the_holder_takes_an_ended_table_over_in_one_transaction() {
     let plan = plan("worker:*", &["isolate=yes"], &step("n9,n10", "2,1", None));
@@ -201,11 +201,9 @@ fn the_holder_takes_an_ended_table_over_in_one_transaction() {
     let body = ended
         .strip_prefix("table inet tfcluster_12_3_ended {\n")
         .unwrap();
-    let expected = format!(
-        "add table inet tfcluster_12_3_ended\ndelete table inet tfcluster_12_3_ended\n\
-         table inet tfcluster_12_3_ended {{\n{OWNED}{body}"
-    );
-    assert_eq!(take_over(12, 3, &ended), Some(expected));
+    let install = format!("table inet tfcluster_12_3_ended {{\n{OWNED}{body}");
+    let replace = format!("delete table inet tfcluster_12_3_ended\n{install}");
+    assert_eq!(take_over(12, 3, &ended), Some([replace, install]));
     assert_eq!(take_over(12, 4, &ended), None, "another step's script");
     assert_eq!(take_over(12, 3, "table inet tfcluster_12_3 {\n}\n"), None);
 }

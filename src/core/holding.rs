@@ -116,19 +116,19 @@ pub fn step_of(name: &str) -> Option<(u32, u32, Stage)> {
     Some((decimal(job)?, decimal(step)?, stage))
 }
 
-/// The script that makes the ended table of step `step_id` of job `job_id` the holder's:
-/// removes the table slurmstepd installed (if it is still there: a holder that takes again what
-/// a restarted slurmd held may find it gone) and installs `ended` (its script) again, owned, in
-/// one transaction, so the rules never lapse. `None` when `ended` is not that table's script.
-pub fn take_over(job_id: u32, step_id: u32, ended: &str) -> Option<String> {
+/// The scripts that make the ended table of step `step_id` of job `job_id` the holder's, the
+/// first that nftables takes: `[0]` removes the table slurmstepd installed and installs `ended`
+/// (its script) again, owned, in one transaction, so the rules never lapse; `[1]` only installs
+/// it, owned, for a table that is gone (a restarted slurmd's holder takes again what the one
+/// before it held, which went with it where tables do not persist; nftables has no "delete if
+/// there" before 1.0.8, and an "add table" first would change a persistent table's flags,
+/// which the kernel refuses). `None` when `ended` is not that table's script.
+pub fn take_over(job_id: u32, step_id: u32, ended: &str) -> Option<[String; 2]> {
     let table = ended_table_name(job_id, step_id);
     let header = format!("table inet {table} {{\n");
     let body = ended.strip_prefix(&header)?;
-    Some(format!(
-        "add table inet {table}\n{}{header}{}{body}",
-        removal(&table),
-        super::isolation::OWNED
-    ))
+    let owned = format!("{header}{}{body}", super::isolation::OWNED);
+    Some([format!("{}{owned}", removal(&table)), owned])
 }
 
 /// The text of [`HOLDER_FILE`]: `pid=P start=S`, one line.

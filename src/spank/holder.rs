@@ -313,19 +313,20 @@ fn take(nft: &mut Nft, dir: &Path, (job_id, step_id): (u32, u32)) -> bool {
     if fs::rename(at(Stage::Left), &taking).is_err() {
         return false; // withdrawn meanwhile
     }
-    let script = fs::read_to_string(&taking)
+    let scripts = fs::read_to_string(&taking)
         .ok()
         .and_then(|ended| holding::take_over(job_id, step_id, &ended));
-    let Some(script) = script else {
+    let Some([replace, install]) = scripts else {
         let _ = fs::remove_file(&taking);
         return false;
     };
     // Persistent where libnftables and the kernel can (a killed holder then leaves it to the
     // job's epilog, or to the next slurmd), as slurmstepd's own table.
-    match nft
-        .run(&isolation::persistent(&script))
-        .or_else(|_| nft.run(&script))
-    {
+    let run = |nft: &mut Nft, script: &str| {
+        nft.run(&isolation::persistent(script))
+            .or_else(|_| nft.run(script))
+    };
+    match run(nft, &replace).or_else(|e| run(nft, &install).map_err(|_| e)) {
         Ok(_) if fs::rename(&taking, at(Stage::Held)).is_ok() => true,
         // The job's epilog removed the file meanwhile: the table is this holder's alone.
         Ok(_) => {
