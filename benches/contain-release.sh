@@ -6,9 +6,11 @@
 # restarted with it), each job `srun -N64 -n4096 --tf-cluster=chief:1,ps:8,worker:* true`:
 #   option:  the plugin loaded, no isolate=yes;
 #   isolate: isolate=yes: every node installs the step's firewall, leaves its ended table as
-#            its tasks end and, with Contain, hands that table to the job's extern step, whose
-#            holder (a thread started in every job's extern step) owns it until slurmctld says
-#            the step has ended.
+#            its tasks end and hands that table to a holder: with Contain the job's extern step
+#            (a thread started in every job's extern step), which owns it until slurmctld says
+#            the step has ended; else slurmd's, which owns it until the job's epilog.
+# Every slurmd starts with isolate=yes in plugstack.conf (slurmd's holder runs, as on a site
+# with the packaged snippet); each mode's plugstack.conf then applies to its jobs.
 # Per mode and PrologFlags: srun's wall time, the time from srun's return until every node is
 # idle again (the job's end on the nodes: epilog, extern step), and the machine's CPU time over
 # both. Prints one JSON line per mode and PrologFlags: {"release", "prolog_flags", "mode",
@@ -38,6 +40,7 @@ idle() { # until all 64 nodes are idle (60 s at most)
 }
 ms() { echo $((($2 - $1) / 1000000)); }
 for flags in "" Contain; do
+    echo "required $plugin isolate=yes port_range=12000-32767" > "$stack"
     # shellcheck disable=SC2086
     bash "$cluster" prolog-flags "$flags" $nodes >/dev/null
     declare -A launch=() after=() cpu=()
