@@ -575,6 +575,26 @@ fn the_admin_guide_says_how_often_the_holder_asks() {
     assert_eq!(guide.matches(&phrase).count(), 1, "{phrase}");
 }
 
+/// The admin guide quotes the once-per-node line of a node where nothing holds an ended table:
+/// each fragment of its quote (between `...`) is the line's own text.
+#[test]
+fn the_admin_guide_quotes_the_no_holder_line() {
+    let guide = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/admin-guide.md"),
+    )
+    .unwrap();
+    let flat = guide.split_whitespace().collect::<Vec<_>>().join(" ");
+    let quote = flat
+        .split_once("reboots: `isolate=yes: nothing")
+        .and_then(|(_, rest)| rest.split_once('`'))
+        .map(|(quote, _)| format!("isolate=yes: nothing{quote}"))
+        .expect("the admin guide quotes the line");
+    let line = no_holder_line(12, 3);
+    for fragment in quote.split(" ... ") {
+        assert!(line.contains(fragment), "{fragment:?} is not in: {line}");
+    }
+}
+
 // ---- on the test cluster ---------------------------------------------------------------------
 
 const OWNER: &str = "tfc-owner";
