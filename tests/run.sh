@@ -24,6 +24,13 @@ cd "$root"
 . tests/setup.sh
 
 logs=$(mktemp -d)
+# Every step's, suite's, test's and cluster start's seconds (tests/times.sh): the summary at the
+# end says where the time went; TFC_TIMES=N lists the N slowest tests too.
+export TFC_TIMES_FILE=$root/target/test-times.tsv
+mkdir -p "$root/target" && : >"$TFC_TIMES_FILE"
+step_start=$SECONDS
+# Ends a step of this script: its seconds, as a row of the times file.
+step_done() { tests/times.sh add host "$1" "$1" "$((SECONDS - step_start))"; step_start=$SECONDS; }
 releases=${TFC_RELEASES:-$(awk '!/^#/ && NF {print $1}' tests/releases.tsv)}
 [ "$releases" = none ] && releases=
 root_of() { awk -v r="$1" '$1 == r {print $2}' tests/releases.tsv; }
@@ -57,12 +64,15 @@ trap cleanup EXIT
 
 if cargo fmt --version >/dev/null 2>&1; then cargo fmt --all -- --check; fi
 if cargo clippy --version >/dev/null 2>&1; then cargo clippy --all-targets --quiet -- -D warnings; fi
+step_done lint
 
 passed() { sed -n 's/^test result: [a-zA-Z]*\. \([0-9]*\) passed.*/\1/p' "$1" | awk '{s += $1} END {print s + 0}'; }
 failed() { sed -n 's/^test result: .* \([0-9]*\) failed;.*/\1/p' "$1" | awk '{s += $1} END {print s + 0}'; }
 
 cargo test 2>&1 | tee "$logs/host"
+step_done cargo-test
 bash fuzz/run.sh smoke
+step_done fuzz-smoke
 # The TensorFlow virtualenvs the chosen releases need (made once per machine).
 python= python_2_15= jax_python=
 marked() { awk -v r="$1" '$1 == r {print "," $3 ","}' tests/releases.tsv | grep -q ",$2,"; }
@@ -77,6 +87,7 @@ for release in "${tested[@]}"; do
         jax_python=$(bash tests/jax/setup.sh)
     fi
 done
+step_done virtualenvs
 bad=()
 for release in "${tested[@]}"; do
     start=$SECONDS
@@ -85,6 +96,7 @@ for release in "${tested[@]}"; do
         echo "tfcluster: the tests FAILED on Slurm $release (see above)" >&2
     fi
     echo "$((SECONDS - start))" > "$logs/$release.seconds"
+    tests/times.sh add "$release" wall "$release" "$((SECONDS - start))"
 done
 if [ -n "$prepare" ]; then
     wait "$prepare" || true
@@ -106,6 +118,9 @@ for release in $releases; do
         echo "Slurm $release: skipped: its source $(root_of "$release").tar.xz is not in ${TFC_SLURM_SRC:-../shared/slurm-src}"
     fi
 done
+tests/times.sh add all wall "the test command" "$SECONDS"
+echo
+tests/times.sh report "${TFC_TIMES:-0}"
 echo "total: $total_passed passed, $total_failed failed"
 if [ ${#bad[@]} -gt 0 ]; then
     echo "tfcluster: failed on Slurm ${bad[*]}" >&2

@@ -501,14 +501,24 @@ down() {
     log "down ($((SECONDS - start)) s)"
 }
 
+# Each start, restart and stop is a row of the test command's times (tests/times.sh, where
+# TFC_TIMES_FILE names the file), so a test that restarts daemons shows what that costs.
+timed() {
+    local start=$EPOCHREALTIME what="$*"
+    "$@"
+    [ -n "${TFC_TIMES_FILE:-}" ] || return 0
+    "$(dirname "$0")/../times.sh" add "${TFC_RELEASE:-host}" cluster "${what/\/*libtfcluster.so/plugin}" \
+        "$(awk -v a="$start" -v b="$EPOCHREALTIME" 'BEGIN {printf "%.1f", b - a}')" || true
+}
+
 case "${1:-}" in
-    up) shift; up "$@" ;;
-    down) down ;;
+    up) shift; timed up "$@" ;;
+    down) timed down ;;
     plugstack) set_plugstack "${2:?plugstack line}" ;;
-    restart-slurmd) shift; restart_slurmd "$@" ;;
-    configless) shift; configless "$@" ;;
-    configured) shift; configured "$@" ;;
-    prolog-flags) shift; prolog_flags "$@" ;;
+    restart-slurmd) shift; timed restart_slurmd "$@" ;;
+    configless) shift; timed configless "$@" ;;
+    configured) shift; timed configured "$@" ;;
+    prolog-flags) shift; timed prolog_flags "$@" ;;
     status) sinfo -N; cat "$DIR/etc/plugstack.conf" ;;
     *) echo "usage: $0 up [PLUGIN.so [WORD...]] | plugstack LINE | down | status" >&2; exit 2 ;;
 esac

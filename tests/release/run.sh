@@ -27,7 +27,11 @@ rootsh=tests/release/root.sh
 cluster() { "$rootsh" exec "$root" bash "$repo/tests/cluster/cluster.sh" "$@"; }
 # Every suite runs even when one fails (a failure stops nothing but itself); the exit status says.
 failed=()
-suite() { cargo test --test "$@" -- --include-ignored --test-threads=1 || failed+=("$1"); }
+# Each test's seconds go to the times file (tests/times.sh).
+suite() {
+    cargo test --test "$@" -- --include-ignored --test-threads=1 | tests/times.sh suite "$release" "$1" \
+        || failed+=("$1")
+}
 
 # A step of this script that fails (not a suite: suites are counted) stops the release; this
 # line names it, and tests/run.sh repeats it in the summary.
@@ -47,6 +51,8 @@ trap 'cluster down || true; "$rootsh" down "$root"' EXIT
 export TFCLUSTER_SLURM_INCLUDE
 TFCLUSTER_SLURM_INCLUDE=$("$rootsh" include "$root")
 export TFC_RELEASE=$release TFC_ROOT=$root
+# Where each test's and each cluster start's seconds go (tests/times.sh; tests/run.sh sets it).
+export TFC_TIMES_FILE=${TFC_TIMES_FILE:-$repo/target/test-times.tsv}
 cargo build --quiet
 mkdir -p "target/slurm-$release"
 cp target/debug/libtfcluster.so "target/slurm-$release/libtfcluster.so"
