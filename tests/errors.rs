@@ -249,6 +249,10 @@ fn messages() -> Vec<(Result<()>, &'static str)> {
          "isolate=yes: port 22 is outside the site's port_range 20000-32767, the only ports tfcluster's firewall covers (so that no step can close another service's port); drop port_base, or ask the admin to make port_range cover the ports Slurm reserves (MpiParams=ports)"),
         (isolation::check_tables(&[20000, 20001], &[("tfcluster_57_0", vec![20001])]),
          "port 20001 is already a port of another step here (nftables table inet tfcluster_57_0): the two steps' ports overlap, and the rules of one would act on the other's connections; drop port_base (or pick another), or run the step again (tfcluster's own ports follow the job and step ids); a site avoids this altogether with Slurm's port reservation (MpiParams=ports=, docs/admin-guide.md)"),
+        (isolation::check_syncookies(ConfFile::Text("2\n".into())),
+         "net.ipv4.tcp_syncookies is 2 here: the kernel answers every connection attempt with a SYN cookie, which has no owner, so the firewall would drop the handshakes of the owner's own tasks; set it to 1, the kernel's default (cookies only while a listener's queue is full): sysctl -w net.ipv4.tcp_syncookies=1, and the same in /etc/sysctl.d"),
+        (isolation::check_syncookies(ConfFile::Unreadable("Permission denied".into())),
+         "cannot tell whether the kernel answers connection attempts with SYN cookies (cannot read /proc/sys/net/ipv4/tcp_syncookies: Permission denied); with cookies always on the firewall would drop the owner's own handshakes; check sysctl net.ipv4.tcp_syncookies (0 or 1 works with isolate=yes)"),
         (claims::check_free(&[20000, 20001], &[12], &[claims::Claim { job_id: 57, step_id: 3, owner: claims::Owner { pid: 4242, start: 9 }, ports: vec![20001] }], &[]),
          "port 20001 is already a port of job 57's step 3, which runs here: the two steps' ports met, and one step's server could not listen on it; drop port_base (or pick another), or run the step again (tfcluster's own ports follow the job and step ids); a site avoids this altogether with Slurm's port reservation (MpiParams=ports=, docs/admin-guide.md)"),
         (claims::check_free(&[20000], &[12], &[], &[claims::Listener { port: 20000, uid: 61002 }]),
@@ -386,6 +390,7 @@ variants!(variant, VARIANTS, Error:
     BadPlaneSize, LayoutMismatch, TopologyUnreadable, NodeOutOfRange, SlotOutOfRange,
     NotEnoughReservedPorts, ReservedPortList, PortOverflow, PortRangeTooSmall, NotEnoughGpus,
     UnevenGpus, EnvTooLarge, BadGpuList, AddressUnresolved, PortOutsideIsolatedRange, PortInOtherTable,
+    SynCookiesAlways, SynCookiesUnknown,
     PortClaimed, PortListened, RepeatedGpu,
     UnknownSetting, BadSetting,
 );

@@ -13,9 +13,11 @@ use tfcluster::core::holding::{
     step_of, take_over, taken_again_line, Stage, ASK, HELD_DIR, SLURMD_HOLDER, TOLD_FILE,
 };
 use tfcluster::core::isolation::{
-    check_tables, ended_steps, ended_table_name, job_tables, other_tables, persistent, removal,
-    set_ports, table_name, OWNED, OWNED_PERSISTENT,
+    check_syncookies, check_tables, ended_steps, ended_table_name, job_tables, other_tables,
+    persistent, removal, set_ports, table_name, OWNED, OWNED_PERSISTENT, SYNCOOKIES,
 };
+use tfcluster::core::topology::ConfFile::{self, Missing, Text, Unreadable};
+use tfcluster::core::Error;
 use tfcluster::core::StepInputs;
 use tfcluster::spank::handover::Handed::{self, *};
 use tfcluster::spank::nftables::LIBRARY;
@@ -36,7 +38,8 @@ fn resolve(address: &str) -> Result<Vec<IpAddr>, String> {
 /// at n9's own step address and from the step's nodes; no connection to an endpoint of the step
 /// is forwarded through n9; and only uid 61001 may open connections to any endpoint of the step
 /// (the nodes with one task at the first slot's port, those with two at both), or to n9's ports
-/// at any address over loopback.
+/// at any address over loopback: its attempts are accepted first, and every other one refused,
+/// one whose sender has no uid included (fail closed).
 #[test]
 fn the_firewall_of_one_node_of_a_step() {
     let plan = plan("worker:*", &["isolate=yes"], &step("n9,n10", "2,1", None));
@@ -101,11 +104,12 @@ tcp flags & (syn | ack) == syn ip6 daddr @hosts6_1 tcp dport @ports_1 reject wit
 }}
 chain output {{
 type filter hook output priority 0; policy accept;
-tcp flags & (syn | ack) == syn meta skuid != 61001 ip daddr @hosts4_0 tcp dport @ports_0 reject with tcp reset
-tcp flags & (syn | ack) == syn meta skuid != 61001 ip6 daddr @hosts6_0 tcp dport @ports_0 reject with tcp reset
-tcp flags & (syn | ack) == syn meta skuid != 61001 ip daddr @hosts4_1 tcp dport @ports_1 reject with tcp reset
-tcp flags & (syn | ack) == syn meta skuid != 61001 ip6 daddr @hosts6_1 tcp dport @ports_1 reject with tcp reset
-tcp flags & (syn | ack) == syn meta skuid != 61001 oif \"lo\" tcp dport @ports reject with tcp reset
+tcp flags & (syn | ack) == syn meta skuid 61001 accept
+tcp flags & (syn | ack) == syn ip daddr @hosts4_0 tcp dport @ports_0 reject with tcp reset
+tcp flags & (syn | ack) == syn ip6 daddr @hosts6_0 tcp dport @ports_0 reject with tcp reset
+tcp flags & (syn | ack) == syn ip daddr @hosts4_1 tcp dport @ports_1 reject with tcp reset
+tcp flags & (syn | ack) == syn ip6 daddr @hosts6_1 tcp dport @ports_1 reject with tcp reset
+tcp flags & (syn | ack) == syn oif \"lo\" tcp dport @ports reject with tcp reset
 tcp flags & (syn | ack) == syn | ack tcp sport @ports meta skuid 61001 accept
 tcp flags & (syn | ack) == syn | ack tcp sport @ports drop
 }}
@@ -173,10 +177,11 @@ tcp flags & (syn | ack) == syn ip6 daddr @hosts6_1 tcp dport @ports_1 reject wit
 }}
 chain output {{
 type filter hook output priority 0; policy accept;
-tcp flags & (syn | ack) == syn meta skuid != 61001 ip daddr @hosts4_0 tcp dport @ports_0 reject with tcp reset
-tcp flags & (syn | ack) == syn meta skuid != 61001 ip6 daddr @hosts6_0 tcp dport @ports_0 reject with tcp reset
-tcp flags & (syn | ack) == syn meta skuid != 61001 ip daddr @hosts4_1 tcp dport @ports_1 reject with tcp reset
-tcp flags & (syn | ack) == syn meta skuid != 61001 ip6 daddr @hosts6_1 tcp dport @ports_1 reject with tcp reset
+tcp flags & (syn | ack) == syn meta skuid 61001 accept
+tcp flags & (syn | ack) == syn ip daddr @hosts4_0 tcp dport @ports_0 reject with tcp reset
+tcp flags & (syn | ack) == syn ip6 daddr @hosts6_0 tcp dport @ports_0 reject with tcp reset
+tcp flags & (syn | ack) == syn ip daddr @hosts4_1 tcp dport @ports_1 reject with tcp reset
+tcp flags & (syn | ack) == syn ip6 daddr @hosts6_1 tcp dport @ports_1 reject with tcp reset
 tcp flags & (syn | ack) == syn | ack tcp sport @own meta skuid 61001 accept
 tcp flags & (syn | ack) == syn | ack tcp sport @own drop
 }}
@@ -387,6 +392,33 @@ fn without_isolate_there_is_no_firewall() {
 }
 
 /// Nodes whose address template makes them one address (e.g. a gateway) are resolved once.
+/// Which SYN cookie settings a node's firewall works with: the output chain drops an answer
+/// with no owner, as a SYN cookie is, so a node that sends every answer as one (2) would drop
+/// the owner's own handshakes, and refuses the step; one whose setting cannot be read refuses
+/// it too. A kernel without SYN cookies has no such file.
+#[test]
+fn a_node_that_answers_every_attempt_with_a_syn_cookie_refuses_the_step() {
+    let unknown = |reason: &str| {
+        Some(Error::SynCookiesUnknown {
+            reason: reason.into(),
+        })
+    };
+    #[rustfmt::skip]
+    let cases: [(ConfFile, Option<Error>); 7] = [
+        (Missing,                             None),
+        (Text("0\n".into()),                  None),
+        (Text("1\n".into()),                  None),
+        (Text("2\n".into()),                  Some(Error::SynCookiesAlways)),
+        (Text("3\n".into()),                  unknown(&format!("{SYNCOOKIES} says '3', not 0, 1 or 2"))),
+        (Text("".into()),                     unknown(&format!("{SYNCOOKIES} says '', not 0, 1 or 2"))),
+        (Unreadable("Permission denied".into()), unknown(&format!("cannot read {SYNCOOKIES}: Permission denied"))),
+    ];
+    for (sysctl, refused) in cases {
+        let what = format!("{sysctl:?}");
+        assert_eq!(check_syncookies(sysctl).err(), refused, "{what}");
+    }
+}
+
 #[test]
 fn an_address_is_resolved_once() {
     let plan = plan(
@@ -1175,6 +1207,31 @@ impl Drop for NoLibnftables {
     }
 }
 
+/// `net.ipv4.tcp_syncookies` in some nodes' network namespaces, back to 1 when dropped.
+struct SynCookies(Vec<&'static str>);
+
+impl SynCookies {
+    fn set(nodes: &[&'static str], value: u8) -> SynCookies {
+        let changed = if value == 1 { vec![] } else { nodes.to_vec() };
+        for node in &changed {
+            sh_ok(&syncookies(node, value));
+        }
+        SynCookies(changed)
+    }
+}
+
+impl Drop for SynCookies {
+    fn drop(&mut self) {
+        for node in &self.0 {
+            sh_ok(&syncookies(node, 1));
+        }
+    }
+}
+
+fn syncookies(node: &str, value: u8) -> String {
+    format!("nsenter --net=/run/netns/tfc-{node} sh -c 'echo {value} > {SYNCOOKIES}'")
+}
+
 /// Hides the nodes' libnftables from one node's slurmd alone (its mount namespace, which its
 /// slurmstepds inherit), until dropped.
 struct NoLibnftablesOn(String);
@@ -1228,18 +1285,23 @@ struct CannotIsolate {
     kind: &'static str,
     words: &'static str,
     hide_libnftables: bool,
-    /// The line each node prints, up to where the resolver's or the loader's own words begin.
+    /// `net.ipv4.tcp_syncookies` on n9 and n10 for the row (the kernel's default is 1).
+    syncookies: u8,
+    /// The line each node prints, up to where the resolver's or the loader's own words begin;
+    /// `{syncookies}` stands for the core's [`Error::SynCookiesAlways`].
     line: &'static str,
 }
 
 #[rustfmt::skip]
 const CANNOT_ISOLATE: &[CannotIsolate] = &[
-    CannotIsolate { what: "an address that does not resolve", kind: "required", words: "address=%h-ib", hide_libnftables: false,
+    CannotIsolate { what: "an address that does not resolve", kind: "required", words: "address=%h-ib", hide_libnftables: false, syncookies: 1,
                     line: "isolate=yes: node {node} cannot install the step's firewall: node address 'n9-ib' does not resolve (" },
-    CannotIsolate { what: "no libnftables on the nodes", kind: "required", words: "", hide_libnftables: true,
+    CannotIsolate { what: "no libnftables on the nodes", kind: "required", words: "", hide_libnftables: true, syncookies: 1,
                     line: "isolate=yes: node {node} cannot install the step's firewall: cannot load libnftables.so.1: " },
-    CannotIsolate { what: "no libnftables, the plugin optional", kind: "optional", words: "", hide_libnftables: true,
+    CannotIsolate { what: "no libnftables, the plugin optional", kind: "optional", words: "", hide_libnftables: true, syncookies: 1,
                     line: "isolate=yes: node {node} cannot install the step's firewall: cannot load libnftables.so.1: " },
+    CannotIsolate { what: "every answer a SYN cookie", kind: "required", words: "", hide_libnftables: false, syncookies: 2,
+                    line: "isolate=yes: node {node} cannot install the step's firewall: {syncookies}" },
 ];
 
 #[test]
@@ -1250,14 +1312,19 @@ fn a_node_that_cannot_isolate_fails_the_step_before_any_task_starts() {
         kind,
         words,
         hide_libnftables,
+        syncookies,
         line,
     } in CANNOT_ISOLATE
     {
         let _plugstack = PlugStack::isolated_as(kind, words);
         let _hidden = hide_libnftables.then(NoLibnftables::hide);
+        let _cookies = SynCookies::set(&["n9", "n10"], *syncookies);
         let stderr = no_task_runs(what, "");
         for node in ["n9", "n10"] {
-            let line = format!("tfcluster: {}", line.replace("{node}", node));
+            let line = line
+                .replace("{node}", node)
+                .replace("{syncookies}", &Error::SynCookiesAlways.to_string());
+            let line = format!("tfcluster: {line}");
             assert_eq!(
                 stderr.matches(&line).count(),
                 1,

@@ -310,6 +310,19 @@ pub enum Error {
     )]
     PortInOtherTable { port: u16, table: String },
     #[error(
+        "net.ipv4.tcp_syncookies is 2 here: the kernel answers every connection attempt with a \
+         SYN cookie, which has no owner, so the firewall would drop the handshakes of the \
+         owner's own tasks; set it to 1, the kernel's default (cookies only while a listener's \
+         queue is full): sysctl -w net.ipv4.tcp_syncookies=1, and the same in /etc/sysctl.d"
+    )]
+    SynCookiesAlways,
+    #[error(
+        "cannot tell whether the kernel answers connection attempts with SYN cookies ({reason}); \
+         with cookies always on the firewall would drop the owner's own handshakes; check \
+         sysctl net.ipv4.tcp_syncookies (0 or 1 works with isolate=yes)"
+    )]
+    SynCookiesUnknown { reason: String },
+    #[error(
         "port {port} is already a port of job {job_id}'s step {step_id}, which runs here: the two \
          steps' ports met, and one step's server could not listen on it; {fix}",
         fix = PORT_FIX

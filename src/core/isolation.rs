@@ -19,6 +19,13 @@
 //!   this node's step ports at any address) is refused unless its socket belongs to the job's
 //!   uid; and an answer from one of this node's step ports goes out only from a socket of the
 //!   job's uid, so another user who binds a step port before TensorFlow does serves no one.
+//!   Both fail closed: the owner's packets are accepted first, then every other one is refused
+//!   or dropped, a packet whose sender has no uid to read included (a SYN that a kernel-internal
+//!   socket sends, as `AF_SMC` does before it falls back to TCP, or an answer sent as a SYN
+//!   cookie). A rule that refused `meta skuid != UID` would let such a packet through: a missing
+//!   uid matches neither `== UID` nor `!= UID`, so nftables goes on to the next rule. The price
+//!   is SYN cookies: a node that sends every answer as a cookie (`tcp_syncookies=2`) would drop
+//!   the owner's own, so its steps are refused ([`check_syncookies`]).
 //!
 //! Together: a connection reaches a step's server only from the job's uid on a node of the step,
 //! and only at the step's own addresses. The admin's own tables are never edited: a packet
@@ -48,6 +55,7 @@ use super::address::Endpoints;
 use super::error::{Error, Result};
 use super::layout::Layout;
 use super::text::decimal;
+use super::topology::ConfFile;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write;
 use std::net::IpAddr;
@@ -124,6 +132,30 @@ pub fn check_ports(range: (u16, u16), ports: impl IntoIterator<Item = u32>) -> R
     {
         Some(port) => Err(Error::PortOutsideIsolatedRange { port, lo, hi }),
         None => Ok(()),
+    }
+}
+
+/// Where a node's kernel says when it answers a connection attempt with a SYN cookie (per
+/// network namespace).
+pub const SYNCOOKIES: &str = "/proc/sys/net/ipv4/tcp_syncookies";
+
+/// Whether the owner's own handshakes get through this node's rules: a SYN-ACK sent as a SYN
+/// cookie has no socket, so no uid, and the output chain drops it ([`ANSWER`]). With the
+/// kernel's default, 1, cookies go out only while a listener's queue is full, and the client's
+/// retried SYN finds room; with 2 every answer is a cookie, and no task could ever connect to a
+/// server of the step here: the step is refused, naming the sysctl. A kernel built without SYN
+/// cookies has no such file; a file that cannot be read, or says something else, is refused
+/// too (fail closed).
+pub fn check_syncookies(sysctl: ConfFile) -> Result<()> {
+    let unknown = |reason: String| Err(Error::SynCookiesUnknown { reason });
+    match sysctl {
+        ConfFile::Missing => Ok(()),
+        ConfFile::Unreadable(why) => unknown(format!("cannot read {SYNCOOKIES}: {why}")),
+        ConfFile::Text(text) => match text.trim() {
+            "0" | "1" => Ok(()),
+            "2" => Err(Error::SynCookiesAlways),
+            other => unknown(format!("{SYNCOOKIES} says '{other}', not 0, 1 or 2")),
+        },
     }
 }
 
@@ -284,11 +316,11 @@ impl StepFirewall<'_> {
             out,
             "}}\nchain output {{\ntype filter hook output priority 0; policy accept;\n"
         );
-        let attempt = format!("{ATTEMPT} meta skuid != {}", self.uid);
-        endpoints(&mut out, groups.len(), &attempt);
+        let _ = writeln!(out, "{ATTEMPT} meta skuid {} accept", self.uid);
+        endpoints(&mut out, groups.len(), ATTEMPT);
         let _ = write!(
             out,
-            "{attempt} oif \"lo\" tcp dport @ports {REFUSE}\n\
+            "{ATTEMPT} oif \"lo\" tcp dport @ports {REFUSE}\n\
              {ANSWER} tcp sport @ports meta skuid {uid} accept\n\
              {ANSWER} tcp sport @ports drop\n}}\n}}\n",
             uid = self.uid
@@ -312,11 +344,8 @@ impl StepFirewall<'_> {
         out.push_str("chain forward {\ntype filter hook forward priority 0; policy accept;\n");
         endpoints(&mut out, groups.len(), ATTEMPT);
         out.push_str("}\nchain output {\ntype filter hook output priority 0; policy accept;\n");
-        endpoints(
-            &mut out,
-            groups.len(),
-            &format!("{ATTEMPT} meta skuid != {}", self.uid),
-        );
+        let _ = writeln!(out, "{ATTEMPT} meta skuid {} accept", self.uid);
+        endpoints(&mut out, groups.len(), ATTEMPT);
         let _ = write!(
             out,
             "{ANSWER} tcp sport @own meta skuid {uid} accept\n\

@@ -12,8 +12,10 @@ use crate::spank::handover::{self, Handed};
 use crate::spank::log;
 use crate::spank::nftables::Nft;
 use crate::spank::slurm;
+use crate::spank::topology;
 use std::ffi::c_int;
 use std::net::{IpAddr, ToSocketAddrs};
+use std::path::Path;
 
 /// The firewall one slurmstepd installed, which [`leave`] replaces when it exits.
 pub struct Installed {
@@ -47,6 +49,8 @@ pub fn install(
     };
     let (script, ended) = firewall
         .scripts(resolve)
+        .map_err(|e| failed(e.to_string()))?;
+    isolation::check_syncookies(topology::read(Path::new(isolation::SYNCOOKIES)))
         .map_err(|e| failed(e.to_string()))?;
     let mut nft = Nft::open().map_err(|e| {
         failed(format!(
