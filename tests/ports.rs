@@ -7,9 +7,10 @@ mod common;
 use common::cluster::{dir, records, sh, sh_ok, tool, PlugStack};
 use tfcluster::core::claims::{
     check_free, diag_reply, listeners, listening_request, node_dir, Claim, DiagReply, Listener,
-    Owner,
+    Owner, CLAIMS_DIR, LOCK_FILE, LOCK_WAIT,
 };
 use tfcluster::core::ports::{PortPolicy, StepPorts};
+use tfcluster::core::run_dir::{action, chain, replace_file, Action, Found, RUN_DIR};
 use tfcluster::core::Error;
 use tfcluster::spank::error::ShellError;
 
@@ -85,6 +86,44 @@ fn a_nodes_claims_directory() {
     ];
     for (node, dir) in cases {
         assert_eq!(node_dir(node), *dir, "{node}");
+    }
+}
+
+/// What a node does with each directory on the way to its claims, found as `lstat` says, by
+/// root (uid 0): makes it 0700, uses it, closes it where an older version left it open, or
+/// refuses the step when it is not root's own directory; and which lock files it makes again
+/// (one others could open may be held open by them already).
+#[test]
+fn the_directories_under_run_tfcluster_are_roots_alone() {
+    let refused = |why: &str| Action::Refuse(format!("/run/tfcluster/claims {why}"));
+    #[rustfmt::skip]
+    let cases = [
+        (Found::Missing,                          Action::Make),
+        (Found::Dir { uid: 0, mode: 0o700 },      Action::Use),
+        (Found::Dir { uid: 0, mode: 0o755 },      Action::Close),
+        (Found::Dir { uid: 0, mode: 0o701 },      Action::Close),
+        (Found::Dir { uid: 0, mode: 0o1777 },     Action::Close),
+        (Found::Dir { uid: 1000, mode: 0o700 },   refused("belongs to uid 1000, not to root: remove it as root (and look at who made it); tfcluster makes it again")),
+        (Found::Other,                            refused("is not a directory (a link or a file): remove it as root; tfcluster makes it again")),
+    ];
+    for (found, expected) in cases {
+        assert_eq!(
+            action("/run/tfcluster/claims", found, 0),
+            expected,
+            "{found:?}"
+        );
+    }
+    assert_eq!(
+        chain(&node_dir("n9")),
+        [
+            "/run/tfcluster",
+            "/run/tfcluster/claims",
+            "/run/tfcluster/claims/n9"
+        ]
+    );
+    assert!(node_dir("n9").starts_with(RUN_DIR) && CLAIMS_DIR.starts_with(RUN_DIR));
+    for (mode, replaced) in [(0o600, false), (0o644, true), (0o606, true), (0o640, true)] {
+        assert_eq!(replace_file(mode), replaced, "{mode:o}");
     }
 }
 
@@ -420,4 +459,65 @@ fn jobs_on_one_node_get_slurms_reserved_ports_which_never_meet() {
         a.iter().all(|p| !b.contains(p)),
         "the jobs met: {a:?} {b:?}"
     );
+}
+
+/// `/run/tfcluster` is root's alone, also where an older version left it open (0.2 to 0.7 made
+/// it 0755 and the claims' lock 0644): another user who opened that lock and holds it does not
+/// hold up the owner's step (the lock is made again, an inode they never had), and afterwards
+/// can neither read, lock, create nor replace anything there. A lock still held after
+/// [`LOCK_WAIT`] (here root's own `flock`, as a stuck process would) refuses the step with a
+/// line naming the file, instead of a wait without end.
+#[test]
+#[ignore = "needs the test cluster: run tests/run.sh"]
+fn no_other_user_can_hold_up_a_nodes_steps() {
+    let d = node_dir("n9");
+    let lock = format!("{d}/{LOCK_FILE}");
+    let step = format!(
+        "runuser -u {OWNER} -- srun -p shared -w n9 -N1 -n1 -t 1 --tf-cluster=worker:* echo"
+    );
+    let held = format!("for i in $(seq 50); do flock -n {lock} true || break; sleep 0.1; done");
+    let out = sh(&format!(
+        "{step} made
+chmod 755 {RUN_DIR} {CLAIMS_DIR} {d}; chmod 644 {lock}
+runuser -u {OTHER} -- flock {lock} sleep 60 & other=$!
+{held}
+{step} RAN_PAST_OTHER
+kill $other; wait $other 2>/dev/null
+stat -c 'MODE|%n|%a|%U' {RUN_DIR} {CLAIMS_DIR} {d} {lock}
+for try in 'cat {lock}' 'flock -n {lock} true' 'touch {d}/x' 'ln -sf /tmp {d}/y' 'mv {lock} {d}/z'; do
+    runuser -u {OTHER} -- sh -c \"$try\" 2>/dev/null; echo \"OTHER|$try|$?\"
+done
+flock {lock} sleep 10 & root=$!
+{held}
+{step} RAN_PAST_ROOT
+echo \"STEP|$?\"
+kill $root; wait $root 2>/dev/null"
+    ));
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    let what = format!("{stdout}\n{stderr}");
+    assert!(stdout.contains("RAN_PAST_OTHER"), "{what}");
+    let modes = records(&stdout, "MODE");
+    let expected: Vec<Vec<String>> = [RUN_DIR, CLAIMS_DIR, &d]
+        .iter()
+        .map(|p| vec![p.to_string(), "700".into(), "root".into()])
+        .chain([vec![lock.clone(), "600".into(), "root".into()]])
+        .collect();
+    assert_eq!(modes, expected, "{what}");
+    for attempt in records(&stdout, "OTHER") {
+        assert_ne!(
+            attempt[1], "0",
+            "another user could: {}\n{what}",
+            attempt[0]
+        );
+    }
+    assert!(!stdout.contains("RAN_PAST_ROOT"), "{what}");
+    assert_ne!(records(&stdout, "STEP"), [["0"]], "{what}");
+    let line = format!(
+        "is still locked after {} s: another process holds it (as root: fuser -v {lock})",
+        LOCK_WAIT.as_secs()
+    );
+    assert_eq!(stderr.matches(&line).count(), 1, "{what}");
 }

@@ -19,12 +19,18 @@
 
 use super::error::{Error, Result};
 use super::text::decimal;
+use std::time::Duration;
 
 /// Where nodes keep their claims: a directory per node name under it.
 pub const CLAIMS_DIR: &str = "/run/tfcluster/claims";
 
 /// The file, in [`CLAIMS_DIR`], the lock on a node's claims is taken on.
 pub const LOCK_FILE: &str = ".lock";
+
+/// The longest a step waits for the lock on its node's claims. A step holds it for as long as
+/// reading the claims and the listening sockets takes (milliseconds); past this, someone else
+/// holds it, and the step is refused with a line instead of waiting without end.
+pub const LOCK_WAIT: Duration = Duration::from_secs(5);
 
 /// The directory of node `node`'s claims, below [`CLAIMS_DIR`] ([`dir_name`]).
 pub fn node_dir(node: &str) -> String {

@@ -4,9 +4,8 @@
 //! times); the core decides.
 
 use crate::core::claims::{self, Claim};
-use crate::spank::{process, sock_diag};
-use std::fs::{self, File};
-use std::os::fd::AsRawFd;
+use crate::spank::{process, run_dir, sock_diag};
+use std::fs;
 use std::path::PathBuf;
 
 /// A claim this slurmstepd made, removed when dropped: when slurmstepd exits, or when the
@@ -35,17 +34,9 @@ impl Claimant<'_> {
         let job_id = self.jobs.first().copied().unwrap_or_default();
         let dir = PathBuf::from(claims::node_dir(self.node));
         let io = |what: &str, e: std::io::Error| format!("cannot {what} {}: {e}", dir.display());
-        fs::create_dir_all(&dir).map_err(|e| io("make", e))?;
-        let lock = File::options()
-            .create(true)
-            .append(true)
-            .open(dir.join(claims::LOCK_FILE))
-            .map_err(|e| io("open the lock in", e))?;
+        run_dir::private(&dir)?;
         // Held until `lock` is dropped (closed), also when slurmstepd dies meanwhile.
-        // SAFETY: flock(2) on a descriptor `lock` owns for the whole call.
-        if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) } != 0 {
-            return Err(io("lock", std::io::Error::last_os_error()));
-        }
+        let lock = run_dir::lock(&dir.join(claims::LOCK_FILE), claims::LOCK_WAIT)?;
         let live = live_claims(&dir);
         claims::check_free(self.ports, self.jobs, &live, &sock_diag::listening())
             .map_err(|e| e.to_string())?;

@@ -4,10 +4,10 @@
 
 use super::log;
 use super::process;
+use super::run_dir;
 use crate::core::holding::{self, Stage, HOLDER_FILE};
 use crate::core::isolation;
 use std::fs;
-use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -97,10 +97,8 @@ pub fn say_no_holder_once(job_id: u32, step_id: u32) {
         return;
     };
     let dir = PathBuf::from(holding::node_dir(&node));
-    let first = fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&dir)
+    let first = run_dir::private(&dir)
+        .map_err(std::io::Error::other)
         .and_then(|()| {
             fs::File::options()
                 .write(true)

@@ -5,6 +5,7 @@
 use super::log;
 use super::nftables::Nft;
 use super::process;
+use super::run_dir;
 use super::slurm;
 use crate::core::holding::{self, Stage, ASK, HOLDER_FILE};
 use crate::core::isolation;
@@ -12,7 +13,6 @@ use std::collections::{HashMap, HashSet};
 use std::ffi::c_int;
 use std::fs;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -86,10 +86,7 @@ fn start(whose: Whose) -> Option<Holder> {
         Whose::Job(job_id) => holding::job_dir(&node, job_id),
         Whose::Slurmd => holding::slurmd_dir(&node),
     });
-    let made = fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&dir);
+    let made = run_dir::private(&dir).map_err(std::io::Error::other);
     let again = match (made, whose) {
         (Ok(()), Whose::Slurmd) => take_again(&dir),
         (made, _) => made.map(|()| 0),

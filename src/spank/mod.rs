@@ -16,6 +16,7 @@ pub mod oci;
 pub mod oom;
 pub mod process;
 pub mod regex;
+pub mod run_dir;
 pub mod runtimes;
 pub mod slurm;
 pub mod sock_diag;
