@@ -213,17 +213,7 @@ fn the_sites_own_install_runs_and_removes() {
 fn a_plugin_built_for_another_release_is_refused_by_slurm() {
     // The same sources, built for another Slurm release (as a site would for its release).
     let release = release::current();
-    let other = release.another().version;
-    let target = root().join(format!("target/slurm-{other}-other"));
-    let built = Command::new("cargo")
-        .args(["build", "--quiet", "--lib", "--target-dir"])
-        .arg(&target)
-        .current_dir(root())
-        .env("TFCLUSTER_SLURM_VERSION", other)
-        .status()
-        .unwrap();
-    assert!(built.success());
-    let so = target.join("debug/libtfcluster.so");
+    let (so, other) = release::built_for_another_release();
     let version = run(&format!(
         "{} {}",
         root().join("packaging/plugin-version.sh").display(),

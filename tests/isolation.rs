@@ -1073,10 +1073,11 @@ struct Squat {
     /// n9's task exits first (n9's tasks have all ended while n10's runs), and the other user
     /// binds the port after that.
     n9_ended: bool,
-    /// Run as root on the host first: n9 answering every connection attempt with a SYN cookie
-    /// (as a listener whose queue is full does), which the kernel sends with no socket, so no
-    /// uid.
-    before: &'static str,
+    /// Run as root once the owner's step has started (a node that answers this way from the
+    /// start refuses an isolated step: `CANNOT_ISOLATE`): n9 answering every connection
+    /// attempt with a SYN cookie (as a listener whose queue is full does), which the kernel
+    /// sends with no socket, so no uid.
+    once_started: &'static str,
     owner_gets: &'static str,
     squatter_receives: &'static str,
 }
@@ -1088,11 +1089,11 @@ const COOKIES_OFF_N9: &str =
 
 #[rustfmt::skip]
 const SQUATS: &[Squat] = &[
-    Squat { isolate: true,  n9_ended: false, before: "",            owner_gets: "timeout", squatter_receives: "nothing" },
-    Squat { isolate: true,  n9_ended: false, before: COOKIES_ON_N9, owner_gets: "timeout", squatter_receives: "nothing" },
-    Squat { isolate: true,  n9_ended: true,  before: "",            owner_gets: "timeout", squatter_receives: "nothing" },
-    Squat { isolate: false, n9_ended: false, before: "",            owner_gets: "open",    squatter_receives: "secret" },
-    Squat { isolate: false, n9_ended: false, before: COOKIES_ON_N9, owner_gets: "open",    squatter_receives: "secret" },
+    Squat { isolate: true,  n9_ended: false, once_started: "",            owner_gets: "timeout", squatter_receives: "nothing" },
+    Squat { isolate: true,  n9_ended: false, once_started: COOKIES_ON_N9, owner_gets: "timeout", squatter_receives: "nothing" },
+    Squat { isolate: true,  n9_ended: true,  once_started: "",            owner_gets: "timeout", squatter_receives: "nothing" },
+    Squat { isolate: false, n9_ended: false, once_started: "",            owner_gets: "open",    squatter_receives: "secret" },
+    Squat { isolate: false, n9_ended: false, once_started: COOKIES_ON_N9, owner_gets: "open",    squatter_receives: "secret" },
 ];
 
 #[test]
@@ -1105,16 +1106,16 @@ fn a_port_taken_before_the_owners_server_binds_it_serves_no_one() {
         let d = d.display();
         let out = sh(&format!(
             "rm -rf {d}; mkdir -m 1777 {d}
-{before}
 runuser -u {OWNER} -- srun -p shared -w n9,n10 -N2 -n2 -t 1 --tf-cluster {probe} victim {d} {leave} >{d}/step.out 2>{d}/step.err &
 step=$!
 for i in $(seq 600); do [ -e {d}/endpoints ] && break; kill -0 $step 2>/dev/null || break; sleep 0.1; done
+{once_started}
 {n9_gone}
 runuser -u {OTHER} -- srun -p shared -w n9 -N1 -n1 -t 1 {probe} squat {d}
 wait $step; echo \"SRUN|$?\"
 {COOKIES_OFF_N9}
 cat {d}/step.out; cat {d}/step.err >&2",
-            before = case.before,
+            once_started = case.once_started,
             leave = if case.n9_ended { "leave" } else { "" },
             n9_gone = if case.n9_ended {
                 format!("for i in $(seq 100); do [ $(pgrep -fc \"^slurmstepd: \\[$(squeue -h -u {OWNER} -o %i | head -1)\\.0\\]\") -le 1 ] && break; sleep 0.1; done")

@@ -7,8 +7,7 @@ mod common;
 use common::cluster::{dir, plugin, sh, sh_ok, tool, PlugStack};
 use common::plugstack::{Case, Fault, Job, CASES};
 use common::release;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 use tfcluster::core::tf_config::NOT_SET_ON_THIS_NODE;
 
 /// A copy of the plugin in a directory of its own, which a fault can hide from one place.
@@ -22,27 +21,11 @@ fn prepare(fault: Fault) -> PathBuf {
     std::fs::create_dir_all(&d).unwrap();
     let so = d.join("libtfcluster.so");
     let source = match fault {
-        Fault::AnotherRelease => another_release(),
+        Fault::AnotherRelease => release::built_for_another_release().0,
         _ => PathBuf::from(plugin()),
     };
     std::fs::copy(source, &so).unwrap();
     so
-}
-
-/// The plugin built from these sources for another Slurm release (as a site would for its
-/// release).
-fn another_release() -> PathBuf {
-    let other = release::current().another().version;
-    let target = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("target/slurm-{other}-other"));
-    let built = Command::new("cargo")
-        .args(["build", "--quiet", "--lib", "--target-dir"])
-        .arg(&target)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("TFCLUSTER_SLURM_VERSION", other)
-        .status()
-        .unwrap();
-    assert!(built.success());
-    target.join("debug/libtfcluster.so")
 }
 
 /// Hides the plugin's directory where `fault` says, until dropped.

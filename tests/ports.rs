@@ -466,7 +466,8 @@ fn jobs_on_one_node_get_slurms_reserved_ports_which_never_meet() {
 /// hold up the owner's step (the lock is made again, an inode they never had), and afterwards
 /// can neither read, lock, create nor replace anything there. A lock still held after
 /// [`LOCK_WAIT`] (here root's own `flock`, as a stuck process would) refuses the step with a
-/// line naming the file, instead of a wait without end.
+/// line naming the file, instead of a wait without end. (Each holder runs in a process group
+/// of its own, so that ending it ends its `sleep`, which holds the lock too.)
 #[test]
 #[ignore = "needs the test cluster: run tests/run.sh"]
 fn no_other_user_can_hold_up_a_nodes_steps() {
@@ -479,19 +480,19 @@ fn no_other_user_can_hold_up_a_nodes_steps() {
     let out = sh(&format!(
         "{step} made
 chmod 755 {RUN_DIR} {CLAIMS_DIR} {d}; chmod 644 {lock}
-runuser -u {OTHER} -- flock {lock} sleep 60 & other=$!
+setsid runuser -u {OTHER} -- flock {lock} sleep 60 & other=$!
 {held}
 {step} RAN_PAST_OTHER
-kill $other; wait $other 2>/dev/null
+kill -- -$other; wait $other 2>/dev/null
 stat -c 'MODE|%n|%a|%U' {RUN_DIR} {CLAIMS_DIR} {d} {lock}
 for try in 'cat {lock}' 'flock -n {lock} true' 'touch {d}/x' 'ln -sf /tmp {d}/y' 'mv {lock} {d}/z'; do
     runuser -u {OTHER} -- sh -c \"$try\" 2>/dev/null; echo \"OTHER|$try|$?\"
 done
-flock {lock} sleep 10 & root=$!
+setsid flock {lock} sleep 60 & root=$!
 {held}
 {step} RAN_PAST_ROOT
 echo \"STEP|$?\"
-kill $root; wait $root 2>/dev/null"
+kill -- -$root; wait $root 2>/dev/null"
     ));
     let (stdout, stderr) = (
         String::from_utf8_lossy(&out.stdout),

@@ -227,3 +227,26 @@ impl Release {
         format!("{major}.{:02}", minor.parse::<u32>().unwrap() + 1)
     }
 }
+
+/// The plugin built from these sources for another Slurm release than the one under test (as a
+/// site would build it for its release), and that release. Every release's run builds it in
+/// one target directory, `target/another-release`, where only tfcluster itself is compiled
+/// again (a directory per other release compiled bindgen and the rest once more: 86 s on
+/// 22.05, 2026-11-27); the library is copied out, so a later build leaves it be.
+pub fn built_for_another_release() -> (std::path::PathBuf, &'static str) {
+    let other = current().another().version;
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let target = repo.join("target/another-release");
+    let built = std::process::Command::new("cargo")
+        .args(["build", "--quiet", "--lib", "--target-dir"])
+        .arg(&target)
+        .current_dir(repo)
+        .env("TFCLUSTER_SLURM_VERSION", other)
+        .status()
+        .unwrap();
+    assert!(built.success(), "cargo build for Slurm {other}");
+    let so = repo.join(format!("target/slurm-{other}-other/libtfcluster.so"));
+    std::fs::create_dir_all(so.parent().unwrap()).unwrap();
+    std::fs::copy(target.join("debug/libtfcluster.so"), &so).unwrap();
+    (so, other)
+}
