@@ -353,9 +353,9 @@ fn effects() -> Vec<Effect> {
         Effect { error: ShellError::Isolation { node: host(), reason: "cannot load libnftables.so.1".into() }, on_error: OnError::StopFromFirstTask },
         Effect { error: ShellError::FromEnvironment { error: Box::new(ShellError::Isolation { node: host(), reason: "x".into() }) },
                  on_error: OnError::StopFromFirstTask },
+        Effect { error: ShellError::Ports { node: host(), reason: "port 20000 is held".into() }, on_error: OnError::StopFromFirstTask },
         Effect { error: core(Error::CountMismatch { spec: "ps:1,worker:3".into(), requested: 4, tasks: 3 }), on_error: OnError::TaskOnly },
         Effect { error: core(Error::BadGpuList { value: "0,,1".into() }), on_error: OnError::TaskOnly },
-        Effect { error: ShellError::Ports { node: host(), reason: "port 20000 is held".into() }, on_error: OnError::TaskOnly },
         Effect { error: ShellError::Missing { name: "SLURM_STEP_NODELIST" }, on_error: OnError::TaskOnly },
     ];
     effects

@@ -407,6 +407,57 @@ touch {d}/stop; wait $holder; echo \"HOLDER|$?\"
     }
 }
 
+/// A 2-node step whose ports another job holds on one of its nodes only (n9): n9 says so once
+/// and stops the step, so n10's task, which started, ends within seconds instead of running its
+/// program (20 s) with a TF_CONFIG that names the other job's port on n9; with and without
+/// isolate=yes. When n9 refused only its own task, n10's ran its 20 s (22.05, 24.11, 26.05).
+#[test]
+#[ignore = "needs the test cluster: run tests/run.sh"]
+fn ports_held_on_one_node_stop_the_whole_step() {
+    let d = dir().join("ports-one-node");
+    let d = d.display();
+    for isolate in [false, true] {
+        let _plugstack = isolate.then(|| PlugStack::isolated(""));
+        let holds = CLAIM_ONLY.replace("{d}", &d.to_string());
+        let out = sh(&format!(
+            "rm -rf {d}; mkdir -m 1777 {d}
+runuser -u {OTHER} -- srun -p shared -w n9 -N1 -n1 -t 2 -J holder {holds} >{d}/holder.out 2>&1 &
+holder=$!
+for i in $(seq 600); do [ -e {d}/endpoints ] && break; kill -0 $holder 2>/dev/null || break; sleep 0.1; done
+echo \"JOB|$(squeue -h -n holder -o %i)\"
+start=$EPOCHREALTIME
+runuser -u {OWNER} -- srun -p shared -w n9,n10 -N2 -n2 -t 1 {STEP_ON_20000} sh -c 'sleep 20; echo RAN'
+echo \"OWNER|$?|$(awk -v a=$start -v b=$EPOCHREALTIME 'BEGIN {{print b - a}}')\"
+touch {d}/stop; wait $holder"
+        ));
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        let what = format!("isolate {isolate}:\n{stdout}\n{stderr}");
+        let job: u32 = records(&stdout, "JOB")[0][0].parse().expect(&what);
+        assert!(!stdout.contains("RAN"), "a task ran its program: {what}");
+        let owner = &records(&stdout, "OWNER")[0];
+        assert_ne!(owner[0], "0", "{what}");
+        let seconds: f64 = owner[1].parse().expect(&what);
+        assert!(seconds < 15.0, "the step lasted {seconds} s: {what}");
+        let line = ShellError::Ports {
+            node: "n9".into(),
+            reason: Error::PortClaimed {
+                port: 20000,
+                job_id: job,
+                step_id: 0,
+            }
+            .to_string(),
+        };
+        assert_eq!(
+            stderr.matches(&format!("tfcluster: {line}")).count(),
+            1,
+            "{what}"
+        );
+    }
+}
+
 /// Where the site reserves ports (the test cluster: `MpiParams=ports=12000-12999`), two jobs
 /// that run side by side on one node get Slurm's reservation, without asking, and never the
 /// same port: the collision-free setup the admin guide recommends.

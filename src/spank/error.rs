@@ -54,14 +54,16 @@ pub const ENV_OPTION: &str = "SLURM_SPANK__SLURM_SPANK_OPTION_tfcluster_tf_clust
 
 impl ShellError {
     /// What this error does to the step ([`OnError`]): the core's errors say it themselves
-    /// ([`Error::on_error`]); a node that cannot isolate the step keeps every task of the node
-    /// from running, whether plugstack.conf says `required` or `optional` (`optional` would run
-    /// a task whose hook failed), said once by its first task; an error from the job's
-    /// environment does what the error does; the shell's other errors concern the task alone.
+    /// ([`Error::on_error`]); a node that cannot isolate the step, or cannot give it its ports,
+    /// keeps every task of the node from running, whether plugstack.conf says `required` or
+    /// `optional` (`optional` would run a task whose hook failed), said once by its first task,
+    /// which stops the step: the other nodes' tasks would otherwise run with a TF_CONFIG that
+    /// names a port of another job, or wait for these; an error from the job's environment
+    /// does what the error does; the shell's other errors concern the task alone.
     pub fn on_error(&self) -> OnError {
         match self {
             ShellError::Core(e) => e.on_error(),
-            ShellError::Isolation { .. } => OnError::StopFromFirstTask,
+            ShellError::Isolation { .. } | ShellError::Ports { .. } => OnError::StopFromFirstTask,
             ShellError::FromEnvironment { error } => error.on_error(),
             _ => OnError::TaskOnly,
         }
