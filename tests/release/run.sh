@@ -54,6 +54,9 @@ export TFC_RELEASE=$release TFC_ROOT=$root
 # Where each test's and each cluster start's seconds go (tests/times.sh; tests/run.sh sets it).
 export TFC_TIMES_FILE=${TFC_TIMES_FILE:-$repo/target/test-times.tsv}
 cargo build --quiet
+# Every test binary at once, on every core, while no cluster waits (each suite's `cargo test`
+# then finds its binary built; one at a time they were built one after another).
+cargo test --quiet --no-run
 mkdir -p "target/slurm-$release"
 cp target/debug/libtfcluster.so "target/slurm-$release/libtfcluster.so"
 export TFC_PLUGIN=$repo/target/slurm-$release/libtfcluster.so
