@@ -8,9 +8,9 @@
 #   isolate: isolate=yes: every node installs the step's firewall, leaves its ended table as
 #            its tasks end and hands that table to a holder: with Contain the job's extern step
 #            (a thread started in every job's extern step), which owns it until slurmctld says
-#            the step has ended; else slurmd's, which owns it until the job's epilog.
-# Every slurmd starts with isolate=yes in plugstack.conf (slurmd's holder runs, as on a site
-# with the packaged snippet); each mode's plugstack.conf then applies to its jobs.
+#            the step has ended; else no one (slurmd's log says so once per node).
+# Every slurmd starts with isolate=yes in plugstack.conf (as on a site with the packaged
+# snippet); each mode's plugstack.conf then applies to its jobs.
 # Per mode and PrologFlags: srun's wall time, the time from srun's return until every node is
 # idle again (the job's end on the nodes: epilog, extern step), and the machine's CPU time over
 # both. Prints one JSON line per mode and PrologFlags: {"release", "prolog_flags", "mode",

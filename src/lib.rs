@@ -10,8 +10,9 @@
 //! makes slurmd run an extra "spank epilog" slurmstepd at the end of every job on every node
 //! (pyxis exports it too); `isolate=yes` needs it to remove what a killed slurmstepd left, and
 //! without that setting it returns at once (its cost is measured in docs/performance.md).
-//! `slurm_spank_slurmd_exit` runs once, as slurmd shuts down: with `isolate=yes` it stops
-//! slurmd's holder thread before slurmd unloads the plugin; without it, it returns at once.
+//! slurmd itself runs nothing of tfcluster's but `init` (a line in its log): no thread, no
+//! `slurmd_exit` (0.7.0's holder thread in slurmd lost its tables when a reconfigure started
+//! slurmd anew, and lived as long as slurmd; the job's extern step holds them instead).
 
 #![allow(non_upper_case_globals)]
 // Every `unsafe` block says why it is sound, in a `// SAFETY:` line just above it.
@@ -123,17 +124,6 @@ pub unsafe extern "C" fn slurm_spank_exit(
     _av: *mut *mut c_char,
 ) -> c_int {
     guard("slurm_spank_exit", spank::hooks::exit)
-}
-
-/// # Safety
-/// Called by slurmd as it shuts down, before it unloads the plugin.
-#[no_mangle]
-pub unsafe extern "C" fn slurm_spank_slurmd_exit(
-    _sp: ffi::spank_t,
-    _ac: c_int,
-    _av: *mut *mut c_char,
-) -> c_int {
-    guard("slurm_spank_slurmd_exit", spank::hooks::stop_holding)
 }
 
 /// # Safety

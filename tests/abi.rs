@@ -253,7 +253,6 @@ fn exports_only_what_slurm_needs() {
             "slurm_spank_init_post_opt",
             "slurm_spank_job_epilog",
             "slurm_spank_local_user_init",
-            "slurm_spank_slurmd_exit",
             "slurm_spank_task_exit",
             "slurm_spank_task_init",
         ]

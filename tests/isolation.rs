@@ -9,8 +9,8 @@ use common::*;
 use std::net::IpAddr;
 use tfcluster::core::claims::Owner;
 use tfcluster::core::holding::{
-    holder_of, holder_text, job_dir, no_holder_line, node_dir, slurmd_dir, stage_file, step_file,
-    step_of, take_over, taken_again_line, Stage, ASK, HELD_DIR, SLURMD_HOLDER, TOLD_FILE,
+    holder_of, holder_text, job_dir, legacy_slurmd_dir, no_holder_line, node_dir, stage_file,
+    step_file, step_of, take_over, Stage, ASK, HELD_DIR, LEGACY_SLURMD_HOLDER, TOLD_FILE,
 };
 use tfcluster::core::isolation::{
     check_syncookies, check_tables, ended_steps, ended_table_name, job_tables, other_tables,
@@ -196,8 +196,7 @@ tcp flags & (syn | ack) == syn | ack tcp sport @own drop
 
 /// The holder's take-over of n9's ended table (job 12, step 3; [`what_a_node_keeps_after_its_tasks_ended`]):
 /// one transaction removes the table slurmstepd left and installs the same rules again, owned;
-/// where the table is gone (slurmd's holder takes again what the slurmd before it held, gone
-/// with it where tables do not persist), the second script installs them alone.
+/// where the table is gone meanwhile, the second script installs them alone.
 #[test]
 fn the_holder_takes_an_ended_table_over_in_one_transaction() {
     let plan = plan("worker:*", &["isolate=yes"], &step("n9,n10", "2,1", None));
@@ -299,9 +298,9 @@ fn a_step_hands_its_ended_table_over_or_withdraws_it() {
     }
 }
 
-/// The names in a holder's directory ([`HELD_DIR`]`/NODE/JOB` for the extern step's,
-/// `/NODE/slurmd` for slurmd's): (file name, its job, step and how far it has come). A name is
-/// its step's file at that stage.
+/// The names in a holder's directory ([`HELD_DIR`]`/NODE/JOB`, the extern step's; `/NODE/slurmd`
+/// was a 0.7.0 slurmd's, whose job files the epilog still removes): (file name, its job, step
+/// and how far it has come). A name is its step's file at that stage.
 #[test]
 fn the_files_a_holder_and_its_steps_share() {
     /// A step's file: its job, step and how far it has come.
@@ -331,9 +330,12 @@ fn the_files_a_holder_and_its_steps_share() {
     assert_eq!(job_dir("n9", 12), format!("{HELD_DIR}/n9/12"));
     assert_eq!(job_dir("..", 12), format!("{HELD_DIR}/_/12"));
     assert_eq!(job_dir("a/b", 12), format!("{HELD_DIR}/_/12"));
-    assert_eq!(slurmd_dir("n9"), format!("{HELD_DIR}/n9/{SLURMD_HOLDER}"));
+    assert_eq!(
+        legacy_slurmd_dir("n9"),
+        format!("{HELD_DIR}/n9/{LEGACY_SLURMD_HOLDER}")
+    );
     assert!(
-        SLURMD_HOLDER.parse::<u32>().is_err(),
+        LEGACY_SLURMD_HOLDER.parse::<u32>().is_err(),
         "never a job's directory"
     );
     let owner = Owner {
@@ -841,20 +843,17 @@ fn table_names_script() -> String {
 /// A node whose tasks ended first (n9's, while n10's still serve): another user on n9 still
 /// reaches none of n10's servers, which admit n9's address. n9 keeps a table for that until
 /// the step has ended everywhere. Without isolate=yes n10's servers are open from n9. Once n9's
-/// slurmstepd has exited, a holder owns that table (so root's `nft flush ruleset` on n9, as
-/// nftables.service runs it, leaves it) and removes it once slurmctld says the step has ended:
-/// the job's extern step (`PrologFlags=Contain`), else slurmd, when it started with
-/// `isolate=yes`. With neither (plugstack.conf gained `isolate=yes` while slurmd ran) the table
-/// is owned by no process: after the flush n10's servers are open from n9 until the step ends,
-/// and each node's slurmd log says so once; the job's next step on the node removes the table
-/// once slurmctld says its step has ended, and the job's epilog removes the last.
+/// slurmstepd has exited, the job's extern step (`PrologFlags=Contain`) owns that table (so
+/// root's `nft flush ruleset` on n9, as nftables.service runs it, leaves it), through an
+/// admin's routine day on n9 ([`ADMIN_DAY`]), and removes it once slurmctld says the step has
+/// ended. Without an extern step the table is owned by no process: after the flush n10's
+/// servers are open from n9 until the step ends, and each node's slurmd log says so once; the
+/// job's next step on the node removes the table once slurmctld says its step has ended, and
+/// the job's epilog removes the last.
 struct EndedFirst {
     isolate: bool,
     /// slurm.conf's `PrologFlags=Contain`: the job has an extern step on each node.
     contain: bool,
-    /// n9's and n10's slurmd started with `isolate=yes` in plugstack.conf (else it was added
-    /// while they ran).
-    slurmd: bool,
     /// What another user on n9 gets at each endpoint, and again after the flush.
     reached: [&'static str; 4],
     reached_after_flush: [&'static str; 4],
@@ -866,35 +865,46 @@ struct EndedFirst {
     /// How often n9's and n10's slurmd logs say nothing holds the table (each node says it
     /// once, until it reboots: the test removes its marker first).
     said: [usize; 2],
-    /// What another user on n9 reaches after n9's slurmd has restarted and root has flushed
-    /// the ruleset again (`None`: not restarted), and how often n9's slurmd log then says it
-    /// took tables again. (Not with an extern step: the test cluster restarts a node's munged
-    /// with its slurmd, in a mount namespace of their own, and a slurmstepd that outlives them
-    /// can no longer reach any munged.)
-    restarted: Option<[&'static str; 4]>,
-    again: usize,
+    /// What another user on n9 reaches after each of [`ADMIN_DAY`] on n9, each followed by
+    /// root's flush of n9's ruleset (`None`: not done).
+    admin_day: Option<[&'static str; 4]>,
 }
 
 type Tables = [&'static str; 2];
 
+/// What an admin routinely does to a node while jobs run, as a script on the test cluster
+/// (`{cluster}`: tests/cluster/cluster.sh, `{pid}`: n9's slurmd pid file, `{plugin}`: the
+/// plugin's file): slurmd reconfigured, signalled, restarted (its munged kept: the extern step
+/// outlives slurmd, and keeps its munged, on a real node), and the plugin's file replaced as a
+/// package upgrade does (a new file renamed over the old one). slurmd runs in the foreground
+/// (`-D`), where 23.11 and later start it anew in the same process.
+const ADMIN_DAY: &[(&str, &str)] = &[
+    ("scontrol reconfigure", "scontrol reconfigure"),
+    ("SIGHUP to slurmd", "kill -HUP $(cat {pid})"),
+    (
+        "slurmd restarted",
+        "{cluster} restart-slurmd --busy --keep-munge n9 >&2",
+    ),
+    (
+        "the plugin upgraded",
+        "cp {plugin} {plugin}.new && mv -f {plugin}.new {plugin}",
+    ),
+];
+
 #[rustfmt::skip]
 const ENDED_FIRST: &[EndedFirst] = &[
-    EndedFirst { isolate: true,  contain: false, slurmd: false, reached: ["refused", "refused", "refused", "refused"],
+    EndedFirst { isolate: true,  contain: false, reached: ["refused", "refused", "refused", "refused"],
                  reached_after_flush: ["refused", "refused", "open", "open"],
                  serving: ["J_0_ended", "J_0"], after: ["", "J_0_ended"], next: ["J_1_ended", "J_1_ended"], said: [1, 1],
-                 restarted: None, again: 0 },
-    EndedFirst { isolate: true,  contain: false, slurmd: true,  reached: ["refused", "refused", "refused", "refused"],
-                 reached_after_flush: ["refused", "refused", "refused", "refused"],
-                 serving: ["J_0_ended", "J_0"], after: ["J_0_ended", "J_0_ended"], next: ["J_1_ended", "J_1_ended"], said: [0, 0],
-                 restarted: Some(["refused", "refused", "refused", "refused"]), again: 1 },
-    EndedFirst { isolate: false, contain: false, slurmd: true,  reached: ["refused", "refused", "open", "open"],
+                 admin_day: None },
+    EndedFirst { isolate: false, contain: false, reached: ["refused", "refused", "open", "open"],
                  reached_after_flush: ["refused", "refused", "open", "open"],
                  serving: ["", ""], after: ["", ""], next: ["", ""], said: [0, 0],
-                 restarted: None, again: 0 },
-    EndedFirst { isolate: true,  contain: true,  slurmd: true,  reached: ["refused", "refused", "refused", "refused"],
+                 admin_day: None },
+    EndedFirst { isolate: true,  contain: true,  reached: ["refused", "refused", "refused", "refused"],
                  reached_after_flush: ["refused", "refused", "refused", "refused"],
                  serving: ["J_0_ended", "J_0"], after: ["", ""], next: ["", ""], said: [0, 0],
-                 restarted: None, again: 0 },
+                 admin_day: Some(["refused", "refused", "refused", "refused"]) },
 ];
 
 #[test]
@@ -906,26 +916,18 @@ fn a_node_whose_tasks_ended_first_keeps_other_users_away() {
         env!("CARGO_MANIFEST_DIR")
     );
     let mut _contained = None;
-    let mut slurmd_isolated = None;
     for EndedFirst {
         isolate,
         contain,
-        slurmd,
         reached,
         reached_after_flush,
         serving,
         after,
         next,
         said,
-        restarted,
-        again,
+        admin_day,
     } in ENDED_FIRST
     {
-        if slurmd_isolated != Some(*slurmd) {
-            let _started_with = slurmd.then(|| PlugStack::isolated(""));
-            sh_ok(&format!("{cluster} restart-slurmd n9 n10"));
-            slurmd_isolated = Some(*slurmd);
-        }
         let _plugstack = isolate.then(|| PlugStack::isolated(""));
         if *contain && _contained.is_none() {
             sh_ok(&format!("{cluster} prolog-flags Contain n9 n10"));
@@ -940,7 +942,7 @@ fn a_node_whose_tasks_ended_first_keeps_other_users_away() {
             node_dir("n9"),
             node_dir("n10")
         ));
-        let d = dir().join(format!("ended-first-{isolate}-{contain}-{slurmd}"));
+        let d = dir().join(format!("ended-first-{isolate}-{contain}"));
         let d = d.display();
         let stepds = |step: u32, left: u32| {
             format!("for i in $(seq 100); do [ $(pgrep -fc \"^slurmstepd: \\[$job\\.{step}\\]\") -le {left} ] && break; sleep 0.1; done")
@@ -975,41 +977,42 @@ cat {d}/step.err >&2",
             all_gone = stepds(0, 0),
             next_gone = stepds(1, 0),
             names = table_names_script(),
-            restart = match restarted {
-                Some(_) => format!("{cluster} restart-slurmd --busy n9 >&2
-nsenter --net=/run/netns/tfc-n9 nft flush ruleset
-runuser -u {OTHER} -- srun -p shared -w n9 -N1 -n1 -t 1 {probe} probe {d} RESTARTED"),
+            restart = match admin_day {
+                Some(_) => admin_day_script(&cluster, &probe, &d.to_string()),
                 None => String::new(),
             },
             tables = tables_script(),
             leftover = leftover_script(),
             // The extern step's holder asks slurmctld once a second whether a held table's step
-            // has ended; slurmd's lets go of the previous step's table once the next step says
-            // so.
+            // has ended.
             settled_after = match *isolate && *contain {
                 true => until_no_table("_ended"),
                 false => String::new(),
             },
-            settled_next = match (isolate, contain, slurmd) {
-                (true, true, _) => until_no_table("_ended"),
-                (true, false, true) => until_no_table("_${job}_0_ended"),
-                _ => String::new(),
+            settled_next = match *isolate && *contain {
+                true => until_no_table("_ended"),
+                false => String::new(),
             },
         ));
         let (stdout, stderr) = (
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr),
         );
-        let what =
-            format!("isolate={isolate} contain={contain} slurmd={slurmd}:\n{stdout}\n{stderr}");
+        let what = format!("isolate={isolate} contain={contain}:\n{stdout}\n{stderr}");
         let job = records(&stdout, "JOB")[0][0].to_string();
         assert!(!job.is_empty(), "{what}");
         let got: Vec<&str> = records(&stdout, "ENDED").iter().map(|r| r[1]).collect();
         assert_eq!(got, reached, "{what}");
         let got: Vec<&str> = records(&stdout, "FLUSHED").iter().map(|r| r[1]).collect();
         assert_eq!(got, reached_after_flush, "{what}");
-        let got: Vec<&str> = records(&stdout, "RESTARTED").iter().map(|r| r[1]).collect();
-        assert_eq!(got, restarted.map_or(vec![], |r| r.to_vec()), "{what}");
+        for (k, (action, _)) in ADMIN_DAY.iter().enumerate() {
+            let got: Vec<&str> = records(&stdout, &format!("ADMIN{k}"))
+                .iter()
+                .map(|r| r[1])
+                .collect();
+            let expected = admin_day.map_or(vec![], |r| r.to_vec());
+            assert_eq!(got, expected, "after {action} and a flush: {what}");
+        }
         assert_eq!(records(&stdout, "SRUN"), [["0"]], "{what}");
         assert_eq!(records(&stdout, "NEXT"), [["0"]], "{what}");
         let names: Vec<String> = records(&stdout, "NAMES")
@@ -1037,12 +1040,31 @@ runuser -u {OTHER} -- srun -p shared -w n9 -N1 -n1 -t 1 {probe} probe {d} RESTAR
             String::from_utf8_lossy(new).matches(&line).count()
         });
         assert_eq!(told, *said, "{what}: slurmd's logs say: {line}");
-        let line = taken_again_line(1);
-        let log = std::fs::read(&logs[0]).unwrap_or_default();
-        let new = log.get(sizes[0] as usize..).unwrap_or_default();
-        let told = String::from_utf8_lossy(new).matches(&line).count();
-        assert_eq!(told, *again, "{what}: n9's slurmd log says: {line}");
     }
+}
+
+/// Each of [`ADMIN_DAY`] on n9, then root's flush of n9's ruleset, then another user's probe
+/// from n9 (`ADMIN<k>` lines), tried again while n9's slurmd is not yet back to launch it.
+fn admin_day_script(cluster: &str, probe: &str, d: &str) -> String {
+    let pid = dir().join("slurmd-n9.run.pid");
+    let plugin = std::env::var("TFC_PLUGIN").expect("TFC_PLUGIN: the plugin the cluster loads");
+    ADMIN_DAY
+        .iter()
+        .enumerate()
+        .map(|(k, (_, action))| {
+            let action = action
+                .replace("{cluster}", cluster)
+                .replace("{pid}", &pid.display().to_string())
+                .replace("{plugin}", &plugin);
+            format!(
+                "{action}
+nsenter --net=/run/netns/tfc-n9 nft flush ruleset
+for i in $(seq 60); do runuser -u {OTHER} -- srun -p shared -w n9 -N1 -n1 -t 1 {probe} probe {d} ADMIN{k} >{d}/admin.out 2>{d}/admin.err && break; sleep 0.5; done
+cat {d}/admin.out; cat {d}/admin.err >&2
+"
+            )
+        })
+        .collect()
 }
 
 /// Waits (5 s at most) until no table of n9 or n10 matches `pattern` (grep's, in the shell's
@@ -1179,6 +1201,66 @@ echo \"LEFT|$left\"; [ \"$left\" = 0 ] || {leftover}",
         .collect();
     assert_eq!(during, ["cpu1|1", "n9|1", "n10|0"], "{what}");
     assert_eq!(records(&stdout, "LEFT"), [["0"]], "{what}: rules left");
+}
+
+/// A connection attempt whose sender has no uid the kernel can read (a kernel-internal socket's
+/// SYN, as `AF_SMC` sends before it falls back to TCP; here made by root on n9 with nftables'
+/// `dup`, which sends a copy of the owner's SYN with no socket at all) to n10's step port: how
+/// many of the two SYNs (the owner's and its copy) reach n10 (a counter in n10's input). The
+/// rules fail closed: the owner's arrives, its copy without an owner does not. With the rule
+/// that refused `meta skuid != UID` instead, the copy matched neither `==` nor `!=` and went
+/// out too.
+struct NoOwner {
+    isolate: bool,
+    arrived: u32,
+}
+
+#[rustfmt::skip]
+const NO_OWNER: &[NoOwner] = &[
+    NoOwner { isolate: false, arrived: 2 },
+    NoOwner { isolate: true,  arrived: 1 },
+];
+
+#[test]
+#[ignore = "needs the test cluster: run tests/run.sh"]
+fn a_packet_whose_sender_has_no_uid_is_refused() {
+    let probe = format!("/usr/bin/python3 {}", tool("isolation_probe.py"));
+    for NoOwner { isolate, arrived } in NO_OWNER {
+        let _plugstack = isolate.then(|| PlugStack::isolated(""));
+        let d = dir().join(format!("no-owner-{isolate}"));
+        let d = d.display();
+        let out = sh(&format!(
+            "rm -rf {d}; mkdir -m 1777 {d}
+runuser -u {OWNER} -- srun -p shared -w n9,n10 -N2 -n2 -t 1 --tf-cluster {probe} serve {d} >{d}/step.out 2>{d}/step.err &
+step=$!
+for i in $(seq 600); do [ -e {d}/endpoints ] && break; kill -0 $step 2>/dev/null || break; sleep 0.1; done
+port=$(sed -n 2p {d}/endpoints | sed 's/.*://')
+n9=$(getent hosts n9 | awk '{{print $1}}'); n10=$(getent hosts n10 | awk '{{print $1}}')
+nsenter --net=/run/netns/tfc-n10 nft \"add table ip tfctest_count; add chain ip tfctest_count in {{ type filter hook input priority -10; }}; add rule ip tfctest_count in ip saddr $n9 tcp dport $port tcp flags & (syn | ack) == syn counter\"
+nsenter --net=/run/netns/tfc-n9 nft \"add table ip tfctest_dup; add chain ip tfctest_dup out {{ type filter hook output priority -10; }}; add rule ip tfctest_dup out ip daddr $n10 tcp dport $port tcp flags & (syn | ack) == syn dup to $n10\"
+nsenter --net=/run/netns/tfc-n9 runuser -u {OWNER} -- timeout 3 bash -c \"exec 3<>/dev/tcp/$n10/$port\" 2>/dev/null
+count() {{ nsenter --net=/run/netns/tfc-n10 nft list chain ip tfctest_count in | sed -n 's/.*counter packets \\([0-9]*\\).*/\\1/p'; }}
+# Until the packets expected have arrived; then 0.3 s more, for one that should not.
+for i in $(seq 30); do [ \"$(count)\" -ge {arrived} ] && break; sleep 0.1; done
+sleep 0.3
+echo \"ARRIVED|$(count)\"
+nsenter --net=/run/netns/tfc-n9 nft delete table ip tfctest_dup
+nsenter --net=/run/netns/tfc-n10 nft delete table ip tfctest_count
+touch {d}/stop; wait $step; echo \"SRUN|$?\"
+cat {d}/step.err >&2"
+        ));
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        let what = format!("isolate {isolate}:\n{stdout}\n{stderr}");
+        assert_eq!(
+            records(&stdout, "ARRIVED"),
+            [[arrived.to_string()]],
+            "{what}"
+        );
+        assert_eq!(records(&stdout, "SRUN"), [["0"]], "{what}");
+    }
 }
 
 /// Hides the nodes' libnftables for a test (the root's file is renamed back when dropped).

@@ -9,24 +9,22 @@
 //!
 //! So a holder, a process that lives on, takes each ended table over, as its own (one
 //! transaction replaces the table slurmstepd left with the same rules, owned), and removes it
-//! once slurmctld says its step has ended. Two processes live on:
-//! - the job's extern step (slurm.conf `PrologFlags=Contain`): a slurmstepd on every node of
-//!   the job for the job's whole life, which survives slurmd's restarts; its holder's tables go
-//!   with it when the job ends;
-//! - slurmd itself, started with `isolate=yes` in plugstack.conf: a thread that holds the
-//!   tables of jobs without an extern step. When slurmd restarts (`scontrol reconfigure` re-runs
-//!   it from 23.11 on) its tables go with it (or stay, not owned, where the kernel and
-//!   libnftables have `persist`) until the new slurmd takes them again from their files.
+//! once slurmctld says its step has ended. The holder is the job's extern step (slurm.conf
+//! `PrologFlags=Contain`): a slurmstepd on every node of the job for the job's whole life,
+//! which outlives slurmd's restarts, reconfigures and upgrades; its tables go with it when the
+//! job ends. slurmd itself holds nothing (0.7.0's holder thread in slurmd lost its tables when
+//! `scontrol reconfigure` started a 23.11 or later slurmd anew, the old and the new process
+//! both acting on them, and lived in slurmd for as long as slurmd ran): the fewest moving parts
+//! in a root daemon that keep the guarantee, where a site sets Contain (as sites with
+//! `pam_slurm_adopt` already do).
 //!
-//! slurmstepd hands its table to the job's extern step where it has one, else to slurmd's. A
-//! holder and the slurmstepds meet in a root-only directory per holder ([`job_dir`],
-//! [`slurmd_dir`]): the holder says it is there ([`HOLDER_FILE`]); slurmstepd leaves the ended
-//! table's script in a file named after its job and step, and keeps its own table until the
-//! holder has taken the table over, so the rules are owned throughout. The file's name says
+//! slurmstepd hands its table to the job's extern step. They meet in a root-only directory per
+//! job ([`job_dir`]): the holder says it is there ([`HOLDER_FILE`]); slurmstepd leaves the
+//! ended table's script in a file named after its job and step, and keeps its own table until
+//! the holder has taken the table over, so the rules are owned throughout. The file's name says
 //! how far the holder is ([`Stage`]): a slurmstepd that waited long enough withdraws a file the
-//! holder has not claimed yet, and waits for the outcome of one it has. The job's epilog
-//! removes its files from slurmd's directory, and slurmd's holder then lets their tables go.
-//! Without a live holder the table stays not owned, as before, and slurmd's log says so once.
+//! holder has not claimed yet, and waits for the outcome of one it has. Without a live holder
+//! the table stays not owned, and slurmd's log says so once per node ([`no_holder_line`]).
 //!
 //! This module names the files and writes the holder's script, from plain values (table-tested
 //! in tests/isolation.rs).
@@ -41,7 +39,7 @@ use std::time::Duration;
 pub const ASK: Duration = Duration::from_secs(1);
 
 /// Where holders and slurmstepds meet: a directory per node below it, with one per job (the
-/// extern step's) and slurmd's in it.
+/// extern step's) in it.
 pub const HELD_DIR: &str = "/run/tfcluster/held";
 
 /// The file a holder writes in its directory: its pid and start time, as a claim's owner.
@@ -68,8 +66,9 @@ pub enum Stage {
 /// took a step's ended table ([`no_holder_line`]).
 pub const TOLD_FILE: &str = ".told-no-holder";
 
-/// The name of slurmd's holder directory in a node's ([`slurmd_dir`]): not a job id.
-pub const SLURMD_HOLDER: &str = "slurmd";
+/// The name of a 0.7.0 slurmd's holder directory in a node's ([`legacy_slurmd_dir`]): not a
+/// job id.
+pub const LEGACY_SLURMD_HOLDER: &str = "slurmd";
 
 /// The directory of node `node` below [`HELD_DIR`] ([`super::claims::dir_name`]).
 pub fn node_dir(node: &str) -> String {
@@ -81,9 +80,11 @@ pub fn job_dir(node: &str, job_id: u32) -> String {
     format!("{}/{job_id}", node_dir(node))
 }
 
-/// The directory of node `node`'s slurmd holder, in [`node_dir`].
-pub fn slurmd_dir(node: &str) -> String {
-    format!("{}/{SLURMD_HOLDER}", node_dir(node))
+/// The directory where a 0.7.0 slurmd not restarted since the upgrade holds tables, in
+/// [`node_dir`]: the job epilog removes the job's files there, and that slurmd then lets their
+/// tables go.
+pub fn legacy_slurmd_dir(node: &str) -> String {
+    format!("{}/{LEGACY_SLURMD_HOLDER}", node_dir(node))
 }
 
 /// The name of the file slurmstepd leaves for step `step_id` of job `job_id`.
@@ -119,10 +120,9 @@ pub fn step_of(name: &str) -> Option<(u32, u32, Stage)> {
 /// The scripts that make the ended table of step `step_id` of job `job_id` the holder's, the
 /// first that nftables takes: `[0]` removes the table slurmstepd installed and installs `ended`
 /// (its script) again, owned, in one transaction, so the rules never lapse; `[1]` only installs
-/// it, owned, for a table that is gone (a restarted slurmd's holder takes again what the one
-/// before it held, which went with it where tables do not persist; nftables has no "delete if
-/// there" before 1.0.8, and an "add table" first would change a persistent table's flags,
-/// which the kernel refuses). `None` when `ended` is not that table's script.
+/// it, owned, for a table that is gone meanwhile (nftables has no "delete if there" before
+/// 1.0.8, and an "add table" first would change a persistent table's flags, which the kernel
+/// refuses). `None` when `ended` is not that table's script.
 pub fn take_over(job_id: u32, step_id: u32, ended: &str) -> Option<[String; 2]> {
     let table = ended_table_name(job_id, step_id);
     let header = format!("table inet {table} {{\n");
@@ -145,29 +145,18 @@ pub fn holder_of(text: &str) -> Option<super::claims::Owner> {
     })
 }
 
-/// What slurmd says in its log as it starts, when it takes again the tables of `count` steps
-/// that the slurmd before it held.
-pub fn taken_again_line(count: usize) -> String {
-    format!(
-        "isolate=yes: slurmd takes again the tables of {count} step(s) whose tasks ended first \
-         here, which the slurmd before it held"
-    )
-}
-
 /// What slurmstepd says in slurmd's log, once per node ([`TOLD_FILE`]), when no holder takes
-/// its ended table: job `job_id` has no extern step there and slurmd holds none (it did not
-/// start with `isolate=yes`, or its holder could not start, and said why).
+/// its ended table: job `job_id` has no extern step there (no `PrologFlags=Contain`), or its
+/// holder could not start or has stopped, and said why.
 pub fn no_holder_line(job_id: u32, step_id: u32) -> String {
     format!(
         "isolate=yes: nothing on this node holds the table ({}) that keeps other users here \
          from step {job_id}.{step_id}'s other nodes now that its tasks here have ended: job \
-         {job_id} has no extern step here, and slurmd holds no tables; owned by no process, the \
-         table goes with a `nft flush ruleset` (nftables.service restarting), and those nodes \
-         are then open to other users here until the step ends: restart slurmd in the \
-         foreground (-D, or --systemd as its systemd unit does) with isolate=yes in \
-         plugstack.conf, or set PrologFlags=Contain in slurm.conf (where slurmd or the extern \
-         step could not hold it, its own error line says why; said once per node until it \
-         reboots)",
+         {job_id} has no extern step here that holds tables; owned by no process, the table \
+         goes with a `nft flush ruleset` (nftables.service restarting), and those nodes are \
+         then open to other users here until the step ends: set PrologFlags=Contain in \
+         slurm.conf (where the extern step could not hold it, its own error line says why; said \
+         once per node until it reboots)",
         ended_table_name(job_id, step_id)
     )
 }

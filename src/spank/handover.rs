@@ -1,6 +1,6 @@
-//! slurmstepd's side of handing a table over to a holder ([`super::holder`],
-//! [`crate::core::holding`] says why), and the job epilog's: what the job leaves with slurmd's
-//! holder. As root, through files in a root-only directory of the node.
+//! slurmstepd's side of handing a table over to the job's holder ([`super::holder`],
+//! [`crate::core::holding`] says why), and the job epilog's: the holder's files the job leaves.
+//! As root, through files in a root-only directory of the node.
 
 use super::log;
 use super::process;
@@ -19,8 +19,8 @@ pub const HANDOVER: Duration = Duration::from_secs(2);
 pub enum Handed {
     /// A holder owns it.
     Held,
-    /// No live holder: the job has no extern step on this node and slurmd holds nothing (or
-    /// their holders failed, and said so). The table stays, owned by no process.
+    /// No live holder: the job has no extern step on this node (no `PrologFlags=Contain`), or
+    /// its holder failed, and said so. The table stays, owned by no process.
     NoHolder,
     /// The holder did not take it in time, or could not (and said so). It stays, owned by no
     /// process.
@@ -28,20 +28,15 @@ pub enum Handed {
 }
 
 /// slurmstepd, its tasks all ended, its ended table installed (`ended`: its script): hand the
-/// table over to the job's extern step where it holds tables, else to slurmd's holder, and
-/// wait for it to take it ([`HANDOVER`] at most, twice that when the holder has claimed it by
-/// then). The caller keeps its own table until this returns.
+/// table over to the job's extern step where it holds tables, and wait for it to take it
+/// ([`HANDOVER`] at most, twice that when the holder has claimed it by then). The caller keeps
+/// its own table until this returns.
 pub fn hand_over(job_id: u32, step_id: u32, ended: &str) -> Handed {
     let Some(node) = process::host_name() else {
         return Handed::NoHolder;
     };
-    for dir in [holding::job_dir(&node, job_id), holding::slurmd_dir(&node)] {
-        match hand_over_in(Path::new(&dir), (job_id, step_id), ended, HANDOVER) {
-            Handed::NoHolder => continue,
-            handed => return handed,
-        }
-    }
-    Handed::NoHolder
+    let dir = holding::job_dir(&node, job_id);
+    hand_over_in(Path::new(&dir), (job_id, step_id), ended, HANDOVER)
 }
 
 /// [`hand_over`] to the holder of directory `dir`, waiting `limit` where it waits
@@ -89,7 +84,7 @@ pub fn hand_over_in(
     }
 }
 
-/// slurmstepd whose ended table no holder took (no extern step, no holder in slurmd): says so
+/// slurmstepd whose ended table no holder took (no extern step): says so
 /// in slurmd's log, once per node until it reboots (a marker in [`holding::node_dir`], on the
 /// node's /run): the site learns what it leaves open, without a line at every step.
 pub fn say_no_holder_once(job_id: u32, step_id: u32) {
@@ -125,29 +120,17 @@ fn waited(done: impl Fn() -> bool, limit: Duration) -> bool {
     }
 }
 
-/// A step that slurmctld says has ended: its file in slurmd's holder directory goes, and with it
-/// the table slurmd's holder held for it (slurmd's holder does not ask slurmctld itself:
-/// [`super::holder`]).
-pub fn release(job_id: u32, step_id: u32) {
-    let Some(node) = process::host_name() else {
-        return;
-    };
-    let dir = PathBuf::from(holding::slurmd_dir(&node));
-    for stage in [Stage::Held, Stage::Taking, Stage::Left] {
-        let _ = fs::remove_file(dir.join(holding::stage_file(job_id, step_id, stage)));
-    }
-}
-
 /// slurmd's job epilog: the job's holder directory, left when the extern slurmstepd was killed
-/// (it removes its own as it exits), and the job's files in slurmd's holder directory. The
-/// tables slurmd's holder held for the job, which it now lets go (the caller waits for that:
+/// (it removes its own as it exits); and the job's files in the directory of a 0.7.0 slurmd's
+/// holder, should such a slurmd still run (one not restarted since the upgrade): the tables it
+/// held for the job, which it lets go once their files are gone (the caller waits for that:
 /// only their owner can remove them).
 pub fn forget(job_id: u32) -> Vec<String> {
     let Some(node) = process::host_name() else {
         return Vec::new();
     };
     let _ = fs::remove_dir_all(holding::job_dir(&node, job_id));
-    let dir = PathBuf::from(holding::slurmd_dir(&node));
+    let dir = PathBuf::from(holding::legacy_slurmd_dir(&node));
     let mut held = Vec::new();
     for name in fs::read_dir(&dir)
         .into_iter()

@@ -1,6 +1,6 @@
-//! The holders of ended tables ([`crate::core::holding`] says why): a thread in the job's
-//! extern slurmstepd, or in slurmd ([`super::handover`] is slurmstepd's side). All as root,
-//! through libnftables and files in a root-only directory of the node.
+//! The holder of ended tables ([`crate::core::holding`] says why): a thread in the job's extern
+//! slurmstepd ([`super::handover`] is slurmstepd's side). All as root, through libnftables and
+//! files in a root-only directory of the node.
 
 use super::log;
 use super::nftables::Nft;
@@ -19,20 +19,9 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// Whose holder it is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Whose {
-    /// Job `J`'s extern slurmstepd: stopped when it exits (the job has ended), its tables and
-    /// its directory with it.
-    Job(u32),
-    /// slurmd's: runs as long as slurmd; its directory outlives it, so that the next slurmd
-    /// takes its tables again.
-    Slurmd,
-}
-
-/// A running holder.
+/// A running holder: job `job_id`'s extern slurmstepd's, stopped when it exits (the job has
+/// ended), its tables and its directory with it.
 pub struct Holder {
-    whose: Whose,
     stop: Arc<AtomicBool>,
     /// Wakes the thread to stop (an eventfd).
     wake: OwnedFd,
@@ -41,33 +30,14 @@ pub struct Holder {
 }
 
 /// The extern slurmstepd of job `job_id`, with `isolate=yes`: start holding. `None`, with a
-/// line in slurmd's log, when it cannot (steps then hand their tables to slurmd's holder).
+/// line in slurmd's log, when it cannot (the job's ended tables then stay, not owned, and the
+/// first step that leaves one says so once per node).
 pub fn start_for_job(job_id: u32) -> Option<Holder> {
-    start(Whose::Job(job_id))
-}
-
-/// slurmd, started with `isolate=yes`: start holding the tables of jobs without an extern step,
-/// and take again those the slurmd before it held. `None`, with a line in slurmd's log, when it
-/// cannot.
-pub fn start_for_slurmd() -> Option<Holder> {
-    start(Whose::Slurmd)
-}
-
-fn start(whose: Whose) -> Option<Holder> {
     let failed = |e: String| {
-        let who = match whose {
-            Whose::Job(job_id) => format!(
-                "job {job_id}'s extern step cannot hold the tables of nodes whose tasks ended \
-                 first: {e}; slurmd holds them where it started with isolate=yes, else they stay"
-            ),
-            Whose::Slurmd => format!(
-                "slurmd cannot hold the tables of nodes whose tasks ended first (jobs without \
-                 an extern step): {e}; they stay"
-            ),
-        };
         log::error(&format!(
-            "isolate=yes: {who}, not owned, so a `nft flush ruleset` on this node lets other \
-             users here reach the steps' other nodes: check that root can load \
+            "isolate=yes: job {job_id}'s extern step cannot hold the tables of nodes whose \
+             tasks ended first: {e}; they stay, not owned, so a `nft flush ruleset` on this \
+             node lets other users here reach the steps' other nodes: check that root can load \
              libnftables.so.1 and write {} on this node",
             holding::HELD_DIR
         ));
@@ -82,33 +52,20 @@ fn start(whose: Whose) -> Option<Holder> {
         failed(e);
         return None;
     }
-    let dir = PathBuf::from(match whose {
-        Whose::Job(job_id) => holding::job_dir(&node, job_id),
-        Whose::Slurmd => holding::slurmd_dir(&node),
-    });
-    let made = run_dir::private(&dir).map_err(std::io::Error::other);
-    let again = match (made, whose) {
-        (Ok(()), Whose::Slurmd) => take_again(&dir),
-        (made, _) => made.map(|()| 0),
-    };
-    let again = again.and_then(|again| {
-        fs::write(dir.join(HOLDER_FILE), holding::holder_text(me)).map(|()| again)
-    });
-    let again = match again {
-        Ok(again) => again,
-        Err(e) => {
-            failed(format!("cannot write in {}: {e}", dir.display()));
-            return None;
-        }
-    };
-    if again > 0 {
-        log::info(&holding::taken_again_line(again));
+    let dir = PathBuf::from(holding::job_dir(&node, job_id));
+    let made = run_dir::private(&dir)
+        .and_then(|()| {
+            fs::write(dir.join(HOLDER_FILE), holding::holder_text(me)).map_err(|e| e.to_string())
+        })
+        .map_err(|e| format!("cannot write in {}: {e}", dir.display()));
+    if let Err(e) = made {
+        failed(e);
+        return None;
     }
-    let watch = Watch::new(&dir);
-    let (watch, wake) = match watch {
+    let (watch, wake) = match Watch::new(&dir) {
         Ok(pair) => pair,
         Err(e) => {
-            forsake(whose, &dir);
+            forsake(&dir);
             failed(e);
             return None;
         }
@@ -118,56 +75,43 @@ fn start(whose: Whose) -> Option<Holder> {
     let thread = std::thread::Builder::new()
         .name("tfcluster-holder".into())
         .spawn(move || {
-            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                hold(&path, whose, &flag, &watch)
+            let ended = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                hold(&path, &flag, &watch)
             }));
+            // Ended before its stop: it says so, and no step hands it a table any more (they
+            // find no holder, and the first says so once per node).
+            if !flag.load(Ordering::Relaxed) {
+                let why = match ended {
+                    Ok(Err(e)) => e,
+                    Ok(Ok(())) => "it ended".to_string(),
+                    Err(_) => "it panicked".to_string(),
+                };
+                let _ = fs::remove_file(path.join(HOLDER_FILE));
+                log::error(&format!(
+                    "isolate=yes: job {job_id}'s extern step stopped holding the tables of nodes \
+                     whose tasks ended first ({why}); those it held go with it, and later ones \
+                     stay, not owned: check the node's nftables as root (nft list tables)"
+                ));
+            }
         });
     match thread {
         Ok(thread) => Some(Holder {
-            whose,
             stop,
             wake,
             thread: Some(thread),
             dir,
         }),
         Err(e) => {
-            forsake(whose, &dir);
+            forsake(&dir);
             failed(format!("cannot start a thread: {e}"));
             None
         }
     }
 }
 
-/// slurmd's holder, as it starts: the files of the tables the slurmd before it held (or was
-/// taking) go back to the name slurmstepd gives them, so that its loop takes them again; how
-/// many.
-fn take_again(dir: &Path) -> std::io::Result<usize> {
-    let mut again = 0;
-    for name in fs::read_dir(dir)?
-        .flatten()
-        .filter_map(|e| e.file_name().into_string().ok())
-    {
-        if let Some((job_id, step_id, Stage::Held | Stage::Taking)) = holding::step_of(&name) {
-            let left = holding::stage_file(job_id, step_id, Stage::Left);
-            if fs::rename(dir.join(&name), dir.join(left)).is_ok() {
-                again += 1;
-            }
-        }
-    }
-    Ok(again)
-}
-
-/// A holder that could not start: an extern step's directory goes; slurmd's keeps the files
-/// of what a slurmd before it held, for the next one.
-fn forsake(whose: Whose, dir: &Path) {
-    match whose {
-        Whose::Job(_) => {
-            let _ = fs::remove_dir_all(dir);
-        }
-        Whose::Slurmd => {
-            let _ = fs::remove_file(dir.join(HOLDER_FILE));
-        }
-    }
+/// A holder that could not start, or has stopped: its directory goes.
+fn forsake(dir: &Path) {
+    let _ = fs::remove_dir_all(dir);
 }
 
 impl Drop for Holder {
@@ -179,19 +123,15 @@ impl Drop for Holder {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
-        forsake(self.whose, &self.dir);
+        forsake(&self.dir);
     }
 }
 
 /// The holder's loop: take over each step's ended table as its file appears; remove a held
-/// one once its file is gone, and remove that file once slurmctld says its step has ended.
-///
-/// slurmd's holder never asks slurmctld: slurmd tears down its configuration and
-/// authentication before it calls the plugin's `slurmd_exit`, so no call into libslurm may run
-/// in its threads. The job's next step on the node removes the file once slurmctld says its
-/// step has ended ([`super::handover::release`]), and the job's epilog removes the rest.
-fn hold(dir: &Path, whose: Whose, stop: &AtomicBool, watch: &Watch) {
-    let Ok(mut nft) = Nft::open() else { return };
+/// one once its file is gone, and remove that file once slurmctld says its step has ended
+/// (asked every [`ASK`] while it holds one). Ends when stopped, or with why it cannot go on.
+fn hold(dir: &Path, stop: &AtomicBool, watch: &Watch) -> Result<(), String> {
+    let mut nft = Nft::open()?;
     let mut asked: HashMap<(u32, u32), Instant> = HashMap::new();
     let mut held: HashSet<(u32, u32)> = HashSet::new();
     while !stop.load(Ordering::Relaxed) {
@@ -212,7 +152,7 @@ fn hold(dir: &Path, whose: Whose, stop: &AtomicBool, watch: &Watch) {
                     let key = (job_id, step_id);
                     still.insert(key);
                     let due = asked.get(&key).is_none_or(|at| at.elapsed() >= ASK);
-                    if due && matches!(whose, Whose::Job(_)) {
+                    if due {
                         asked.insert(key, Instant::now());
                         if slurm::step_exists(job_id, step_id) == Some(false) {
                             let _ = fs::remove_file(dir.join(&name));
@@ -235,9 +175,9 @@ fn hold(dir: &Path, whose: Whose, stop: &AtomicBool, watch: &Watch) {
         }
         asked.retain(|key, _| still.contains(key));
         held = still;
-        let asking = matches!(whose, Whose::Job(_)) && !held.is_empty();
-        watch.wait(asking.then_some(ASK));
+        watch.wait((!held.is_empty()).then_some(ASK));
     }
+    Ok(())
 }
 
 /// What wakes the holder: a file renamed into its directory or removed from it (inotify), or
@@ -318,7 +258,7 @@ fn take(nft: &mut Nft, dir: &Path, (job_id, step_id): (u32, u32)) -> bool {
         return false;
     };
     // Persistent where libnftables and the kernel can (a killed holder then leaves it to the
-    // job's epilog, or to the next slurmd), as slurmstepd's own table.
+    // job's epilog), as slurmstepd's own table.
     let run = |nft: &mut Nft, script: &str| {
         nft.run(&isolation::persistent(script))
             .or_else(|_| nft.run(script))

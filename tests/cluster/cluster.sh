@@ -6,9 +6,12 @@
 #                                             one slurmd per node, load PLUGIN.so (if given) with
 #                                             the plugstack.conf words WORD...
 #   tests/cluster/cluster.sh plugstack LINE   replace the plugstack.conf line (re-read per step)
-#   tests/cluster/cluster.sh restart-slurmd [--busy] NODE...
+#   tests/cluster/cluster.sh restart-slurmd [--busy] [--keep-munge] NODE...
 #                                             restart those nodes' slurmd (and munged), as an admin
-#                                             does: slurmd reads plugstack.conf again
+#                                             does: slurmd reads plugstack.conf again;
+#                                             --keep-munge: slurmd alone, in the node's namespaces
+#                                             as they are (a slurmstepd that outlives it, a job's
+#                                             extern step, keeps its munged)
 #   tests/cluster/cluster.sh configless NODE yes|no
 #                                             configless Slurm (SlurmctldParameters=
 #                                             enable_configless): restart slurmctld, and NODE's
@@ -305,21 +308,25 @@ start_line() {
 # Restarts the named nodes' slurmd and munged (nothing may run on them), all at once, then
 # waits for the cluster to be ready. --busy: a job may hold them (no step runs there); waits for
 # those nodes to answer, whatever their state.
-# restart_slurmd [--configless] [--busy] NODE...
+# restart_slurmd [--configless] [--busy] [--keep-munge] NODE...
 restart_slurmd() {
-    local name i mode= busy= files=() index=() seen=()
+    local name i mode= busy= keep= files=() index=() seen=()
     if [ "${1:-}" = --configless ]; then mode=configless; shift; fi
     if [ "${1:-}" = --busy ]; then busy=1; shift; fi
+    if [ "${1:-}" = --keep-munge ]; then keep=1; shift; fi
     for name in "$@"; do
         for i in "${!NODES[@]}"; do
             [ "${NODES[$i]}" = "$name" ] || continue
             index+=("$i")
             seen+=("$(wc -l < "$DIR/log/slurmd-$name.log" 2>/dev/null || echo 0)")
-            files+=("$DIR/slurmd-$name.run.pid" "$DIR/munge/$name/munged.pid")
+            files+=("$DIR/slurmd-$name.run.pid")
+            [ -n "$keep" ] || files+=("$DIR/munge/$name/munged.pid")
         done
     done
     [ ${#files[@]} -gt 0 ] && kill_pidfiles "${files[@]}"
-    for i in "${index[@]}"; do start_slurmd "$i" "$mode"; done
+    for i in "${index[@]}"; do
+        if [ -n "$keep" ]; then restart_in_place "$i"; else start_slurmd "$i" "$mode"; fi
+    done
     # slurmctld still shows the nodes idle: wait for each new slurmd's own word that it has read
     # its configuration (plugstack.conf included) and started.
     local k log
@@ -333,6 +340,15 @@ restart_slurmd() {
     done
     if [ -n "$busy" ]; then wait_answering "$@"; else wait_ready; fi
     log "restarted slurmd on $*"
+}
+
+# restart_in_place INDEX: the node's slurmd again, in the namespaces its munged still runs in.
+restart_in_place() {
+    local name=${NODES[$1]} munged
+    munged=$(running "$DIR/munge/$name/munged.pid") || die "no munged runs on $name"
+    setsid nsenter --target "$munged" --net --mount --uts -- "$(sbin slurmd)" -D -N "$name" \
+        -f "$DIR/etc/slurm.conf" >>"$DIR/log/slurmd-$name.out" 2>&1 < /dev/null &
+    echo $! > "$DIR/slurmd-$name.run.pid"
 }
 
 restart_slurmctld() {

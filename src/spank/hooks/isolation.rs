@@ -110,7 +110,6 @@ fn remove_ended<'a>(nft: &mut Nft, listing: &'a str, own: (u32, u32)) -> Vec<&'a
     let mut gone = Vec::new();
     for (table, job_id, step_id) in isolation::ended_steps(listing) {
         if (job_id, step_id) != own && slurm::step_exists(job_id, step_id) == Some(false) {
-            handover::release(job_id, step_id);
             let _ = nft.run(&isolation::removal(table));
             gone.push(table);
         }
@@ -164,7 +163,7 @@ pub fn leave(installed: &mut Installed) {
             Handed::Held => {}
             Handed::NoHolder => handover::say_no_holder_once(job_id, step_id),
             Handed::NotTaken => log::error(&format!(
-                "isolate=yes: the holder (job {job_id}'s extern step, or slurmd) did not take \
+                "isolate=yes: the holder (job {job_id}'s extern step) did not take \
                  over this node's table for step {job_id}.{step_id}'s other nodes in time; it \
                  stays, owned by no process, until the step ends (the holder's own lines in \
                  slurmd's log, if any, say why)"
@@ -180,8 +179,9 @@ pub fn leave(installed: &mut Installed) {
     }
 }
 
-/// Waits until slurmd's holder has let go of `tables` (it owns them: nothing else can remove
-/// them), twice [`handover::HANDOVER`] at most; the removal below then reports one it kept.
+/// Waits until a 0.7.0 slurmd's holder has let go of `tables` ([`handover::forget`]: it owns
+/// them, nothing else can remove them), twice [`handover::HANDOVER`] at most; the removal
+/// below then reports one it kept.
 fn released(nft: &mut Nft, tables: &[String]) {
     let start = std::time::Instant::now();
     while !tables.is_empty() && start.elapsed() < 2 * handover::HANDOVER {

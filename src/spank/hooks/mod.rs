@@ -2,20 +2,19 @@
 //!
 //! | process (context)   | hook                         | work                                          |
 //! |---------------------|------------------------------|-----------------------------------------------|
-//! | srun, sbatch, salloc, slurmstepd | `init`          | read plugstack.conf settings, register `--tf-cluster` (slurmd: log the version loaded); with `isolate=yes`, slurmd and the job's extern slurmstepd (`PrologFlags=Contain`): start holding the tables of steps whose tasks ended first on the node ([`crate::spank::holder`]) |
+//! | srun, sbatch, salloc, slurmstepd | `init`          | read plugstack.conf settings, register `--tf-cluster` (slurmd: log the version loaded, nothing more); with `isolate=yes`, the job's extern slurmstepd (`PrologFlags=Contain`): start holding the tables of steps whose tasks ended first on the node ([`crate::spank::holder`]) |
 //! | same                | option callback              | parse the spec: a syntax error fails srun/sbatch before submission |
 //! | srun (1/component)  | `init_post_opt`              | count the step's components |
 //! | srun                | `local_user_init`            | say the version loaded (`-v`); fit the spec to the step: a mismatch fails srun before launch ([`srun`]); a heterogeneous step's counts are checked on the nodes |
 //! | slurmstepd (1/node) | `init_post_opt`              | plan the whole step once, check it against Slurm's own ids for this node, record the node's GPUs ([`stepd`]); claim the node's step ports ([`crate::spank::claims`]); with `isolate=yes`, install the step's firewall ([`isolation`]); a node that cannot keeps every task from starting (`task_init` ends each, the first says why) |
 //! | task (1/task)       | `task_init`                  | `spank_setenv` every variable the plan gives this task (TF_CONFIG, its GPUs, ...) |
 //! | slurmstepd          | `task_exit`                  | when the chief (or worker 0) ends (`end_with_chief`), or another trainer fails (`fail_fast`), say which and end the step (from a thread, once the task's own status is on its way to srun) |
-//! | slurmstepd          | `exit`                       | wait for that thread: the stop must go out even when the node's last task has ended; remove the step's firewall, leaving the table for the step's other nodes (handed to the extern step's holder, else slurmd's: [`crate::spank::handover`]); the extern step: stop holding |
-//! | slurmd's epilog (1/node/job) | `job_epilog`        | with `isolate=yes`: remove every firewall table the job's steps left on the node (a slurmstepd killed with SIGKILL runs no `exit`), once slurmd's holder has let go of the job's |
-//! | slurmd              | `slurmd_exit`                | stop holding before slurmd unloads the plugin |
+//! | slurmstepd          | `exit`                       | wait for that thread: the stop must go out even when the node's last task has ended; remove the step's firewall, leaving the table for the step's other nodes (handed to the extern step's holder: [`crate::spank::handover`]); the extern step: stop holding |
+//! | slurmd's epilog (1/node/job) | `job_epilog`        | with `isolate=yes`: remove every firewall table the job's steps left on the node (a slurmstepd killed with SIGKILL runs no `exit`) |
 //!
 //! Without `--tf-cluster` every hook returns at once and nothing changes (with `isolate=yes`, the
-//! holders, threads asleep until a step hands them a table, start all the same: slurmd and the
-//! extern step cannot know whether a later step uses the option). Errors found in
+//! extern step's holder, a thread asleep until a step hands it a table, starts all the same:
+//! the extern step cannot know whether a later step uses the option). Errors found in
 //! slurmstepd are kept until `task_init` and reported there: a failing remote `init_post_opt`
 //! makes srun report a cryptic launch failure (and may drain nodes), a failing `task_init`
 //! names the task and keeps it from running with a wrong or missing TF_CONFIG. When a node finds
@@ -134,12 +133,6 @@ pub fn init(sp: &Spank, args: &[String]) -> c_int {
     if ctx == Context::Remote && isolate {
         extern_step(sp);
     }
-    if ctx == Context::Slurmd && isolate {
-        let mut state = state();
-        if state.holder.is_none() {
-            state.holder = crate::spank::holder::start_for_slurmd();
-        }
-    }
     if matches!(ctx, Context::Local | Context::Remote | Context::Allocator) {
         let cb: ffi::spank_opt_cb_f = Some(option_callback);
         if let Err(e) = sp.register_option(OPTION_NAME, "SPEC", OPTION_USAGE, 2, cb) {
@@ -215,13 +208,10 @@ fn extern_step(sp: &Spank) {
     }
 }
 
-/// The extern slurmstepd as it exits (the job has ended), or slurmd as it shuts down (before it
-/// unloads the plugin, which would pull the thread's code from under it): its holder stops, and
-/// the tables it held go with it (slurmd's files stay, for the next slurmd to take them
-/// again). In any other process there is no holder: nothing happens.
-pub fn stop_holding() -> c_int {
+/// The extern slurmstepd as it exits (the job has ended): its holder stops, and the tables it
+/// held go with it. In any other process there is no holder: nothing happens.
+fn stop_holding() {
     // Taken out first, so that the thread is joined without the state's lock held.
     let holder = state().holder.take();
     drop(holder);
-    0
 }
