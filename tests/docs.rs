@@ -338,3 +338,23 @@ fn the_admin_guides_plugstack_table_is_the_tested_one() {
         "docs/admin-guide.md lacks the table tests/plugstack.rs runs:\n{table}"
     );
 }
+
+/// The admin guide's quote of `srun --help` is the option's usage text as the code registers
+/// it (`OPTION_USAGE`), wrapped as Slurm wraps it: a changed text fails here, not in an admin's
+/// terminal.
+#[test]
+fn the_admin_guide_quotes_srun_help() {
+    let guide = std::fs::read_to_string(repo().join("docs/admin-guide.md")).unwrap();
+    let block = guide
+        .split_once("`srun --help` shows it as")
+        .and_then(|(_, rest)| rest.split_once("```\n"))
+        .and_then(|(_, rest)| rest.split_once("```"))
+        .map(|(block, _)| block)
+        .expect("the admin guide quotes srun --help");
+    let words: Vec<&str> = block.split_whitespace().collect();
+    assert_eq!(words.first(), Some(&"--tf-cluster=SPEC"), "{block}");
+    let usage: Vec<&str> = tfcluster::spank::hooks::OPTION_USAGE
+        .split_whitespace()
+        .collect();
+    assert_eq!(words[1..], usage[..], "{block}");
+}

@@ -246,7 +246,7 @@ fn messages() -> Vec<(Result<()>, &'static str)> {
         (plan("worker:*", &["isolate=yes"], &step("n9", "1", None)).firewall(7, 0, 1000, 0, |_| Ok(vec![])).map(|_| ()),
          "node address 'n9' does not resolve (it resolves to no address); ask the admin to make every node's address (the address= setting) resolve on every node"),
         (plan("worker:*,port_base=22", &["isolate=yes"], &step("n9", "2", None)).firewall(7, 0, 1000, 0, |_| Ok(vec![[10, 0, 0, 9].into()])).map(|_| ()),
-         "isolate=yes: port 22 is outside the site's port_range 20000-32767, the only ports tfcluster's firewall covers (so that no step can close another service's port); drop port_base, or ask the admin to make port_range cover the ports Slurm reserves (MpiParams=ports)"),
+         "isolate=yes: port 22 is outside the site's port_range 20000-32767, the only ports tfcluster's firewall covers (so that no step can close another service's port); drop port_base, or pick one whose ports (port_base up to port_base + the busiest node's tasks - 1) all lie in 20000-32767"),
         (isolation::check_tables(&[20000, 20001], &[("tfcluster_57_0", vec![20001])]),
          "port 20001 is already a port of another step here (nftables table inet tfcluster_57_0): the two steps' ports overlap, and the rules of one would act on the other's connections; drop port_base (or pick another), or run the step again (tfcluster's own ports follow the job and step ids); a site avoids this altogether with Slurm's port reservation (MpiParams=ports=, docs/admin-guide.md)"),
         (isolation::check_syncookies(ConfFile::Text("2\n".into())),

@@ -298,8 +298,8 @@ pub enum Error {
     #[error(
         "isolate=yes: port {port} is outside the site's port_range {lo}-{hi}, the only ports \
          tfcluster's firewall covers (so that no step can close another service's port); drop \
-         port_base, or ask the admin to make port_range cover the ports Slurm reserves \
-         (MpiParams=ports)"
+         port_base, or pick one whose ports (port_base up to port_base + the busiest node's \
+         tasks - 1) all lie in {lo}-{hi}"
     )]
     PortOutsideIsolatedRange { port: u32, lo: u16, hi: u16 },
     #[error(
