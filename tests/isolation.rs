@@ -9,8 +9,9 @@ use common::*;
 use std::net::IpAddr;
 use tfcluster::core::claims::Owner;
 use tfcluster::core::holding::{
-    holder_of, holder_text, job_dir, legacy_slurmd_dir, no_holder_line, node_dir, stage_file,
-    step_file, step_of, take_over, Stage, ASK, HELD_DIR, LEGACY_SLURMD_HOLDER, TOLD_FILE,
+    holder_of, holder_text, job_dir, legacy_slurmd_dir, next_to_ask, no_holder_line, node_dir,
+    stage_file, step_file, step_of, take_over, Stage, ASK, HELD_DIR, LEGACY_SLURMD_HOLDER,
+    TOLD_FILE,
 };
 use tfcluster::core::isolation::{
     check_syncookies, check_tables, ended_steps, ended_table_name, job_tables, other_tables,
@@ -605,8 +606,29 @@ fn the_admin_guide_says_how_often_the_holder_asks() {
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/admin-guide.md"),
     )
     .unwrap();
-    let phrase = format!("it asks every {} s while it holds one", ASK.as_secs());
+    let phrase = format!("it asks about one held table every {} s", ASK.as_secs());
     assert_eq!(guide.matches(&phrase).count(), 1, "{phrase}");
+}
+
+/// Which held table's step the extern step's holder asks slurmctld about next (one request per
+/// `ASK` per node, however many it holds): the one never asked first, else the one asked
+/// longest ago, ties by job and step; nothing when it holds none.
+#[test]
+fn the_holder_asks_about_one_table_at_a_time() {
+    let s = |secs: u64| Some(std::time::Duration::from_secs(secs));
+    // Each held table's step and the time since the holder last asked about it; the next.
+    #[rustfmt::skip]
+    let cases = [
+        (vec![],                                                None),
+        (vec![((12, 3), s(1))],                                 Some((12, 3))),
+        (vec![((12, 3), s(5)), ((12, 4), None)],                Some((12, 4))),
+        (vec![((12, 4), None), ((12, 3), None)],                Some((12, 3))),
+        (vec![((12, 3), s(1)), ((12, 4), s(3)), ((12, 5), s(2))], Some((12, 4))),
+        (vec![((12, 4), s(2)), ((12, 3), s(2))],                Some((12, 3))),
+    ];
+    for (held, expected) in cases {
+        assert_eq!(next_to_ask(&held), expected, "{held:?}");
+    }
 }
 
 /// The admin guide quotes the once-per-node line of a node where nothing holds an ended table:

@@ -33,10 +33,28 @@ use super::isolation::{ended_table_name, removal};
 use super::text::decimal;
 use std::time::Duration;
 
-/// How often a holder asks slurmctld whether a held table's step has ended (one request per
-/// held table). Between, it sleeps until a step leaves a file or the holder is stopped: no
-/// wake-up while it holds nothing. docs/admin-guide.md quotes it.
+/// How often a holder asks slurmctld whether a held table's step has ended: one request per
+/// `ASK` at most, about one table ([`next_to_ask`]), however many it holds. Between, it sleeps
+/// until a step leaves a file or the holder is stopped: no wake-up while it holds nothing.
+/// docs/admin-guide.md quotes it.
 pub const ASK: Duration = Duration::from_secs(1);
+
+/// Which held table's step the holder asks slurmctld about next, from each table's time since
+/// it was last asked about (`None`: never): the one never asked first, else the one asked
+/// longest ago; ties by job and step. One request per [`ASK`] per node at most, whatever the
+/// number of tables: a job of many steps that end first on its nodes would otherwise ask once a
+/// second per table and node, as root, whom slurmctld's rate limit exempts. A table whose step
+/// has ended is then let go within [`ASK`] times the number held. `None` when it holds none.
+pub fn next_to_ask(held: &[((u32, u32), Option<Duration>)]) -> Option<(u32, u32)> {
+    held.iter()
+        .min_by(|(a, since_a), (b, since_b)| match (since_a, since_b) {
+            (None, None) => a.cmp(b),
+            (None, Some(_)) => std::cmp::Ordering::Less,
+            (Some(_), None) => std::cmp::Ordering::Greater,
+            (Some(x), Some(y)) => y.cmp(x).then(a.cmp(b)),
+        })
+        .map(|(key, _)| *key)
+}
 
 /// Where holders and slurmstepds meet: a directory per node below it, with one per job (the
 /// extern step's) in it.

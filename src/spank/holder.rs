@@ -129,10 +129,12 @@ impl Drop for Holder {
 
 /// The holder's loop: take over each step's ended table as its file appears; remove a held
 /// one once its file is gone, and remove that file once slurmctld says its step has ended
-/// (asked every [`ASK`] while it holds one). Ends when stopped, or with why it cannot go on.
+/// (one table per [`ASK`] while it holds any: [`holding::next_to_ask`]). Ends when stopped, or
+/// with why it cannot go on.
 fn hold(dir: &Path, stop: &AtomicBool, watch: &Watch) -> Result<(), String> {
     let mut nft = Nft::open()?;
     let mut asked: HashMap<(u32, u32), Instant> = HashMap::new();
+    let mut last_ask: Option<Instant> = None;
     let mut held: HashSet<(u32, u32)> = HashSet::new();
     while !stop.load(Ordering::Relaxed) {
         let mut still = HashSet::new();
@@ -149,18 +151,25 @@ fn hold(dir: &Path, stop: &AtomicBool, watch: &Watch) -> Result<(), String> {
                     }
                 }
                 Some((job_id, step_id, Stage::Held)) => {
-                    let key = (job_id, step_id);
-                    still.insert(key);
-                    let due = asked.get(&key).is_none_or(|at| at.elapsed() >= ASK);
-                    if due {
-                        asked.insert(key, Instant::now());
-                        if slurm::step_exists(job_id, step_id) == Some(false) {
-                            let _ = fs::remove_file(dir.join(&name));
-                        }
-                    }
+                    still.insert((job_id, step_id));
                 }
                 // Only `take` makes one, and ends it before returning.
                 Some((_, _, Stage::Taking)) | None => {}
+            }
+        }
+        if last_ask.is_none_or(|at| at.elapsed() >= ASK) {
+            let ages: Vec<_> = still
+                .iter()
+                .map(|key| (*key, asked.get(key).map(Instant::elapsed)))
+                .collect();
+            if let Some((job_id, step_id)) = holding::next_to_ask(&ages) {
+                let now = Instant::now();
+                asked.insert((job_id, step_id), now);
+                last_ask = Some(now);
+                if slurm::step_exists(job_id, step_id) == Some(false) {
+                    let file = holding::stage_file(job_id, step_id, Stage::Held);
+                    let _ = fs::remove_file(dir.join(file));
+                }
             }
         }
         let seen: HashSet<(u32, u32)> = held.union(&still).copied().collect();
