@@ -41,8 +41,7 @@ idle() { # until all 64 nodes are idle (60 s at most)
 ms() { echo $((($2 - $1) / 1000000)); }
 for flags in "" Contain; do
     echo "required $plugin isolate=yes port_range=12000-32767" > "$stack"
-    # shellcheck disable=SC2086
-    bash "$cluster" prolog-flags "$flags" $nodes >/dev/null
+    bash "$cluster" prolog-flags "$flags" >/dev/null
     declare -A launch=() after=() cpu=()
     for _ in $(seq "$runs"); do
         for mode in option isolate; do

@@ -952,7 +952,7 @@ fn a_node_whose_tasks_ended_first_keeps_other_users_away() {
     {
         let _plugstack = isolate.then(|| PlugStack::isolated(""));
         if *contain && _contained.is_none() {
-            sh_ok(&format!("{cluster} prolog-flags Contain n9 n10"));
+            sh_ok(&format!("{cluster} prolog-flags Contain"));
             _contained = Some(Uncontained(cluster.clone()));
         }
         let logs = ["n9", "n10"].map(|n| dir().join(format!("log/slurmd-{n}.log")));
@@ -1102,7 +1102,7 @@ struct Uncontained(String);
 
 impl Drop for Uncontained {
     fn drop(&mut self) {
-        sh(&format!("{} prolog-flags '' n9 n10", self.0));
+        sh(&format!("{} prolog-flags ''", self.0));
     }
 }
 

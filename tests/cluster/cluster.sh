@@ -21,10 +21,12 @@
 #                                             daemon reads the plugstack.conf beside slurm.conf
 #   tests/cluster/cluster.sh configured NODE  back from `configless`: NODE and slurmctld read the
 #                                             cluster's files again, PlugStackConfig as `up` set it
-#   tests/cluster/cluster.sh prolog-flags FLAGS NODE...
+#   tests/cluster/cluster.sh prolog-flags FLAGS
 #                                             slurm.conf's PrologFlags=FLAGS (none when empty),
 #                                             e.g. Contain (every job gets an extern step):
-#                                             restart slurmctld and the NODEs' slurmd
+#                                             restart slurmctld and every node's slurmd (a node
+#                                             left on the old flags takes the new ones at the
+#                                             next `scontrol reconfigure`, mid-job)
 #   tests/cluster/cluster.sh down             stop everything this script started, undo all
 #   tests/cluster/cluster.sh status
 #
@@ -358,14 +360,13 @@ restart_slurmctld() {
     die "slurmctld did not start again"
 }
 
-# prolog_flags FLAGS NODE...: see the usage above.
+# prolog_flags FLAGS: see the usage above.
 prolog_flags() {
     local flags=${1?flags} conf=$DIR/etc/slurm.conf
-    shift
     sed -i '/^PrologFlags=/d' "$conf"
     [ -n "$flags" ] && echo "PrologFlags=$flags" >> "$conf"
     restart_slurmctld
-    restart_slurmd "$@"
+    restart_slurmd "${NODES[@]}"
 }
 
 # configless NODE yes|no: see the usage above.
