@@ -408,9 +408,11 @@ touch {d}/stop; wait $holder; echo \"HOLDER|$?\"
 }
 
 /// A 2-node step whose ports another job holds on one of its nodes only (n9): n9 says so once
-/// and stops the step, so n10's task, which started, ends within seconds instead of running its
-/// program (20 s) with a TF_CONFIG that names the other job's port on n9; with and without
-/// isolate=yes. When n9 refused only its own task, n10's ran its 20 s (22.05, 24.11, 26.05).
+/// and stops the step, so n10's task, which may have started, ends within seconds instead of
+/// running its program (`sleep 20`) with a TF_CONFIG that names the other job's port on n9;
+/// with and without isolate=yes. When n9 refused only its own task, n10's ran its 20 s (22.05,
+/// 24.11, 26.05). (The step's length is the test: a program that printed after its sleep was
+/// seen to print once the stop had killed the sleep but not yet its shell, 26.05.)
 #[test]
 #[ignore = "needs the test cluster: run tests/run.sh"]
 fn ports_held_on_one_node_stop_the_whole_step() {
@@ -426,7 +428,7 @@ holder=$!
 for i in $(seq 600); do [ -e {d}/endpoints ] && break; kill -0 $holder 2>/dev/null || break; sleep 0.1; done
 echo \"JOB|$(squeue -h -n holder -o %i)\"
 start=$EPOCHREALTIME
-runuser -u {OWNER} -- srun -p shared -w n9,n10 -N2 -n2 -t 1 {STEP_ON_20000} sh -c 'sleep 20; echo RAN'
+runuser -u {OWNER} -- srun -p shared -w n9,n10 -N2 -n2 -t 1 {STEP_ON_20000} sleep 20
 echo \"OWNER|$?|$(awk -v a=$start -v b=$EPOCHREALTIME 'BEGIN {{print b - a}}')\"
 touch {d}/stop; wait $holder"
         ));
@@ -436,7 +438,6 @@ touch {d}/stop; wait $holder"
         );
         let what = format!("isolate {isolate}:\n{stdout}\n{stderr}");
         let job: u32 = records(&stdout, "JOB")[0][0].parse().expect(&what);
-        assert!(!stdout.contains("RAN"), "a task ran its program: {what}");
         let owner = &records(&stdout, "OWNER")[0];
         assert_ne!(owner[0], "0", "{what}");
         let seconds: f64 = owner[1].parse().expect(&what);
