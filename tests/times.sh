@@ -44,8 +44,11 @@ case ${1:-} in
     report)
         [ -s "$file" ] || exit 0
         echo "where the time went (seconds; tests/times.sh, rows in $file):"
+        awk -F'\t' '$1 == "all" {printf "  the test command: %d s\n", $4}' "$file"
         # One line per release (host first): its wall time, then each suite's, the largest first.
-        awk -F'\t' '$2 == "wall" {wall[$1] = $4; next}
+        awk -F'\t' '$1 == "all" {next}
+            $2 == "wall" {wall[$1] = $4; next}
+            $1 == "host" {wall["host"] += $4}
             {s[$1 "\t" $2] += $4; seen[$1] = 1}
             END {for (r in wall) seen[r] = 1
                  for (r in seen) {
@@ -59,8 +62,9 @@ case ${1:-} in
         n=${2:-0}
         if [ "$n" -gt 0 ]; then
             echo "the $n slowest tests and cluster starts and restarts (seconds):"
-            awk -F'\t' '$2 != "wall"' "$file" | sort -t$'\t' -k4,4gr | head -n "$n" \
-                | awk -F'\t' '{printf "  %7.1f  %-6s %-12s %s\n", $4, $1, $2, $3}'
+            # awk, not head: the sort before it must not die of a closed pipe (exit 141).
+            awk -F'\t' '$2 != "wall"' "$file" | sort -t$'\t' -k4,4gr \
+                | awk -F'\t' -v n="$n" 'NR <= n {printf "  %7.1f  %-6s %-12s %s\n", $4, $1, $2, $3}'
         fi
         ;;
     *) echo "usage: $0 suite RELEASE SUITE | add RELEASE WHAT NAME SECONDS | report [N]" >&2; exit 2 ;;
