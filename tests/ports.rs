@@ -127,6 +127,21 @@ fn the_directories_under_run_tfcluster_are_roots_alone() {
     }
 }
 
+/// The admin guide's wait for the claims' lock is the code's ([`LOCK_WAIT`]), not a second copy.
+#[test]
+fn the_admin_guide_says_how_long_a_step_waits_for_the_lock() {
+    let guide = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/admin-guide.md"),
+    )
+    .unwrap();
+    let flat = guide.split_whitespace().collect::<Vec<_>>().join(" ");
+    let phrase = format!(
+        "A step waits at most {} s for the claims' lock",
+        LOCK_WAIT.as_secs()
+    );
+    assert_eq!(flat.matches(&phrase).count(), 1, "{phrase}");
+}
+
 fn claim(job_id: u32, step_id: u32, ports: &[u16]) -> Claim {
     Claim {
         job_id,

@@ -78,15 +78,17 @@ pub fn start_for_job(job_id: u32) -> Option<Holder> {
             let ended = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 hold(&path, &flag, &watch)
             }));
-            // Ended before its stop: it says so, and no step hands it a table any more (they
-            // find no holder, and the first says so once per node).
+            // Ended before its stop: it says so, and its directory goes, holder file and the
+            // files of the tables it held (they went with its libnftables context), so that no
+            // file says a table is held and no step hands it one (they find no holder, and the
+            // first says so once per node).
             if !flag.load(Ordering::Relaxed) {
                 let why = match ended {
                     Ok(Err(e)) => e,
                     Ok(Ok(())) => "it ended".to_string(),
                     Err(_) => "it panicked".to_string(),
                 };
-                let _ = fs::remove_file(path.join(HOLDER_FILE));
+                forsake(&path);
                 log::error(&format!(
                     "isolate=yes: job {job_id}'s extern step stopped holding the tables of nodes \
                      whose tasks ended first ({why}); those it held go with it, and later ones \
