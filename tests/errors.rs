@@ -510,7 +510,7 @@ fn every_shell_error_message() {
         (Isolation { node: "n9".into(), reason: "cannot load libnftables.so.1: libnftables.so.1: cannot open shared object file: No such file or directory".into() },
          "isolate=yes: node n9 cannot install the step's firewall: cannot load libnftables.so.1: libnftables.so.1: cannot open shared object file: No such file or directory; the step is stopped, so that no TensorFlow server of it runs open to other users"),
         (Ports { node: "n9".into(), reason: "cannot make /run/tfcluster/claims/n9: Read-only file system (os error 30)".into() },
-         "node n9 cannot give the step its ports: cannot make /run/tfcluster/claims/n9: Read-only file system (os error 30); the step is stopped before its tasks start (when the reason is the node's files, ask the admin to let slurmstepd write /run/tfcluster)"),
+         "node n9 cannot give the step its ports: cannot make /run/tfcluster/claims/n9: Read-only file system (os error 30); no task of the step runs on this node, and the step is stopped on every node (when the reason is the node's files, ask the admin to let slurmstepd write /run/tfcluster)"),
         (FromEnvironment { error: Box::new(Core(Error::NoNodes)) },
          "the step has no nodes (SLURM_STEP_NODELIST is empty); this --tf-cluster came from the job's environment (#SBATCH --tf-cluster, or SLURM_SPANK__SLURM_SPANK_OPTION_tfcluster_tf_cluster), which srun applies to every step: a step that is not TensorFlow's opts out with srun --tf-cluster=off"),
         (Kill { reason: "Access/permission denied".into() },

@@ -25,9 +25,9 @@ pub enum ShellError {
     #[error("cannot pass the task order to the nodes: {reason}")]
     PassOrder { reason: String },
     #[error(
-        "node {node} cannot give the step its ports: {reason}; the step is stopped before its \
-         tasks start (when the reason is the node's files, ask the admin to let slurmstepd write \
-         /run/tfcluster)"
+        "node {node} cannot give the step its ports: {reason}; no task of the step runs on this \
+         node, and the step is stopped on every node (when the reason is the node's files, ask \
+         the admin to let slurmstepd write /run/tfcluster)"
     )]
     Ports { node: String, reason: String },
     #[error(
