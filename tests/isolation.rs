@@ -20,7 +20,6 @@ use tfcluster::core::isolation::{
 use tfcluster::core::topology::ConfFile::{self, Missing, Text, Unreadable};
 use tfcluster::core::Error;
 use tfcluster::core::StepInputs;
-use tfcluster::spank::handover::Handed::{self, *};
 use tfcluster::spank::nftables::LIBRARY;
 
 /// The test cluster's addresses (tests/cluster/cluster.sh), one IPv6 address, and a duplicate
@@ -211,92 +210,6 @@ fn the_holder_takes_an_ended_table_over_in_one_transaction() {
     assert_eq!(take_over(12, 3, &ended), Some([replace, install]));
     assert_eq!(take_over(12, 4, &ended), None, "another step's script");
     assert_eq!(take_over(12, 3, "table inet tfcluster_12_3 {\n}\n"), None);
-}
-
-/// The holder's side of a handover, as tests/isolation.rs plays it: how long after slurmstepd
-/// leaves its file the holder claims it (`None`: never), and whether the take-over then works.
-struct HandOver {
-    what: &'static str,
-    /// The holder file names this process (else a process that started at another time).
-    live: bool,
-    claims_after_ms: Option<u64>,
-    /// After the claim: `true` holds the table, `false` fails and removes the file.
-    takes: bool,
-    takes_after_ms: u64,
-    /// What `hand_over` answers (slurmstepd then removes its own table) and the files left.
-    handed: Handed,
-    left: &'static [&'static str],
-}
-
-#[rustfmt::skip]
-const HAND_OVERS: &[HandOver] = &[
-    HandOver { what: "a holder that takes it at once",              live: true,  claims_after_ms: Some(0),   takes: true,  takes_after_ms: 0,   handed: Held,     left: &["step_12.3.held"] },
-    HandOver { what: "a holder that claims it late, then holds it", live: true,  claims_after_ms: Some(300), takes: true,  takes_after_ms: 300, handed: Held,     left: &["step_12.3.held"] },
-    HandOver { what: "a holder whose take-over fails",              live: true,  claims_after_ms: Some(0),   takes: false, takes_after_ms: 0,   handed: NotTaken, left: &[] },
-    HandOver { what: "a holder that would claim it too late",       live: true,  claims_after_ms: Some(800), takes: true,  takes_after_ms: 0,   handed: NotTaken, left: &[] },
-    HandOver { what: "a holder that never claims it",               live: true,  claims_after_ms: None,      takes: true,  takes_after_ms: 0,   handed: NotTaken, left: &[] },
-    HandOver { what: "a holder file of a process gone",             live: false, claims_after_ms: Some(0),   takes: true,  takes_after_ms: 0,   handed: NoHolder, left: &[] },
-];
-
-/// slurmstepd's side of the handover, here with 500 ms where a node waits 2 s: it waits for
-/// the holder, withdraws its file when the holder has not claimed it in time (a holder
-/// that claims it later finds nothing to take), and waits for the outcome once the holder has,
-/// so that no table ends up held with no file to say so (the holder would never remove it).
-#[test]
-fn a_step_hands_its_ended_table_over_or_withdraws_it() {
-    use std::time::Duration;
-    for row in HAND_OVERS {
-        let dir = std::env::temp_dir().join(format!("tfc-handover-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let me = tfcluster::spank::process::me().unwrap();
-        let holder = match row.live {
-            true => me,
-            false => Owner {
-                start: me.start + 1,
-                ..me
-            },
-        };
-        std::fs::write(dir.join("holder"), holder_text(holder)).unwrap();
-        let at = |stage| dir.join(stage_file(12, 3, stage));
-        let (claims, takes, after) = (row.claims_after_ms, row.takes, row.takes_after_ms);
-        let holder = std::thread::spawn({
-            let (left, taking, held) = (at(Stage::Left), at(Stage::Taking), at(Stage::Held));
-            move || {
-                let Some(claims) = claims else { return };
-                let start = std::time::Instant::now();
-                while !left.exists() && start.elapsed() < Duration::from_secs(1) {
-                    std::thread::sleep(Duration::from_millis(2));
-                }
-                std::thread::sleep(Duration::from_millis(claims));
-                if std::fs::rename(&left, &taking).is_err() {
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(after));
-                match takes {
-                    true => std::fs::rename(&taking, &held).unwrap(),
-                    false => std::fs::remove_file(&taking).unwrap(),
-                }
-            }
-        });
-        let limit = Duration::from_millis(500);
-        let handed =
-            tfcluster::spank::handover::hand_over_in(&dir, (12, 3), "table inet t {\n}\n", limit);
-        holder.join().unwrap();
-        let mut left: Vec<String> = std::fs::read_dir(&dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().into_string().unwrap())
-            .filter(|n| n != "holder")
-            .collect();
-        left.sort();
-        let _ = std::fs::remove_dir_all(&dir);
-        assert_eq!(
-            (handed, left),
-            (row.handed, row.left.iter().map(|n| n.to_string()).collect()),
-            "{}",
-            row.what
-        );
-    }
 }
 
 /// The names in a holder's directory ([`HELD_DIR`]`/NODE/JOB`, the extern step's; `/NODE/slurmd`

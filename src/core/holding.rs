@@ -26,8 +26,13 @@
 //! holder has not claimed yet, and waits for the outcome of one it has. Without a live holder
 //! the table stays not owned, and slurmd's log says so once per node ([`no_holder_line`]).
 //!
-//! This module names the files and writes the holder's script, from plain values (table-tested
-//! in tests/isolation.rs).
+//! A holder acts only on a directory whose holder file names it ([`whose`]), and checks at every
+//! look that each table a file says it holds is on the node, installing it again where it is
+//! not: what it does is decided from each look in one place, [`Holding`].
+//!
+//! This module names the files, writes the holder's script and decides its acts, from plain
+//! values (the transitions are a table in tests/holder.rs, which also runs the shell's holder
+//! on the host).
 
 use super::isolation::{ended_table_name, removal};
 use super::text::decimal;
@@ -177,4 +182,159 @@ pub fn no_holder_line(job_id: u32, step_id: u32) -> String {
          once per node until it reboots)",
         ended_table_name(job_id, step_id)
     )
+}
+
+/// A step, by job and step id.
+pub type StepKey = (u32, u32);
+
+/// Whose the holder file of a holder's directory is, as the holder reads it at each look
+/// ([`whose`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HolderFile {
+    /// It names this holder.
+    Mine,
+    /// It names another process that runs: that one holds here, this one must not act.
+    OtherLive,
+    /// Missing, unreadable, of another shape, or naming a process gone.
+    NoneLive,
+}
+
+/// Whose the holder file's text `text` (`None`: missing or unreadable) is, for holder `me`;
+/// `stat` gives `/proc/PID/stat` ([`super::claims::Owner::is_live`]).
+pub fn whose(
+    text: Option<&str>,
+    me: super::claims::Owner,
+    stat: impl FnOnce(u32) -> Option<String>,
+) -> HolderFile {
+    match text.and_then(holder_of) {
+        Some(owner) if owner == me => HolderFile::Mine,
+        Some(owner) if owner.is_live(stat) => HolderFile::OtherLive,
+        _ => HolderFile::NoneLive,
+    }
+}
+
+/// What a holder sees at one look: its holder file, the step files in its directory and the
+/// node's ended tables.
+#[derive(Debug, Clone, Copy)]
+pub struct Look<'a> {
+    pub holder_file: HolderFile,
+    /// The step files in the directory ([`step_of`] of each name).
+    pub files: &'a [(u32, u32, Stage)],
+    /// The steps whose ended table is on the node (`list tables`: [`super::isolation::ended_steps`]);
+    /// `None` when the node could not list them (nothing is then installed again).
+    pub tables: Option<&'a [StepKey]>,
+    /// Time since the holder started.
+    pub now: Duration,
+}
+
+/// What a holder does after a look, in this order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Act {
+    /// Another live holder's directory: act on nothing, stop (the tables this one held go with
+    /// it; the files still say held, and the other installs them again).
+    Yield,
+    /// Write the holder file again, naming this holder (it was missing, or named a process
+    /// gone): steps then find a live holder.
+    Reclaim,
+    /// Make the table of this step's file this holder's: from [`Stage::Left`], claim the file
+    /// (renamed to [`Stage::Taking`]) and take the table over ([`take_over`]); from
+    /// [`Stage::Taking`] (a claim its holder did not finish) or [`Stage::Held`] (a table a file
+    /// says is held that is not on the node), install it again from the file. Then the file
+    /// says [`Stage::Held`], or is removed when it cannot be; the shell reports which
+    /// ([`Holding::took`]).
+    Take(StepKey, Stage),
+    /// Ask slurmctld whether this held table's step has ended: if it has, remove its file (the
+    /// next look then releases it).
+    Ask(StepKey),
+    /// Remove this table: this holder held it, and no file names it any more (its step ended,
+    /// or the job's epilog removed the file).
+    Release(StepKey),
+}
+
+/// The holder's lifecycle of the tables it holds, decided from each [`Look`]: a table is taken
+/// when slurmstepd leaves its file, checked at every look and installed again when missing,
+/// asked about one at a time ([`next_to_ask`], at most one request per `ask`), and released
+/// once its file is gone. The shell ([`crate::spank::holder`]) carries the acts out.
+#[derive(Debug, Clone)]
+pub struct Holding {
+    ask: Duration,
+    held: std::collections::BTreeSet<StepKey>,
+    asked: std::collections::BTreeMap<StepKey, Duration>,
+    last_ask: Option<Duration>,
+}
+
+impl Holding {
+    /// A holder that holds nothing yet and asks slurmctld once per `ask` at most ([`ASK`]).
+    pub fn new(ask: Duration) -> Holding {
+        Holding {
+            ask,
+            held: Default::default(),
+            asked: Default::default(),
+            last_ask: None,
+        }
+    }
+
+    /// What to do after `look`.
+    pub fn acts(&mut self, look: Look) -> Vec<Act> {
+        let mut acts = Vec::new();
+        match look.holder_file {
+            HolderFile::OtherLive => return vec![Act::Yield],
+            HolderFile::NoneLive => acts.push(Act::Reclaim),
+            HolderFile::Mine => {}
+        }
+        let mut named = std::collections::BTreeSet::new();
+        for &(job_id, step_id, stage) in look.files {
+            let key = (job_id, step_id);
+            named.insert(key);
+            let missing = look.tables.is_some_and(|tables| !tables.contains(&key));
+            match stage {
+                Stage::Left | Stage::Taking => acts.push(Act::Take(key, stage)),
+                Stage::Held if missing => acts.push(Act::Take(key, stage)),
+                Stage::Held => {
+                    self.held.insert(key);
+                }
+            }
+        }
+        for key in self.held.iter().filter(|key| !named.contains(key)) {
+            acts.push(Act::Release(*key));
+        }
+        self.held.retain(|key| named.contains(key));
+        self.asked.retain(|key, _| self.held.contains(key));
+        if self
+            .last_ask
+            .is_none_or(|at| look.now.saturating_sub(at) >= self.ask)
+        {
+            let ages: Vec<_> = self
+                .held
+                .iter()
+                .map(|key| (*key, self.asked.get(key).map(|at| look.now - *at)))
+                .collect();
+            if let Some(key) = next_to_ask(&ages) {
+                self.asked.insert(key, look.now);
+                self.last_ask = Some(look.now);
+                acts.push(Act::Ask(key));
+            }
+        }
+        acts
+    }
+
+    /// The shell's report on an [`Act::Take`]: whether this holder now holds the table (its
+    /// file says [`Stage::Held`]).
+    pub fn took(&mut self, key: StepKey, holds: bool) {
+        match holds {
+            true => self.held.insert(key),
+            false => self.held.remove(&key),
+        };
+    }
+
+    /// The tables this holder holds.
+    pub fn held(&self) -> impl Iterator<Item = &StepKey> {
+        self.held.iter()
+    }
+
+    /// How long the holder may sleep before its next look when no file arrives: until its next
+    /// ask while it holds a table, else until a file arrives.
+    pub fn sleep(&self) -> Option<Duration> {
+        (!self.held.is_empty()).then_some(self.ask)
+    }
 }

@@ -7,9 +7,11 @@ use super::nftables::Nft;
 use super::process;
 use super::run_dir;
 use super::slurm;
-use crate::core::holding::{self, Stage, ASK, HOLDER_FILE};
+use crate::core::claims::Owner;
+use crate::core::holding::{
+    self, Act, HolderFile, Holding, Look, Stage, StepKey, ASK, HOLDER_FILE,
+};
 use crate::core::isolation;
-use std::collections::{HashMap, HashSet};
 use std::ffi::c_int;
 use std::fs;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -52,61 +54,131 @@ pub fn start_for_job(job_id: u32) -> Option<Holder> {
         failed(e);
         return None;
     }
+    let passed = Passed {
+        open: Box::new(Nft::open),
+        step_exists: Box::new(slurm::step_exists),
+        say: Box::new(log::error),
+        ask: ASK,
+    };
     let dir = PathBuf::from(holding::job_dir(&node, job_id));
-    let made = run_dir::private(&dir)
-        .and_then(|()| {
-            fs::write(dir.join(HOLDER_FILE), holding::holder_text(me)).map_err(|e| e.to_string())
-        })
-        .map_err(|e| format!("cannot write in {}: {e}", dir.display()));
-    if let Err(e) = made {
-        failed(e);
-        return None;
+    start(&dir, me, &format!("job {job_id}'s extern step"), passed)
+        .map_err(failed)
+        .ok()
+}
+
+/// A node's tables, as the holder changes them: libnftables ([`Nft`]) on a node, a stand-in
+/// in tests/isolation.rs, which runs this holder as it is.
+pub trait Tables {
+    /// Runs an nftables script in one transaction: its output, or why it failed.
+    fn run(&mut self, script: &str) -> Result<String, String>;
+}
+
+impl Tables for Nft {
+    fn run(&mut self, script: &str) -> Result<String, String> {
+        Nft::run(self, script)
     }
-    let (watch, wake) = match Watch::new(&dir) {
+}
+
+/// What a holder is given from outside: how to open the node's tables (in its own thread),
+/// ask slurmctld whether a step exists ([`slurm::step_exists`]), and log a line; and how often
+/// it may ask ([`ASK`]).
+pub struct Passed<T> {
+    pub open: Box<dyn FnOnce() -> Result<T, String> + Send>,
+    pub step_exists: Box<dyn Fn(u32, u32) -> Option<bool> + Send>,
+    pub say: Box<dyn Fn(&str) + Send + Sync>,
+    pub ask: Duration,
+}
+
+/// Starts holder `me` (`who`, for its lines) in directory `dir`: makes the directory root's
+/// alone, refuses it when its holder file names another live holder, writes its own, and starts
+/// the thread. Why it cannot, else.
+pub fn start<T: Tables + 'static>(
+    dir: &Path,
+    me: Owner,
+    who: &str,
+    passed: Passed<T>,
+) -> Result<Holder, String> {
+    run_dir::private(dir).map_err(|e| format!("cannot write in {}: {e}", dir.display()))?;
+    let file = dir.join(HOLDER_FILE);
+    let text = fs::read_to_string(&file).ok();
+    if holding::whose(text.as_deref(), me, process::stat) == HolderFile::OtherLive {
+        // Not forsaken: the directory is the other holder's.
+        return Err(format!(
+            "{} names another holder that still runs ({})",
+            file.display(),
+            text.unwrap_or_default().trim()
+        ));
+    }
+    let made = fs::write(&file, holding::holder_text(me))
+        .map_err(|e| format!("cannot write in {}: {e}", dir.display()))
+        .and_then(|()| Watch::new(dir));
+    let (watch, wake) = match made {
         Ok(pair) => pair,
         Err(e) => {
-            forsake(&dir);
-            failed(e);
-            return None;
+            forsake(dir);
+            return Err(e);
         }
     };
     let stop = Arc::new(AtomicBool::new(false));
-    let (flag, path) = (stop.clone(), dir.clone());
+    let (flag, path, who) = (stop.clone(), dir.to_path_buf(), who.to_string());
     let thread = std::thread::Builder::new()
         .name("tfcluster-holder".into())
         .spawn(move || {
+            let Passed {
+                open,
+                step_exists,
+                say,
+                ask,
+            } = passed;
             let ended = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                hold(&path, &flag, &watch)
+                let mut tables = open()?;
+                hold(
+                    &path,
+                    me,
+                    &flag,
+                    &watch,
+                    &mut tables,
+                    &*step_exists,
+                    &*say,
+                    ask,
+                )
             }));
             // Ended before its stop: it says so, and its directory goes, holder file and the
             // files of the tables it held (they went with its libnftables context), so that no
             // file says a table is held and no step hands it one (they find no holder, and the
-            // first says so once per node).
+            // first says so once per node). A holder that yielded to another leaves the
+            // directory to it.
             if !flag.load(Ordering::Relaxed) {
+                let yielded = matches!(ended, Ok(Ok(Ended::Yielded)));
                 let why = match ended {
                     Ok(Err(e)) => e,
-                    Ok(Ok(())) => "it ended".to_string(),
+                    Ok(Ok(Ended::Yielded)) => format!(
+                        "{} names another holder that runs; it holds here now",
+                        path.join(HOLDER_FILE).display()
+                    ),
+                    Ok(Ok(Ended::Stopped)) => "it ended".to_string(),
                     Err(_) => "it panicked".to_string(),
                 };
-                forsake(&path);
-                log::error(&format!(
-                    "isolate=yes: job {job_id}'s extern step stopped holding the tables of nodes \
-                     whose tasks ended first ({why}); those it held go with it, and later ones \
-                     stay, not owned: check the node's nftables as root (nft list tables)"
+                if !yielded {
+                    forsake(&path);
+                }
+                say(&format!(
+                    "isolate=yes: {who} stopped holding the tables of nodes whose tasks ended \
+                     first ({why}); those it held go with it, and later ones stay, not owned: \
+                     check the node's nftables as root (nft list tables)"
                 ));
             }
         });
     match thread {
-        Ok(thread) => Some(Holder {
+        Ok(thread) => Ok(Holder {
             stop,
             wake,
             thread: Some(thread),
-            dir,
+            dir: dir.to_path_buf(),
         }),
         Err(e) => {
-            forsake(&dir);
-            failed(format!("cannot start a thread: {e}"));
-            None
+            forsake(dir);
+            Err(format!("cannot start a thread: {e}"))
         }
     }
 }
@@ -129,66 +201,83 @@ impl Drop for Holder {
     }
 }
 
-/// The holder's loop: take over each step's ended table as its file appears; remove a held
-/// one once its file is gone, and remove that file once slurmctld says its step has ended
-/// (one table per [`ASK`] while it holds any: [`holding::next_to_ask`]). Ends when stopped, or
-/// with why it cannot go on.
-fn hold(dir: &Path, stop: &AtomicBool, watch: &Watch) -> Result<(), String> {
-    let mut nft = Nft::open()?;
-    let mut asked: HashMap<(u32, u32), Instant> = HashMap::new();
-    let mut last_ask: Option<Instant> = None;
-    let mut held: HashSet<(u32, u32)> = HashSet::new();
+/// How a holder's loop ended without an error.
+enum Ended {
+    /// Its stop ([`Holder`]'s drop).
+    Stopped,
+    /// Its holder file names another live holder ([`Act::Yield`]).
+    Yielded,
+}
+
+/// The holder's loop: looks at its directory and the node's tables, and carries out what
+/// [`Holding`] decides, until stopped, or with why it cannot go on. It sleeps between looks
+/// until a file arrives or goes, or its next ask is due.
+#[allow(clippy::too_many_arguments)]
+fn hold(
+    dir: &Path,
+    me: Owner,
+    stop: &AtomicBool,
+    watch: &Watch,
+    tables: &mut impl Tables,
+    step_exists: &dyn Fn(u32, u32) -> Option<bool>,
+    say: &dyn Fn(&str),
+    ask: Duration,
+) -> Result<Ended, String> {
+    let started = Instant::now();
+    let mut holding = Holding::new(ask);
     while !stop.load(Ordering::Relaxed) {
-        let mut still = HashSet::new();
-        for name in fs::read_dir(dir)
+        let text = fs::read_to_string(dir.join(HOLDER_FILE)).ok();
+        let files: Vec<_> = fs::read_dir(dir)
             .into_iter()
             .flatten()
             .flatten()
-            .filter_map(|e| e.file_name().into_string().ok())
-        {
-            match holding::step_of(&name) {
-                Some((job_id, step_id, Stage::Left)) => {
-                    if take(&mut nft, dir, (job_id, step_id)) {
-                        still.insert((job_id, step_id));
+            .filter_map(|e| holding::step_of(e.file_name().to_str()?))
+            .collect();
+        let listing = tables.run("list tables").ok();
+        let present: Option<Vec<StepKey>> = listing.as_deref().map(|listing| {
+            isolation::ended_steps(listing)
+                .into_iter()
+                .map(|(_, job_id, step_id)| (job_id, step_id))
+                .collect()
+        });
+        let look = Look {
+            holder_file: holding::whose(text.as_deref(), me, process::stat),
+            files: &files,
+            tables: present.as_deref(),
+            now: started.elapsed(),
+        };
+        for act in holding.acts(look) {
+            match act {
+                Act::Yield => return Ok(Ended::Yielded),
+                Act::Reclaim => {
+                    let _ = fs::write(dir.join(HOLDER_FILE), holding::holder_text(me));
+                }
+                Act::Take(key, from) => {
+                    if from == Stage::Held {
+                        say(&format!(
+                            "isolate=yes: the table {} that this node holds was gone; it is \
+                             installed again (check what removes tables here: nft list tables)",
+                            isolation::ended_table_name(key.0, key.1)
+                        ));
+                    }
+                    let holds = take(tables, dir, key, from, say);
+                    holding.took(key, holds);
+                }
+                Act::Ask((job_id, step_id)) => {
+                    if step_exists(job_id, step_id) == Some(false) {
+                        let file = holding::stage_file(job_id, step_id, Stage::Held);
+                        let _ = fs::remove_file(dir.join(file));
                     }
                 }
-                Some((job_id, step_id, Stage::Held)) => {
-                    still.insert((job_id, step_id));
-                }
-                // Only `take` makes one, and ends it before returning.
-                Some((_, _, Stage::Taking)) | None => {}
-            }
-        }
-        if last_ask.is_none_or(|at| at.elapsed() >= ASK) {
-            let ages: Vec<_> = still
-                .iter()
-                .map(|key| (*key, asked.get(key).map(Instant::elapsed)))
-                .collect();
-            if let Some((job_id, step_id)) = holding::next_to_ask(&ages) {
-                let now = Instant::now();
-                asked.insert((job_id, step_id), now);
-                last_ask = Some(now);
-                if slurm::step_exists(job_id, step_id) == Some(false) {
-                    let file = holding::stage_file(job_id, step_id, Stage::Held);
-                    let _ = fs::remove_file(dir.join(file));
+                Act::Release((job_id, step_id)) => {
+                    let table = isolation::ended_table_name(job_id, step_id);
+                    let _ = tables.run(&isolation::removal(&table));
                 }
             }
         }
-        let seen: HashSet<(u32, u32)> = held.union(&still).copied().collect();
-        still.retain(|&(job_id, step_id)| {
-            dir.join(holding::stage_file(job_id, step_id, Stage::Held))
-                .exists()
-        });
-        // What this holder held and no file names any more: its step or job has ended.
-        for &(job_id, step_id) in seen.difference(&still) {
-            let table = isolation::ended_table_name(job_id, step_id);
-            let _ = nft.run(&isolation::removal(&table));
-        }
-        asked.retain(|key, _| still.contains(key));
-        held = still;
-        watch.wait((!held.is_empty()).then_some(ASK));
+        watch.wait(holding.sleep());
     }
-    Ok(())
+    Ok(Ended::Stopped)
 }
 
 /// What wakes the holder: a file renamed into its directory or removed from it (inotify), or
@@ -252,44 +341,56 @@ impl Watch {
     }
 }
 
-/// Takes the ended table of a step over: claims its file first (slurmstepd can no longer
-/// withdraw it, and waits for what follows), then replaces the table with its own copy and says
-/// so by the file's name; on failure removes the file. Whether it holds the table now.
-fn take(nft: &mut Nft, dir: &Path, (job_id, step_id): (u32, u32)) -> bool {
+/// Takes the ended table of a step over from its file at stage `from` ([`Act::Take`]): claims
+/// a file slurmstepd left first (slurmstepd can no longer withdraw it, and waits for what
+/// follows), then replaces the table with its own copy, or installs it where it is gone, and
+/// says so by the file's name; on failure removes the file, with a line. Whether it holds the
+/// table now.
+fn take(
+    tables: &mut impl Tables,
+    dir: &Path,
+    (job_id, step_id): StepKey,
+    from: Stage,
+    say: &dyn Fn(&str),
+) -> bool {
     let at = |stage| dir.join(holding::stage_file(job_id, step_id, stage));
     let taking = at(Stage::Taking);
-    if fs::rename(at(Stage::Left), &taking).is_err() {
+    let claimed = match from {
+        Stage::Left => fs::rename(at(Stage::Left), &taking).map(|()| taking.clone()),
+        _ => Ok(at(from)),
+    };
+    let Ok(file) = claimed else {
         return false; // withdrawn meanwhile
-    }
-    let scripts = fs::read_to_string(&taking)
+    };
+    let scripts = fs::read_to_string(&file)
         .ok()
         .and_then(|ended| holding::take_over(job_id, step_id, &ended));
     let Some([replace, install]) = scripts else {
-        let _ = fs::remove_file(&taking);
+        let _ = fs::remove_file(&file);
         return false;
     };
     // Persistent where libnftables and the kernel can (a killed holder then leaves it to the
     // job's epilog), as slurmstepd's own table.
-    let run = |nft: &mut Nft, script: &str| {
-        nft.run(&isolation::persistent(script))
-            .or_else(|_| nft.run(script))
+    let run = |tables: &mut dyn FnMut(&str) -> Result<String, String>, script: &str| {
+        tables(&isolation::persistent(script)).or_else(|_| tables(script))
     };
-    match run(nft, &replace).or_else(|e| run(nft, &install).map_err(|_| e)) {
-        Ok(_) if fs::rename(&taking, at(Stage::Held)).is_ok() => true,
+    let mut nft = |script: &str| tables.run(script);
+    match run(&mut nft, &replace).or_else(|e| run(&mut nft, &install).map_err(|_| e)) {
+        Ok(_) if file == at(Stage::Held) || fs::rename(&file, at(Stage::Held)).is_ok() => true,
         // The job's epilog removed the file meanwhile: the table is this holder's alone.
         Ok(_) => {
-            let _ = nft.run(&isolation::removal(&isolation::ended_table_name(
+            let _ = nft(&isolation::removal(&isolation::ended_table_name(
                 job_id, step_id,
             )));
             false
         }
         Err(e) => {
-            log::error(&format!(
+            say(&format!(
                 "isolate=yes: this node cannot hold the table of step {job_id}.{step_id} \
                  (nodes whose tasks ended first): {e}; it stays, not owned, until the step \
                  ends: check the node's nftables as root (nft list tables)"
             ));
-            let _ = fs::remove_file(&taking);
+            let _ = fs::remove_file(&file);
             false
         }
     }
