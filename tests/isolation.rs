@@ -808,23 +808,49 @@ struct EndedFirst {
 type Tables = [&'static str; 2];
 
 /// What an admin routinely does to a node while jobs run, as a script on the test cluster
-/// (`{cluster}`: tests/cluster/cluster.sh, `{pid}`: n9's slurmd pid file, `{plugin}`: the
-/// plugin's file): slurmd reconfigured, signalled, restarted (its munged kept: the extern step
-/// outlives slurmd, and keeps its munged, on a real node), and the plugin's file replaced as a
-/// package upgrade does (a new file renamed over the old one). slurmd runs in the foreground
-/// (`-D`), where 23.11 and later start it anew in the same process.
+/// (`{cluster}`: tests/cluster/cluster.sh, `{unit}`: how the release's slurmd.service starts
+/// slurmd, `{pid}`: the pid file n9's slurmd writes, `{plugin}`: the plugin's file,
+/// `{nftables_conf}`: Debian's /etc/nftables.conf): slurmd restarted as its unit starts it
+/// (its munged kept: the extern step outlives slurmd, and keeps its munged, on a real node),
+/// reconfigured and signalled (from 23.11, under `--systemd`, each starts a new slurmd process
+/// and the old one exits), the plugin's file replaced as a package upgrade does (a new file
+/// renamed over the old one), and nftables.service restarted (`nft -f` of a file that starts
+/// with `flush ruleset`).
 const ADMIN_DAY: &[(&str, &str)] = &[
+    (
+        "slurmd restarted as its unit starts it",
+        "{cluster} restart-slurmd --busy --keep-munge --options '{unit}' n9 >&2",
+    ),
     ("scontrol reconfigure", "scontrol reconfigure"),
     ("SIGHUP to slurmd", "kill -HUP $(cat {pid})"),
-    (
-        "slurmd restarted",
-        "{cluster} restart-slurmd --busy --keep-munge n9 >&2",
-    ),
     (
         "the plugin upgraded",
         "cp {plugin} {plugin}.new && mv -f {plugin}.new {plugin}",
     ),
+    (
+        "nftables.service restarted",
+        "nsenter --net=/run/netns/tfc-n9 nft -f {nftables_conf}",
+    ),
 ];
+
+/// Debian's /etc/nftables.conf as the nftables package installs it: what nftables.service
+/// loads at start, restart and reload.
+const NFTABLES_CONF: &str = "#!/usr/sbin/nft -f
+
+flush ruleset
+
+table inet filter {
+\tchain input {
+\t\ttype filter hook input priority filter;
+\t}
+\tchain forward {
+\t\ttype filter hook forward priority filter;
+\t}
+\tchain output {
+\t\ttype filter hook output priority filter;
+\t}
+}
+";
 
 #[rustfmt::skip]
 const ENDED_FIRST: &[EndedFirst] = &[
@@ -850,6 +876,18 @@ fn a_node_whose_tasks_ended_first_keeps_other_users_away() {
         "bash {}/tests/cluster/cluster.sh",
         env!("CARGO_MANIFEST_DIR")
     );
+    // The release's own unit, where its root has one (Debian's packages; SchedMD's sources
+    // ship the same line in etc/slurmd.service.in), starts slurmd as the table says.
+    let unit = [
+        "/usr/lib/systemd/system/slurmd.service",
+        "/lib/systemd/system/slurmd.service",
+    ]
+    .iter()
+    .find_map(|p| std::fs::read_to_string(p).ok());
+    if let Some(unit) = unit {
+        let start = format!("slurmd {} $SLURMD_OPTIONS", release::current().slurmd_unit);
+        assert!(unit.contains(&start), "slurmd.service: {unit}");
+    }
     let mut _contained = None;
     for EndedFirst {
         isolate,
@@ -981,16 +1019,20 @@ cat {d}/step.err >&2",
 /// Each of [`ADMIN_DAY`] on n9, then root's flush of n9's ruleset, then another user's probe
 /// from n9 (`ADMIN<k>` lines), tried again while n9's slurmd is not yet back to launch it.
 fn admin_day_script(cluster: &str, probe: &str, d: &str) -> String {
-    let pid = dir().join("slurmd-n9.run.pid");
+    let pid = dir().join("slurmd-n9.pid");
     let plugin = std::env::var("TFC_PLUGIN").expect("TFC_PLUGIN: the plugin the cluster loads");
+    let nftables_conf = dir().join("nftables.conf").display().to_string();
+    std::fs::write(&nftables_conf, NFTABLES_CONF).unwrap();
     ADMIN_DAY
         .iter()
         .enumerate()
         .map(|(k, (_, action))| {
             let action = action
                 .replace("{cluster}", cluster)
+                .replace("{unit}", release::current().slurmd_unit)
                 .replace("{pid}", &pid.display().to_string())
-                .replace("{plugin}", &plugin);
+                .replace("{plugin}", &plugin)
+                .replace("{nftables_conf}", &nftables_conf);
             format!(
                 "{action}
 nsenter --net=/run/netns/tfc-n9 nft flush ruleset

@@ -6,12 +6,13 @@
 #                                             one slurmd per node, load PLUGIN.so (if given) with
 #                                             the plugstack.conf words WORD...
 #   tests/cluster/cluster.sh plugstack LINE   replace the plugstack.conf line (re-read per step)
-#   tests/cluster/cluster.sh restart-slurmd [--busy] [--keep-munge] NODE...
+#   tests/cluster/cluster.sh restart-slurmd [--busy] [--keep-munge [--options 'OPTS']] NODE...
 #                                             restart those nodes' slurmd (and munged), as an admin
 #                                             does: slurmd reads plugstack.conf again;
 #                                             --keep-munge: slurmd alone, in the node's namespaces
 #                                             as they are (a slurmstepd that outlives it, a job's
-#                                             extern step, keeps its munged)
+#                                             extern step, keeps its munged), started with OPTS
+#                                             (default -D; e.g. --systemd, as 23.11's unit does)
 #   tests/cluster/cluster.sh configless NODE yes|no
 #                                             configless Slurm (SlurmctldParameters=
 #                                             enable_configless): restart slurmctld, and NODE's
@@ -310,13 +311,17 @@ start_line() {
 # Restarts the named nodes' slurmd and munged (nothing may run on them), all at once, then
 # waits for the cluster to be ready. --busy: a job may hold them (no step runs there); waits for
 # those nodes to answer, whatever their state.
-# restart_slurmd [--configless] [--busy] [--keep-munge] NODE...
+# restart_slurmd [--configless] [--busy] [--keep-munge [--options 'OPTS']] NODE...
 restart_slurmd() {
-    local name i mode= busy= keep= files=() index=() seen=()
+    local name i mode= busy= keep= options=-D files=() index=() seen=()
     if [ "${1:-}" = --configless ]; then mode=configless; shift; fi
     if [ "${1:-}" = --busy ]; then busy=1; shift; fi
     if [ "${1:-}" = --keep-munge ]; then keep=1; shift; fi
+    if [ "${1:-}" = --options ]; then options=$2; shift 2; fi
     for name in "$@"; do
+        # A slurmd that `scontrol reconfigure` started anew (with --systemd) has a pid of its
+        # own: the node's slurmd is whichever runs in its network namespace.
+        node_slurmds "$name" | xargs -r kill 2>/dev/null || true
         for i in "${!NODES[@]}"; do
             [ "${NODES[$i]}" = "$name" ] || continue
             index+=("$i")
@@ -327,7 +332,7 @@ restart_slurmd() {
     done
     [ ${#files[@]} -gt 0 ] && kill_pidfiles "${files[@]}"
     for i in "${index[@]}"; do
-        if [ -n "$keep" ]; then restart_in_place "$i"; else start_slurmd "$i" "$mode"; fi
+        if [ -n "$keep" ]; then restart_in_place "$i" "$options"; else start_slurmd "$i" "$mode"; fi
     done
     # slurmctld still shows the nodes idle: wait for each new slurmd's own word that it has read
     # its configuration (plugstack.conf included) and started.
@@ -344,13 +349,24 @@ restart_slurmd() {
     log "restarted slurmd on $*"
 }
 
-# restart_in_place INDEX: the node's slurmd again, in the namespaces its munged still runs in.
+# restart_in_place INDEX [OPTS]: the node's slurmd again, in the namespaces its munged still
+# runs in, started with OPTS (default -D; `--systemd` as 23.11's unit starts it).
 restart_in_place() {
     local name=${NODES[$1]} munged
     munged=$(running "$DIR/munge/$name/munged.pid") || die "no munged runs on $name"
-    setsid nsenter --target "$munged" --net --mount --uts -- "$(sbin slurmd)" -D -N "$name" \
+    # shellcheck disable=SC2086 # OPTS are words
+    setsid nsenter --target "$munged" --net --mount --uts -- "$(sbin slurmd)" ${2:--D} -N "$name" \
         -f "$DIR/etc/slurm.conf" >>"$DIR/log/slurmd-$name.out" 2>&1 < /dev/null &
     echo $! > "$DIR/slurmd-$name.run.pid"
+}
+
+# node_slurmds NAME: the pids of the slurmd processes in node NAME's network namespace.
+node_slurmds() {
+    local pid
+    for pid in $(ip netns pids "tfc-$1" 2>/dev/null); do
+        [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = slurmd ] && echo "$pid"
+    done
+    return 0
 }
 
 restart_slurmctld() {
