@@ -15,15 +15,18 @@
 //! JAX takes the process count and id from Slurm (`SLURM_NTASKS`, `SLURM_PROCID`), which
 //! are right. With `keras=3` every task also gets Keras's own: `KERAS_BACKEND=jax` (the only
 //! backend `keras.distribution` runs on; Keras's default is TensorFlow),
-//! `KERAS_DISTRIBUTION_JOB_ADDRESSES` (every rank's `address:port` in rank order, the first
-//! being the coordinator), `KERAS_DISTRIBUTION_NUM_PROCESSES` and
-//! `KERAS_DISTRIBUTION_PROCESS_ID` (the rank).
+//! `KERAS_DISTRIBUTION_JOB_ADDRESSES` (rank 0's `address:port` alone, the coordinator),
+//! `KERAS_DISTRIBUTION_NUM_PROCESSES` and `KERAS_DISTRIBUTION_PROCESS_ID` (the rank).
+//!
+//! Keras reads only the coordinator from `KERAS_DISTRIBUTION_JOB_ADDRESSES`: given a list (with
+//! a comma) it checks its length against the process count and takes the first, given one
+//! address it takes it as it is (`keras/src/backend/jax/distribution_lib.py`, `initialize`, in
+//! the Keras 3.15 tests/jax.rs runs). Every rank's list would be a second variable the size of
+//! TF_CONFIG in every task (about 86 KB at 4096 tasks) for nothing that list adds.
 
 use super::address::Endpoints;
-use super::error::Result;
 use super::layout::Layout;
 use super::text;
-use super::tf_config;
 use std::borrow::Cow;
 
 /// rank 0's `address:port`, where JAX's coordinator service listens.
@@ -32,7 +35,7 @@ pub const COORDINATOR: &str = "JAX_COORDINATOR_ADDRESS";
 pub const LOCAL_DEVICES: &str = "JAX_LOCAL_DEVICE_IDS";
 /// Keras's backend: `jax`.
 pub const KERAS_BACKEND: &str = "KERAS_BACKEND";
-/// Every rank's `address:port`, in rank order.
+/// The coordinator's `address:port` (rank 0's), as Keras reads it.
 pub const KERAS_ADDRESSES: &str = "KERAS_DISTRIBUTION_JOB_ADDRESSES";
 /// The step's task count.
 pub const KERAS_PROCESSES: &str = "KERAS_DISTRIBUTION_NUM_PROCESSES";
@@ -43,35 +46,22 @@ pub const KERAS_PROCESS_ID: &str = "KERAS_DISTRIBUTION_PROCESS_ID";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JaxStep {
     coordinator: String,
-    /// With `keras=3`: the addresses and the process count.
-    keras: Option<(String, String)>,
+    /// With `keras=3`: the process count.
+    keras: Option<String>,
 }
 
 impl JaxStep {
     /// The values for a step whose settings ask for JAX's variables (`jax`) and Keras's
-    /// (`keras3`, which implies JAX's); `None` when neither. The address list is checked
-    /// against the same limit as TF_CONFIG, under `longest_name` (its longest name a task gets).
-    pub fn new(
-        jax: bool,
-        keras3: bool,
-        layout: &Layout,
-        endpoints: &Endpoints,
-        longest_name: &'static str,
-    ) -> Result<Option<JaxStep>> {
+    /// (`keras3`, which implies JAX's); `None` when neither.
+    pub fn new(jax: bool, keras3: bool, layout: &Layout, endpoints: &Endpoints) -> Option<JaxStep> {
         if !(jax || keras3) {
-            return Ok(None);
+            return None;
         }
         let first = layout.ranks.first().map_or((0, 0), |p| (p.node, p.slot));
         let mut coordinator = endpoints.plain(first.0 as usize, first.1 as usize);
         coordinator.push('\0');
-        let keras = match keras3 {
-            true => {
-                let addresses = tf_config::rank_endpoints(layout, endpoints, longest_name)? + "\0";
-                Some((addresses, text::decimal_nul(layout.tasks())))
-            }
-            false => None,
-        };
-        Ok(Some(JaxStep { coordinator, keras }))
+        let keras = keras3.then(|| text::decimal_nul(layout.tasks()));
+        Some(JaxStep { coordinator, keras })
     }
 
     /// Adds the task's variables to `set`: the coordinator, the GPUs of `gpus` (the slice
@@ -87,9 +77,9 @@ impl JaxStep {
         if let Some(ids) = gpus.and_then(local_device_ids) {
             set.push((LOCAL_DEVICES, Cow::Owned(ids + "\0")));
         }
-        if let Some((addresses, processes)) = &self.keras {
+        if let Some(processes) = &self.keras {
             set.push((KERAS_BACKEND, Cow::Borrowed("jax\0")));
-            set.push((KERAS_ADDRESSES, Cow::Borrowed(addresses)));
+            set.push((KERAS_ADDRESSES, Cow::Borrowed(&self.coordinator)));
             set.push((KERAS_PROCESSES, Cow::Borrowed(processes)));
             set.push((KERAS_PROCESS_ID, Cow::Owned(text::decimal_nul(rank))));
         }

@@ -14,7 +14,7 @@ use super::gpus::{self, GpuAction, GpuInputs, GpuSpread};
 use super::het::HetLayout;
 use super::hostlist;
 use super::isolation::StepFirewall;
-use super::jax::{self, JaxStep};
+use super::jax::JaxStep;
 use super::keras::{self, Keras};
 use super::layout::{Distribution, Layout, TaskCounts, TASK_HOSTS_VAR};
 use super::place::{NodeFacts, NodeGpus, Place};
@@ -214,13 +214,7 @@ impl StepPlan {
             false => None,
         };
         let keras3 = settings.keras == Keras::Three;
-        let jax = JaxStep::new(
-            settings.jax,
-            keras3,
-            &layout,
-            &endpoints,
-            container::longest_name(jax::KERAS_ADDRESSES, apptainer),
-        )?;
+        let jax = JaxStep::new(settings.jax, keras3, &layout, &endpoints);
         let tuner = TunerStep::new(settings.tuner, &roles, &layout, &endpoints)?;
         let tf_configs = TfConfigs::new(
             &roles,

@@ -163,7 +163,7 @@ pub const KEYS: &[Key] = &[
     } },
     Key { name: "keras", per_job: true,
           default: "`auto`", values: "`auto`, `2`, `3`", example: "`keras=2`",
-          meaning: "`2`: set `TF_USE_LEGACY_KERAS=1` in every task, so `tf.keras` is Keras 2 (the `tf_keras` package, which must match TensorFlow's minor version) and `model.fit` trains under MultiWorkerMirroredStrategy and ParameterServerStrategy on TensorFlow 2.16 and later; `3`: Keras 3 on JAX across the step's tasks, `keras.distribution.initialize()` with no arguments: set `KERAS_BACKEND=jax`, `KERAS_DISTRIBUTION_JOB_ADDRESSES` (every rank's address and port, rank 0 first), `KERAS_DISTRIBUTION_NUM_PROCESSES`, `KERAS_DISTRIBUTION_PROCESS_ID` (the rank) and what `jax=yes` sets; `auto`: set nothing (TensorFlow's own default)",
+          meaning: "`2`: set `TF_USE_LEGACY_KERAS=1` in every task, so `tf.keras` is Keras 2 (the `tf_keras` package, which must match TensorFlow's minor version) and `model.fit` trains under MultiWorkerMirroredStrategy and ParameterServerStrategy on TensorFlow 2.16 and later; `3`: Keras 3 on JAX across the step's tasks, `keras.distribution.initialize()` with no arguments: set `KERAS_BACKEND=jax`, `KERAS_DISTRIBUTION_JOB_ADDRESSES` (rank 0's address and port, the coordinator, all Keras reads of it), `KERAS_DISTRIBUTION_NUM_PROCESSES`, `KERAS_DISTRIBUTION_PROCESS_ID` (the rank) and what `jax=yes` sets; `auto`: set nothing (TensorFlow's own default)",
           set: |s, v| {
         s.keras = Keras::parse(v).ok_or("expected auto, 2 or 3")?;
         Ok(())

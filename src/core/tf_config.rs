@@ -140,8 +140,8 @@ pub struct Renderers {
     evaluator: Option<TaskRenderer>,
 }
 
-/// Every task's `address:port` in rank order (DTensor's `DTENSOR_JOBS`, Keras's
-/// `KERAS_DISTRIBUTION_JOB_ADDRESSES`), checked against the same limit as TF_CONFIG.
+/// Every task's `address:port` in rank order (DTensor's `DTENSOR_JOBS`), checked against the
+/// same limit as TF_CONFIG.
 pub fn rank_endpoints(
     layout: &Layout,
     endpoints: &Endpoints,
