@@ -16,7 +16,7 @@
 #   apptainer: as `option`, with apptainer_env=always: every task also gets each variable under
 #           Apptainer's and SingularityCE's names (three TF_CONFIG-sized variables per task)
 #   jax:    as `option`, with keras=3,tuner=yes: every task also gets JAX's, Keras's and Keras
-#           Tuner's variables (KERAS_DISTRIBUTION_JOB_ADDRESSES lists every rank's endpoint)
+#           Tuner's variables (a few dozen bytes: KERAS_DISTRIBUTION_JOB_ADDRESSES is rank 0's endpoint)
 #   isolate: as `option`, with isolate=yes in plugstack.conf: every node installs the step's
 #           firewall (4096 endpoints) before its tasks start and removes it as its slurmstepd exits
 #   spank:  instead of tfcluster, benches/setenv_floor.c, which only hands every task a

@@ -31,13 +31,13 @@ out=$(srun -N2 -n4 --gres=gpu:4 --tf-cluster=chief:1,worker:3 /usr/bin/python3 -
 grep '^rank' <<<"$out" | sort -n -k2
 grep '^TF_CONFIG' <<<"$out"
 echo
-echo "\$ srun -N2 -n4 --tf-cluster=chief:1,ps:1,worker:* python3 -c '<the chief trains 1 s; ps and workers serve forever>'"
+echo "\$ srun -N2 -n4 --tf-cluster='chief:1,ps:1,worker:*' python3 -c '<the chief trains 1 s; ps and workers serve forever>'"
 serve='import json, os, time
 task = json.loads(os.environ["TF_CONFIG"])["task"]
 time.sleep(1 if task["type"] == "chief" else 600)'
 start=$(date +%s%N)
 set +e
-srun -N2 -n4 --tf-cluster=chief:1,ps:1,worker:* /usr/bin/python3 -c "$serve" 2>&1 | grep '^tfcluster:'
+srun -N2 -n4 --tf-cluster='chief:1,ps:1,worker:*' /usr/bin/python3 -c "$serve" 2>&1 | grep '^tfcluster:'
 rc=${PIPESTATUS[0]}
 set -e
 ms=$((($(date +%s%N) - start) / 1000000))

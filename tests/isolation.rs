@@ -803,6 +803,11 @@ struct EndedFirst {
     /// What another user on n9 reaches after each of [`ADMIN_DAY`] on n9, each followed by
     /// root's flush of n9's ruleset (`None`: not done).
     admin_day: Option<[&'static str; 4]>,
+    /// A plugin listed `required` before tfcluster fails its exit hook in the extern step
+    /// (tests/cluster/failing_exit.c): Slurm then skips tfcluster's and unloads it.
+    exit_fails: bool,
+    /// How often n9's and n10's slurmd logs say a holder was stopped as the plugin unloaded.
+    unloaded: [usize; 2],
 }
 
 type Tables = [&'static str; 2];
@@ -857,15 +862,19 @@ const ENDED_FIRST: &[EndedFirst] = &[
     EndedFirst { isolate: true,  contain: false, reached: ["refused", "refused", "refused", "refused"],
                  reached_after_flush: ["refused", "refused", "open", "open"],
                  serving: ["J_0_ended", "J_0"], after: ["", "J_0_ended"], next: ["J_1_ended", "J_1_ended"], said: [1, 1],
-                 admin_day: None },
+                 admin_day: None, exit_fails: false, unloaded: [0, 0] },
     EndedFirst { isolate: false, contain: false, reached: ["refused", "refused", "open", "open"],
                  reached_after_flush: ["refused", "refused", "open", "open"],
                  serving: ["", ""], after: ["", ""], next: ["", ""], said: [0, 0],
-                 admin_day: None },
+                 admin_day: None, exit_fails: false, unloaded: [0, 0] },
     EndedFirst { isolate: true,  contain: true,  reached: ["refused", "refused", "refused", "refused"],
                  reached_after_flush: ["refused", "refused", "refused", "refused"],
                  serving: ["J_0_ended", "J_0"], after: ["", ""], next: ["", ""], said: [0, 0],
-                 admin_day: Some(["refused", "refused", "refused", "refused"]) },
+                 admin_day: Some(["refused", "refused", "refused", "refused"]), exit_fails: false, unloaded: [0, 0] },
+    EndedFirst { isolate: true,  contain: true,  reached: ["refused", "refused", "refused", "refused"],
+                 reached_after_flush: ["refused", "refused", "refused", "refused"],
+                 serving: ["J_0_ended", "J_0"], after: ["", ""], next: ["", ""], said: [0, 0],
+                 admin_day: None, exit_fails: true, unloaded: [1, 1] },
 ];
 
 #[test]
@@ -896,9 +905,15 @@ fn a_node_whose_tasks_ended_first_keeps_other_users_away() {
         next,
         said,
         admin_day,
+        exit_fails,
+        unloaded,
     } in ENDED_FIRST
     {
-        let _plugstack = isolate.then(|| PlugStack::isolated(""));
+        let _plugstack = match (isolate, exit_fails) {
+            (true, true) => Some(PlugStack::isolated_after(&failing_exit_plugin())),
+            (true, false) => Some(PlugStack::isolated("")),
+            (false, _) => None,
+        };
         if *contain && _contained.is_none() {
             sh_ok(&format!("{cluster} prolog-flags Contain"));
             _contained = Some(Uncontained(cluster.clone()));
@@ -1010,7 +1025,39 @@ cat {d}/step.err >&2",
             String::from_utf8_lossy(new).matches(&line).count()
         });
         assert_eq!(told, *said, "{what}: slurmd's logs say: {line}");
+        let told = [0, 1].map(|i| {
+            let log = std::fs::read(&logs[i]).unwrap_or_default();
+            let new = log.get(sizes[i] as usize..).unwrap_or_default();
+            String::from_utf8_lossy(new).matches(UNLOADED_LINE).count()
+        });
+        assert_eq!(
+            told, *unloaded,
+            "{what}: slurmd's logs say: {UNLOADED_LINE}"
+        );
     }
+}
+
+/// What a node's log says when the plugin is unloaded with its holder still running.
+const UNLOADED_LINE: &str = "the plugin was unloaded before its exit hook ran";
+
+/// tests/cluster/failing_exit.c, built for the release under test from tfcluster's header, in
+/// the cluster's folder (which every node sees): its path.
+fn failing_exit_plugin() -> String {
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let so = dir().join("failing_exit.so");
+    let (major, minor) = release::current().version.split_once('.').unwrap();
+    let version = (major.parse::<u32>().unwrap() << 16) | (minor.parse::<u32>().unwrap() << 8);
+    let built = std::process::Command::new("cc")
+        .args(["-shared", "-fPIC", "-O2", "-I"])
+        .arg(repo.join("spank-headers"))
+        .arg(format!("-DPLUGIN_VERSION={version}"))
+        .arg("-o")
+        .arg(&so)
+        .arg(repo.join("tests/cluster/failing_exit.c"))
+        .status()
+        .unwrap();
+    assert!(built.success(), "cc tests/cluster/failing_exit.c");
+    so.display().to_string()
 }
 
 /// Each of [`ADMIN_DAY`] on n9, then root's flush of n9's ruleset, then another user's probe

@@ -84,7 +84,7 @@ running() {
     local pid
     [ -s "$1" ] && pid=$(cat "$1") && [ -n "$pid" ] || return 1
     case $(cat "/proc/$pid/comm" 2>/dev/null) in
-        slurmd|slurmctld|munged) echo "$pid" ;;
+        slurmd|slurmctld|munged|tfc-notify) echo "$pid" ;;
         *) return 1 ;;
     esac
 }
@@ -350,14 +350,47 @@ restart_slurmd() {
 }
 
 # restart_in_place INDEX [OPTS]: the node's slurmd again, in the namespaces its munged still
-# runs in, started with OPTS (default -D; `--systemd` as 23.11's unit starts it).
+# runs in, started with OPTS (default -D; `--systemd` as 23.11's unit starts it, with a
+# NOTIFY_SOCKET as systemd gives it: start_notify).
 restart_in_place() {
-    local name=${NODES[$1]} munged
+    local name=${NODES[$1]} munged notify=
     munged=$(running "$DIR/munge/$name/munged.pid") || die "no munged runs on $name"
+    kill_pidfiles "$DIR/notify-$name.run.pid"
+    if [[ " ${2:-} " == *" --systemd "* ]]; then
+        start_notify "$name"
+        notify=NOTIFY_SOCKET=$DIR/notify-$name.sock
+    fi
     # shellcheck disable=SC2086 # OPTS are words
-    setsid nsenter --target "$munged" --net --mount --uts -- "$(sbin slurmd)" ${2:--D} -N "$name" \
+    setsid nsenter --target "$munged" --net --mount --uts -- env $notify "$(sbin slurmd)" ${2:--D} -N "$name" \
         -f "$DIR/etc/slurm.conf" >>"$DIR/log/slurmd-$name.out" 2>&1 < /dev/null &
     echo $! > "$DIR/slurmd-$name.run.pid"
+}
+
+# start_notify NAME: what systemd is to a Type=notify unit for node NAME's slurmd: a datagram
+# socket ($DIR/notify-NAME.sock, its NOTIFY_SOCKET) whose messages go, a line each, to
+# $DIR/log/notify-NAME.log; a MAINPID= message (a slurmd that `scontrol reconfigure` started
+# anew, taking over) is recorded as the node's slurmd, as systemd records its main process.
+start_notify() {
+    local name=$1 sock=$DIR/notify-$1.sock
+    rm -f "$sock"
+    setsid python3 -c '
+import ctypes, socket, sys
+ctypes.CDLL(None).prctl(15, b"tfc-notify")  # PR_SET_NAME: what `running` checks
+sock, log, pidfile = sys.argv[1:]
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sock)
+while True:
+    message = s.recv(4096).decode(errors="replace")
+    with open(log, "a") as f:
+        f.write(message.replace("\n", " ") + "\n")
+    for line in message.splitlines():
+        if line.startswith("MAINPID="):
+            with open(pidfile, "w") as f:
+                f.write(line[len("MAINPID="):] + "\n")
+' "$sock" "$DIR/log/notify-$name.log" "$DIR/slurmd-$name.run.pid" </dev/null >/dev/null 2>&1 &
+    echo $! > "$DIR/notify-$name.run.pid"
+    for _ in $(seq 50); do [ -S "$sock" ] && return; sleep 0.1; done
+    die "no notify socket for $name"
 }
 
 # node_slurmds NAME: the pids of the slurmd processes in node NAME's network namespace.
@@ -511,7 +544,9 @@ kill_pidfiles() {
 down() {
     local start=$SECONDS
     local f=()
-    for name in "${NODES[@]}"; do f+=("$DIR/slurmd-$name.run.pid" "$DIR/munge/$name/munged.pid"); done
+    for name in "${NODES[@]}"; do
+        f+=("$DIR/slurmd-$name.run.pid" "$DIR/munge/$name/munged.pid" "$DIR/notify-$name.run.pid")
+    done
     kill_pidfiles "${f[@]}"
     for name in "${NODES[@]}"; do
         local ns=tfc-$name

@@ -122,6 +122,14 @@ impl PlugStack {
         ))
     }
 
+    /// [`PlugStack::isolated`], after another plugin listed `required` (`so`).
+    pub fn isolated_after(so: &str) -> PlugStack {
+        PlugStack::set(&format!(
+            "required {so}\nrequired {} end_with_chief=no isolate=yes port_range=12000-32767",
+            plugin()
+        ))
+    }
+
     /// The plugin with every setting at its default, as a site installs it.
     pub fn defaults() -> PlugStack {
         PlugStack::set(&format!("required {}", plugin()))

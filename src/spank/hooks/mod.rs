@@ -215,3 +215,30 @@ fn stop_holding() {
     let holder = state().holder.take();
     drop(holder);
 }
+
+/// Runs as the plugin is unloaded (`dlclose`, or the process's exit): a holder still running
+/// is stopped and joined there, so that no thread of ours runs on in code that is gone. Slurm
+/// skips the later plugins' `exit` when an earlier `required` plugin's fails, and unloads them
+/// all the same. Said in slurmd's log, since the tables it held go with it early.
+#[used]
+#[link_section = ".fini_array"]
+static STOP_AT_UNLOAD: extern "C" fn() = stop_at_unload;
+
+extern "C" fn stop_at_unload() {
+    let _ = std::panic::catch_unwind(|| {
+        // Not waiting on a lock a hook may hold as the process exits.
+        let holder = match STATE.try_lock() {
+            Ok(mut state) => state.holder.take(),
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner().holder.take(),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        };
+        if let Some(holder) = holder {
+            crate::spank::log::error(
+                "isolate=yes: the plugin was unloaded before its exit hook ran (an earlier \
+                 plugin's failed): the extern step's holder stops there, and the tables it \
+                 held go with it",
+            );
+            drop(holder);
+        }
+    });
+}
