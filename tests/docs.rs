@@ -358,3 +358,49 @@ fn the_admin_guide_quotes_srun_help() {
         .collect();
     assert_eq!(words[1..], usage[..], "{block}");
 }
+
+/// Every srun line the docs give quotes what a shell would expand: a spec with `*` (zsh stops
+/// with "no matches found", bash passes it on only while no file matches) and a node list with
+/// `[...]`. `#SBATCH` lines are not read by a shell.
+#[test]
+fn every_srun_example_quotes_its_spec() {
+    let mut texts = pages();
+    for other in [
+        "plugstack.conf.example",
+        "packaging/spank-tfcluster.8",
+        "tests/demo.sh",
+    ] {
+        texts.insert(
+            PathBuf::from(other),
+            std::fs::read_to_string(repo().join(other)).unwrap(),
+        );
+    }
+    let unquoted = |word: &str| {
+        !word.starts_with(['\'', '"'])
+            && (word.contains('*') || word.contains('[') && word.contains(']'))
+    };
+    for (path, text) in &texts {
+        for (n, line) in text.lines().enumerate() {
+            if !line.contains("srun ") || line.contains("#SBATCH") || line.contains("(SPEC is") {
+                continue;
+            }
+            // The words a shell reads: past a `--tf-cluster=` or `-w `.
+            let words = line
+                .split_whitespace()
+                .flat_map(|w| w.split_once("cluster=").map(|(_, v)| v))
+                .chain(
+                    line.split(" -w ")
+                        .skip(1)
+                        .filter_map(|r| r.split(' ').next()),
+                );
+            for word in words {
+                assert!(
+                    !unquoted(word),
+                    "{}:{}: quote {word}: {line}",
+                    path.display(),
+                    n + 1
+                );
+            }
+        }
+    }
+}

@@ -233,7 +233,7 @@ impl Node {
             step_exists: Box::new(move |job, step| {
                 Some(steps.lock().unwrap().contains(&(job, step)))
             }),
-            say: Box::new(move |line: &str| said.lock().unwrap().push(line.to_string())),
+            say: Arc::new(move |line: &str| said.lock().unwrap().push(line.to_string())),
             ask: ASK,
         };
         let me = process::me().unwrap();
@@ -431,4 +431,20 @@ fn a_holder_whose_file_is_removed_writes_it_again() {
     assert!(soon(
         || std::fs::read_to_string(&file).ok() == Some(holder_text(me))
     ));
+}
+
+/// A holder stopped as the plugin is unloaded without its exit hook (the plugin's `.fini_array`
+/// hook does this; tests/isolation.rs shows it on the cluster) says so, and its tables and
+/// directory go as at an ordinary stop.
+#[test]
+fn a_holder_stopped_at_unload_says_so() {
+    let mut node = Node::new("unload");
+    node.start(7).unwrap();
+    assert_eq!(node.hand_over(Duration::from_millis(500)), Handed::Held);
+    node.holder.take().unwrap().stop_unloaded();
+    assert!(node
+        .said()
+        .contains("the plugin was unloaded before its exit hook ran"));
+    assert_eq!(node.owner(), None);
+    assert!(!node.dir.exists());
 }

@@ -29,6 +29,20 @@ pub struct Holder {
     wake: OwnedFd,
     thread: Option<JoinHandle<()>>,
     dir: PathBuf,
+    /// Where its lines go ([`Passed::say`]).
+    say: Arc<dyn Fn(&str) + Send + Sync>,
+}
+
+impl Holder {
+    /// Stops the holder as the plugin is unloaded without its exit hook having run (Slurm
+    /// skips it when an earlier `required` plugin's fails), saying so first.
+    pub fn stop_unloaded(self) {
+        (self.say)(
+            "isolate=yes: the plugin was unloaded before its exit hook ran (an earlier \
+             plugin's failed): the extern step's holder stops there, and the tables it held go \
+             with it",
+        );
+    }
 }
 
 /// The extern slurmstepd of job `job_id`, with `isolate=yes`: start holding. `None`, with a
@@ -57,7 +71,7 @@ pub fn start_for_job(job_id: u32) -> Option<Holder> {
     let passed = Passed {
         open: Box::new(Nft::open),
         step_exists: Box::new(slurm::step_exists),
-        say: Box::new(log::error),
+        say: Arc::new(log::error),
         ask: ASK,
     };
     let dir = PathBuf::from(holding::job_dir(&node, job_id));
@@ -85,7 +99,7 @@ impl Tables for Nft {
 pub struct Passed<T> {
     pub open: Box<dyn FnOnce() -> Result<T, String> + Send>,
     pub step_exists: Box<dyn Fn(u32, u32) -> Option<bool> + Send>,
-    pub say: Box<dyn Fn(&str) + Send + Sync>,
+    pub say: Arc<dyn Fn(&str) + Send + Sync>,
     pub ask: Duration,
 }
 
@@ -121,6 +135,7 @@ pub fn start<T: Tables + 'static>(
     };
     let stop = Arc::new(AtomicBool::new(false));
     let (flag, path, who) = (stop.clone(), dir.to_path_buf(), who.to_string());
+    let said = passed.say.clone();
     let thread = std::thread::Builder::new()
         .name("tfcluster-holder".into())
         .spawn(move || {
@@ -175,6 +190,7 @@ pub fn start<T: Tables + 'static>(
             wake,
             thread: Some(thread),
             dir: dir.to_path_buf(),
+            say: said,
         }),
         Err(e) => {
             forsake(dir);
