@@ -18,6 +18,9 @@ use std::env;
 use std::fs;
 use std::path::PathBuf;
 
+/// The newest Slurm release the tests run on (tests/releases.tsv's last line).
+const NEWEST_TESTED: (u32, u32) = (26, 5);
+
 fn main() {
     println!("cargo:rerun-if-changed=spank-headers/tfcluster_spank.h");
     println!("cargo:rerun-if-env-changed=TFCLUSTER_SLURM_VERSION");
@@ -28,6 +31,14 @@ fn main() {
     let include = include_dir();
     if (major, minor) < (21, 8) {
         panic!("tfcluster needs Slurm 21.08 or later (SPANK error codes 3000+); got {major}.{minor:02}");
+    }
+    if (major, minor) > NEWEST_TESTED {
+        println!(
+            "cargo:warning=Slurm {major}.{minor:02} is newer than the newest release tfcluster is \
+             tested on ({}.{:02}): built with that release's choices; run bash tests/run.sh \
+             on it before production (docs/admin-guide.md, Platforms)",
+            NEWEST_TESTED.0, NEWEST_TESTED.1
+        );
     }
     let number = (major << 16) | (minor << 8) | micro;
     let api = ReleaseApi::of(major, minor);

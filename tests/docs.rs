@@ -404,3 +404,27 @@ fn every_srun_example_quotes_its_spec() {
         }
     }
 }
+
+/// build.rs's newest tested release, above which a build warns, is the last line of
+/// tests/releases.tsv.
+#[test]
+fn the_build_knows_the_newest_tested_release() {
+    let build = std::fs::read_to_string(repo().join("build.rs")).unwrap();
+    let newest = build
+        .lines()
+        .find_map(|l| l.strip_prefix("const NEWEST_TESTED: (u32, u32) = ("))
+        .and_then(|rest| rest.strip_suffix(");"))
+        .expect("build.rs: const NEWEST_TESTED");
+    let (major, minor) = newest.split_once(", ").unwrap();
+    let releases = std::fs::read_to_string(repo().join("tests/releases.tsv")).unwrap();
+    let last = releases
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .last()
+        .and_then(|l| l.split('\t').next())
+        .unwrap();
+    assert_eq!(
+        format!("{major}.{:02}", minor.parse::<u32>().unwrap()),
+        last
+    );
+}
