@@ -82,6 +82,21 @@ fn bad_input_fails_with_a_clear_message() {
     }
 }
 
+/// The same table under the line the packages install (`optional`, `isolate=yes`): a refusal
+/// in srun does not stop it (an optional plugin's failure is only printed), so Slurm launches
+/// the step; srun still prints the line, still fails, and no task runs with a TF_CONFIG (each
+/// node meets the same error and ends every task before its program starts; a spec given
+/// without `=` is the program, which is not found).
+#[test]
+#[ignore = "needs the test cluster: run tests/run.sh"]
+fn bad_input_under_the_packaged_line_runs_no_task_with_a_tf_config() {
+    let _stack = PlugStack::isolated_as("optional", "");
+    for BadInput { args, line, .. } in bad_input() {
+        let run = srun(args);
+        run.assert_refused(&format!("optional: srun {args}"), &line);
+    }
+}
+
 /// `--gpus=5` over two nodes of 4 gives one node fewer GPUs than the busiest node's tasks: that
 /// node cannot give its task an equal share, and the tasks elsewhere would wait for it, so the
 /// whole step stops at once with what to ask for instead: srun returns long before the other
