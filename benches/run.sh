@@ -13,7 +13,9 @@
 #   6. a heterogeneous step's start on every release: slurmctld's layout requests, srun's time
 #      (benches/het-release.sh);
 #   7. how fast a step ends on every release: after the chief's exit, after a failure, and when a
-#      node cannot start its task (benches/stop-release.sh).
+#      node cannot start its task (benches/stop-release.sh);
+#   8. what the holders of ended tables ask of slurmctld (isolate=yes, PrologFlags=Contain), at
+#      64 nodes with 1, 4 and 16 steps' tables held on every node (benches/holders-release.sh).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -108,4 +110,13 @@ for release in ${BENCH_STOP_RELEASES:-$(awk '!/^#/ && NF {print $1}' tests/relea
     bash benches/stop-release.sh "$release" "${BENCH_STOP_RUNS:-7}" 2>/dev/null
 done > "$tmp/stop.jsonl"
 "$python" benches/stop-table.py "$tmp/stop.jsonl"
+# What the holders ask of slurmctld, on one release.
+bash benches/holders-release.sh "${BENCH_HOLDERS_RELEASE:-24.11}" "${BENCH_HOLDERS_SECONDS:-20}" 2>/dev/null > "$tmp/holders.jsonl"
+"$python" - "$tmp/holders.jsonl" <<'PY'
+import json, sys
+print("| release | nodes | steps held per node | tables held | step-layout requests in the window | per second | per node and second |")
+print("|---|---:|---:|---:|---:|---:|---:|")
+for r in map(json.loads, open(sys.argv[1])):
+    print(f"| {r['release']} | {r['nodes']} | {r['steps']} | {r['held_tables']} | {r['step_layout_rpcs']} in {r['seconds']} s | {r['per_second']} | {r['per_node_per_second']} |")
+PY
 rm -rf "$tmp"

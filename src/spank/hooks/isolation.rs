@@ -1,19 +1,17 @@
-//! `isolate=yes` on the nodes: each slurmstepd installs its step's firewall before the tasks
+//! `isolate=yes` in the step's slurmstepd: it installs its step's firewall before the tasks
 //! fork and, when it exits, leaves only what keeps other users on the node away from the step's
-//! other nodes until the step has ended; slurmd's job epilog removes whatever any step of the
-//! job left (a slurmstepd killed with SIGKILL runs no exit hook). All as root, all through
-//! libnftables ([`Nft`]); the rules themselves are the core's ([`crate::core::isolation`]).
+//! other nodes until the step has ended (slurmd's job epilog removes whatever any step of the
+//! job left: [`super::epilog`]). All as root, all through libnftables ([`Nft`]); the rules
+//! themselves are the core's ([`crate::core::isolation`]).
 
 use crate::core::isolation;
-use crate::core::{Settings, StepPlan};
+use crate::core::StepPlan;
 use crate::spank::error::ShellError;
-use crate::spank::handle::{Spank, U32Item};
 use crate::spank::handover::{self, Handed};
 use crate::spank::log;
 use crate::spank::nftables::Nft;
 use crate::spank::slurm;
 use crate::spank::topology;
-use std::ffi::c_int;
 use std::net::{IpAddr, ToSocketAddrs};
 use std::path::Path;
 
@@ -176,64 +174,5 @@ pub fn leave(installed: &mut Installed) {
              epilog removes it",
             installed.table
         ));
-    }
-}
-
-/// Waits until a 0.7.0 slurmd's holder has let go of `tables` ([`handover::forget`]: it owns
-/// them, nothing else can remove them), twice [`handover::HANDOVER`] at most; the removal
-/// below then reports one it kept.
-fn released(nft: &mut Nft, tables: &[String]) {
-    let start = std::time::Instant::now();
-    while !tables.is_empty() && start.elapsed() < 2 * handover::HANDOVER {
-        let Ok(listing) = nft.run("list tables") else {
-            return;
-        };
-        if !isolation::listed(&listing).any(|t| tables.iter().any(|held| held == t)) {
-            return;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-}
-
-/// slurmd's job epilog, on every node of the job, as root (`args`: the plugstack.conf words,
-/// read here again since this process ran no other hook): remove every table any step of this
-/// job left here, also after `isolate=yes` was turned off. With `isolate=yes` a failure fails
-/// the epilog (Slurm drains the node, with the line in slurmd's log): rules must not outlive
-/// their job unnoticed. Without libnftables no step here can have installed any, so there is
-/// nothing to remove.
-pub fn job_epilog(sp: &Spank, args: &[String]) -> c_int {
-    let isolate = Settings::from_plugstack(args).is_ok_and(|s| s.isolate);
-    let Ok(job_id) = sp.item_u32(U32Item::JobId) else {
-        return 0;
-    };
-    let held = handover::forget(job_id);
-    let Ok(mut nft) = Nft::open() else {
-        return 0;
-    };
-    released(&mut nft, &held);
-    let removed = nft.run("list tables").and_then(|listing| {
-        // One transaction per table: a table its slurmstepd removed meanwhile is no failure.
-        for table in isolation::job_tables(&listing, job_id) {
-            if let Err(e) = nft.run(&isolation::removal(table)) {
-                let now = nft.run("list tables")?;
-                if isolation::listed(&now).any(|t| t == table) {
-                    return Err(e);
-                }
-            }
-        }
-        Ok(())
-    });
-    match (removed, isolate) {
-        (Ok(()), _) => 0,
-        // Without isolate=yes no table is expected: listing may fail where nftables is unused.
-        (Err(_), false) => 0,
-        (Err(e), true) => {
-            log::error(&format!(
-                "isolate=yes: could not remove job {job_id}'s firewall tables \
-                 (inet {}{job_id}_*): {e}",
-                isolation::TABLE_PREFIX
-            ));
-            -1
-        }
     }
 }

@@ -2,15 +2,15 @@
 //!
 //! | process (context)   | hook                         | work                                          |
 //! |---------------------|------------------------------|-----------------------------------------------|
-//! | srun, sbatch, salloc, slurmstepd | `init`          | read plugstack.conf settings, register `--tf-cluster` (slurmd: log the version loaded, nothing more); with `isolate=yes`, the job's extern slurmstepd (`PrologFlags=Contain`): start holding the tables of steps whose tasks ended first on the node ([`crate::spank::holder`]) |
+//! | srun, sbatch, salloc, slurmstepd | `init`          | read plugstack.conf settings, register `--tf-cluster` (slurmd: log the version loaded, nothing more); with `isolate=yes`, the job's extern slurmstepd (`PrologFlags=Contain`): start holding the tables of steps whose tasks ended first on the node ([`extern_step`]) |
 //! | same                | option callback              | parse the spec: a syntax error fails srun/sbatch before submission |
 //! | srun (1/component)  | `init_post_opt`              | count the step's components |
 //! | srun                | `local_user_init`            | say the version loaded (`-v`); fit the spec to the step: a mismatch fails srun before launch ([`srun`]); a heterogeneous step's counts are checked on the nodes |
 //! | slurmstepd (1/node) | `init_post_opt`              | plan the whole step once, check it against Slurm's own ids for this node, record the node's GPUs ([`stepd`]); claim the node's step ports ([`crate::spank::claims`]); with `isolate=yes`, install the step's firewall ([`isolation`]); a node that cannot keeps every task from starting (`task_init` ends each, the first says why) |
 //! | task (1/task)       | `task_init`                  | `spank_setenv` every variable the plan gives this task (TF_CONFIG, its GPUs, ...) |
 //! | slurmstepd          | `task_exit`                  | when the chief (or worker 0) ends (`end_with_chief`), or another trainer fails (`fail_fast`), say which and end the step (from a thread, once the task's own status is on its way to srun) |
-//! | slurmstepd          | `exit`                       | wait for that thread: the stop must go out even when the node's last task has ended; remove the step's firewall, leaving the table for the step's other nodes (handed to the extern step's holder: [`crate::spank::handover`]); the extern step: stop holding |
-//! | slurmd's epilog (1/node/job) | `job_epilog`        | with `isolate=yes`: remove every firewall table the job's steps left on the node (a slurmstepd killed with SIGKILL runs no `exit`) |
+//! | slurmstepd          | `exit`                       | wait for that thread: the stop must go out even when the node's last task has ended; remove the step's firewall, leaving the table for the step's other nodes (handed to the extern step's holder: [`crate::spank::handover`]); the extern step: stop holding ([`extern_step`], which also stops it should Slurm unload the plugin without this hook) |
+//! | slurmd's epilog (1/node/job) | `job_epilog`        | with `isolate=yes`: remove every firewall table the job's steps left on the node (a slurmstepd killed with SIGKILL runs no `exit`: [`epilog`]) |
 //!
 //! Without `--tf-cluster` every hook returns at once and nothing changes (with `isolate=yes`, the
 //! extern step's holder, a thread asleep until a step hands it a table, starts all the same:
@@ -20,12 +20,14 @@
 //! names the task and keeps it from running with a wrong or missing TF_CONFIG. When a node finds
 //! that the plan itself is wrong (Slurm placed the tasks otherwise), it stops the whole step.
 
+mod epilog;
+mod extern_step;
 mod isolation;
 mod srun;
 mod stepd;
 mod stop;
 
-pub use isolation::job_epilog;
+pub use epilog::job_epilog;
 pub use srun::local_user_init;
 pub use stepd::{exit, task_exit, task_init};
 
@@ -131,7 +133,7 @@ pub fn init(sp: &Spank, args: &[String]) -> c_int {
     let isolate = parsed.as_ref().is_ok_and(|s| s.isolate);
     state().settings = Some(parsed);
     if ctx == Context::Remote && isolate {
-        extern_step(sp);
+        extern_step::start(sp);
     }
     if matches!(ctx, Context::Local | Context::Remote | Context::Allocator) {
         let cb: ffi::spank_opt_cb_f = Some(option_callback);
@@ -193,48 +195,4 @@ pub fn option(optarg: Option<String>, remote: bool) -> c_int {
     // only logged by slurmd, and the job would run as if the option were absent).
     state.option = Some(spec);
     0
-}
-
-/// The job's extern slurmstepd (slurm.conf `PrologFlags=Contain`), with `isolate=yes`: hold the
-/// tables of the job's steps on this node whose tasks ended first, until slurmctld says each
-/// step has ended ([`crate::spank::holder`]). Any other step: nothing.
-fn extern_step(sp: &Spank) {
-    let step = sp.item_u32(handle::U32Item::StepId);
-    let job = sp.item_u32(handle::U32Item::JobId);
-    if let (Ok(step), Ok(job)) = (step, job) {
-        if i64::from(step) == ffi::TFC_SLURM_EXTERN_CONT {
-            state().holder = crate::spank::holder::start_for_job(job);
-        }
-    }
-}
-
-/// The extern slurmstepd as it exits (the job has ended): its holder stops, and the tables it
-/// held go with it. In any other process there is no holder: nothing happens.
-fn stop_holding() {
-    // Taken out first, so that the thread is joined without the state's lock held.
-    let holder = state().holder.take();
-    drop(holder);
-}
-
-/// Runs as the plugin is unloaded (`dlclose`, or the process's exit): a holder still running
-/// is stopped and joined there, so that no thread of ours runs on in code that is gone. Slurm
-/// skips the later plugins' `exit` when an earlier `required` plugin's fails, and unloads them
-/// all the same. Said in slurmd's log, since the tables it held go with it early.
-#[used]
-#[link_section = ".fini_array"]
-static STOP_AT_UNLOAD: extern "C" fn() = stop_at_unload;
-
-extern "C" fn stop_at_unload() {
-    let _ = std::panic::catch_unwind(|| {
-        // Not waiting on a lock a hook may hold as the process exits.
-        let holder = match STATE.try_lock() {
-            Ok(mut state) => state.holder.take(),
-            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner().holder.take(),
-            Err(std::sync::TryLockError::WouldBlock) => None,
-        };
-        // Through the holder's own log: a test binary has no Slurm to link.
-        if let Some(holder) = holder {
-            holder.stop_unloaded();
-        }
-    });
 }

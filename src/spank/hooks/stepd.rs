@@ -294,7 +294,7 @@ pub fn task_exit(sp: &Spank) -> c_int {
 /// for the stop [`task_exit`] started, then remove the step's firewall and give back its
 /// ports. Elsewhere nothing to do.
 pub fn exit() -> c_int {
-    super::stop_holding();
+    super::extern_step::stop();
     stop::wait_for_the_stopper();
     if let Some(Ok(node)) = &mut state().plan {
         if let Some(firewall) = &mut node.firewall {

@@ -1,0 +1,70 @@
+//! slurmd's job epilog (`slurm_spank_job_epilog`, once per node and job, as root): with
+//! `isolate=yes`, every firewall table the job's steps left on the node goes (a slurmstepd
+//! killed with SIGKILL runs no exit hook), and the files of a 0.7.0 slurmd's holder with them.
+
+use crate::core::isolation;
+use crate::core::Settings;
+use crate::spank::handle::{Spank, U32Item};
+use crate::spank::handover;
+use crate::spank::log;
+use crate::spank::nftables::Nft;
+use std::ffi::c_int;
+
+/// Waits until a 0.7.0 slurmd's holder has let go of `tables` ([`handover::forget`]: it owns
+/// them, nothing else can remove them), twice [`handover::HANDOVER`] at most; the removal
+/// below then reports one it kept.
+fn released(nft: &mut Nft, tables: &[String]) {
+    let start = std::time::Instant::now();
+    while !tables.is_empty() && start.elapsed() < 2 * handover::HANDOVER {
+        let Ok(listing) = nft.run("list tables") else {
+            return;
+        };
+        if !isolation::listed(&listing).any(|t| tables.iter().any(|held| held == t)) {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// slurmd's job epilog, on every node of the job, as root (`args`: the plugstack.conf words,
+/// read here again since this process ran no other hook): remove every table any step of this
+/// job left here, also after `isolate=yes` was turned off. With `isolate=yes` a failure fails
+/// the epilog (Slurm drains the node, with the line in slurmd's log): rules must not outlive
+/// their job unnoticed. Without libnftables no step here can have installed any, so there is
+/// nothing to remove.
+pub fn job_epilog(sp: &Spank, args: &[String]) -> c_int {
+    let isolate = Settings::from_plugstack(args).is_ok_and(|s| s.isolate);
+    let Ok(job_id) = sp.item_u32(U32Item::JobId) else {
+        return 0;
+    };
+    let held = handover::forget(job_id);
+    let Ok(mut nft) = Nft::open() else {
+        return 0;
+    };
+    released(&mut nft, &held);
+    let removed = nft.run("list tables").and_then(|listing| {
+        // One transaction per table: a table its slurmstepd removed meanwhile is no failure.
+        for table in isolation::job_tables(&listing, job_id) {
+            if let Err(e) = nft.run(&isolation::removal(table)) {
+                let now = nft.run("list tables")?;
+                if isolation::listed(&now).any(|t| t == table) {
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
+    });
+    match (removed, isolate) {
+        (Ok(()), _) => 0,
+        // Without isolate=yes no table is expected: listing may fail where nftables is unused.
+        (Err(_), false) => 0,
+        (Err(e), true) => {
+            log::error(&format!(
+                "isolate=yes: could not remove job {job_id}'s firewall tables \
+                 (inet {}{job_id}_*): {e}",
+                isolation::TABLE_PREFIX
+            ));
+            -1
+        }
+    }
+}

@@ -1,0 +1,51 @@
+//! The job's extern slurmstepd (slurm.conf `PrologFlags=Contain`), with `isolate=yes`: it holds
+//! the tables of the job's steps whose tasks ended first on its node, from its `init` to its
+//! `exit` ([`crate::spank::holder`]), and, should Slurm unload the plugin without calling that
+//! `exit`, to the unload.
+
+use crate::spank::ffi;
+use crate::spank::handle::{self, Spank};
+
+/// The job's extern slurmstepd (slurm.conf `PrologFlags=Contain`), with `isolate=yes`: hold the
+/// tables of the job's steps on this node whose tasks ended first, until slurmctld says each
+/// step has ended ([`crate::spank::holder`]). Any other step: nothing.
+pub fn start(sp: &Spank) {
+    let step = sp.item_u32(handle::U32Item::StepId);
+    let job = sp.item_u32(handle::U32Item::JobId);
+    if let (Ok(step), Ok(job)) = (step, job) {
+        if i64::from(step) == ffi::TFC_SLURM_EXTERN_CONT {
+            super::state().holder = crate::spank::holder::start_for_job(job);
+        }
+    }
+}
+
+/// The extern slurmstepd as it exits (the job has ended): its holder stops, and the tables it
+/// held go with it. In any other process there is no holder: nothing happens.
+pub fn stop() {
+    // Taken out first, so that the thread is joined without the state's lock held.
+    let holder = super::state().holder.take();
+    drop(holder);
+}
+
+/// Runs as the plugin is unloaded (`dlclose`, or the process's exit): a holder still running
+/// is stopped and joined there, so that no thread of ours runs on in code that is gone. Slurm
+/// skips the later plugins' `exit` when an earlier `required` plugin's fails, and unloads them
+/// all the same. Said in slurmd's log, since the tables it held go with it early.
+#[used]
+#[link_section = ".fini_array"]
+static STOP_AT_UNLOAD: extern "C" fn() = stop_at_unload;
+
+extern "C" fn stop_at_unload() {
+    let _ = std::panic::catch_unwind(|| {
+        // Not waiting on a lock a hook may hold as the process exits.
+        let holder = match super::STATE.try_lock() {
+            Ok(mut state) => state.holder.take(),
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner().holder.take(),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        };
+        // Through the holder's own log: a test binary has no Slurm to link.
+        if let Some(holder) = holder {
+            holder.stop_unloaded();
+        }
+    });
+}
