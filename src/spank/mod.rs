@@ -23,3 +23,4 @@ pub mod sock_diag;
 pub mod start_env;
 pub mod step;
 pub mod topology;
+pub mod watch;
