@@ -489,10 +489,7 @@ fn a_port_in_another_steps_table_refuses_the_step() {
 /// `firewall_persists` says for every release (the cluster test checks the releases).
 #[test]
 fn the_admin_guide_says_which_releases_keep_the_table() {
-    let guide = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/admin-guide.md"),
-    )
-    .unwrap();
+    let guide = repo_file("docs/admin-guide.md");
     for r in release::RELEASES {
         let rows: Vec<&str> = guide
             .lines()
@@ -515,10 +512,7 @@ fn the_admin_guide_says_which_releases_keep_the_table() {
 /// cost to slurmctld).
 #[test]
 fn the_admin_guide_says_how_often_the_holder_asks() {
-    let guide = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/admin-guide.md"),
-    )
-    .unwrap();
+    let guide = repo_file("docs/admin-guide.md");
     let phrase = format!("it asks about one held table every {} s", ASK.as_secs());
     assert_eq!(guide.matches(&phrase).count(), 1, "{phrase}");
 }
@@ -548,11 +542,7 @@ fn the_holder_asks_about_one_table_at_a_time() {
 /// each fragment of its quote (between `...`) is the line's own text.
 #[test]
 fn the_admin_guide_quotes_the_no_holder_line() {
-    let guide = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/admin-guide.md"),
-    )
-    .unwrap();
-    let flat = guide.split_whitespace().collect::<Vec<_>>().join(" ");
+    let flat = admin_guide_words();
     let quote = flat
         .split_once("reboots: `isolate=yes: nothing")
         .and_then(|(_, rest)| rest.split_once('`'))

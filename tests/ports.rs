@@ -4,6 +4,7 @@
 //! do. First the rules from plain values ([`tfcluster::core::claims`]), then on the test cluster.
 
 mod common;
+use common::admin_guide_words;
 use common::cluster::{dir, records, sh, sh_ok, tool, PlugStack};
 use tfcluster::core::claims::{
     check_free, diag_reply, listeners, listening_request, node_dir, Claim, DiagReply, Listener,
@@ -130,11 +131,7 @@ fn the_directories_under_run_tfcluster_are_roots_alone() {
 /// The admin guide's wait for the claims' lock is the code's ([`LOCK_WAIT`]), not a second copy.
 #[test]
 fn the_admin_guide_says_how_long_a_step_waits_for_the_lock() {
-    let guide = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/admin-guide.md"),
-    )
-    .unwrap();
-    let flat = guide.split_whitespace().collect::<Vec<_>>().join(" ");
+    let flat = admin_guide_words();
     let phrase = format!(
         "A step waits at most {} s for the claims' lock",
         LOCK_WAIT.as_secs()

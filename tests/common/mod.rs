@@ -9,6 +9,21 @@ pub mod release;
 use serde_json::Value;
 use tfcluster::core::{GpuAction, NodeFacts, Place, Settings, Spec, StepInputs, StepPlan};
 
+/// The text of a file of the repository (`path` relative to it).
+pub fn repo_file(path: &str) -> String {
+    let full = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
+    std::fs::read_to_string(&full).unwrap_or_else(|e| panic!("{}: {e}", full.display()))
+}
+
+/// docs/admin-guide.md with every run of white space made one space, so that a quote is found
+/// wherever the guide breaks its lines.
+pub fn admin_guide_words() -> String {
+    repo_file("docs/admin-guide.md")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// A step: node list, tasks per node, distribution (None = srun without -m).
 pub fn step<'a>(
     nodelist: &'a str,
