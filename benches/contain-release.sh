@@ -22,8 +22,7 @@ release=${1:?usage: benches/contain-release.sh RELEASE [RUNS]}
 runs=${2:-5}
 . benches/lib.sh
 enter_release "$release"
-nodes=$(printf 'tfc-node-%04d ' $(seq 64))
-TFC_NODES="$nodes" TFC_CPU_NODES= TFC_CPUS=96 cluster_up end_with_chief=no
+scale_cluster_up
 
 {
     echo '#!/bin/bash'

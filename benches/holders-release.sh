@@ -19,8 +19,7 @@ shift 2 2>/dev/null || shift $#
 rounds=${*:-1 4 16}
 . benches/lib.sh
 enter_release "$release"
-nodes=$(printf 'tfc-node-%04d ' $(seq 64))
-TFC_NODES="$nodes" TFC_CPU_NODES= TFC_CPUS=96 cluster_up end_with_chief=no
+scale_cluster_up
 
 {
     echo '#!/bin/bash'

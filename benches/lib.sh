@@ -43,3 +43,11 @@ enter_release() {
 cluster_up() {
     "$root" exec "$suite" bash "$repo/tests/cluster/cluster.sh" up "$plugin" "$@" >&2
 }
+
+# scale_cluster_up: the 64-node test cluster of the scale benches (96 CPUs declared per node, no
+# CPU-only nodes) in the release's root, the plugin loaded with end_with_chief=no; its node
+# names in $nodes.
+scale_cluster_up() {
+    nodes=$(printf 'tfc-node-%04d ' $(seq 64))
+    TFC_NODES="$nodes" TFC_CPU_NODES= TFC_CPUS=96 cluster_up end_with_chief=no
+}

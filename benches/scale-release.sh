@@ -21,8 +21,7 @@ cc -shared -fPIC -O2 -I spank-headers \
     -DPLUGIN_VERSION="$(( (10#${release%.*} << 16) | (10#${release#*.} << 8) ))" \
     -o "$out/setenv_floor.so" benches/setenv_floor.c
 
-TFC_NODES="$(printf 'tfc-node-%04d ' $(seq 64))" TFC_CPU_NODES= TFC_CPUS=96 \
-    cluster_up end_with_chief=no
+scale_cluster_up
 TFC_SETENV_FLOOR=$out/setenv_floor.so "$root" exec "$suite" bash "$repo/benches/scale.sh" "$plugin" "$runs" \
     > "$out/scale.jsonl"
 sed "s/^{/{\"release\":\"$release\",/" "$out/scale.jsonl"
