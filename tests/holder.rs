@@ -12,7 +12,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tfcluster::core::claims::Owner;
 use tfcluster::core::holding::{
-    holder_text, whose, Act, HolderFile, Holding, Look, Stage, StepKey, HOLDER_FILE,
+    holder_text, reinstalled_line, whose, Act, HolderFile, Holding, Look, Stage, StepKey,
+    HOLDER_FILE, UNLOADED_LINE,
 };
 use tfcluster::core::isolation::ended_table_name;
 use tfcluster::spank::handover::{hand_over_in, Handed};
@@ -320,9 +321,7 @@ fn a_held_table_that_is_gone_is_installed_again() {
     assert_eq!(node.hand_over(Duration::from_millis(500)), Handed::Held);
     node.kernel.lock().unwrap().tables.clear();
     assert!(soon(|| node.owner() == Some(7)), "installed again");
-    assert!(node
-        .said()
-        .contains("tfcluster_12_3_ended that this node holds was gone"));
+    assert!(node.said().contains(&reinstalled_line(12, 3)));
     assert_eq!(node.files(), ["step_12.3.held"]);
 }
 
@@ -417,6 +416,12 @@ fn two_holders_never_act_on_one_directory() {
     assert!(soon(|| node.owner().is_none()), "its table went with it");
     assert!(node.files().contains(&"step_12.3.held".to_string()));
     assert!(Path::new(&node.dir).join(HOLDER_FILE).exists());
+    drop(node.holder.take());
+    assert_eq!(
+        std::fs::read_to_string(node.dir.join(HOLDER_FILE)).unwrap(),
+        holder_text(init()),
+        "a holder that gave way leaves the directory to the other when it stops"
+    );
 }
 
 /// A holder whose holder file is removed writes it again, so steps still find it.
@@ -442,9 +447,7 @@ fn a_holder_stopped_at_unload_says_so() {
     node.start(7).unwrap();
     assert_eq!(node.hand_over(Duration::from_millis(500)), Handed::Held);
     node.holder.take().unwrap().stop_unloaded();
-    assert!(node
-        .said()
-        .contains("the plugin was unloaded before its exit hook ran"));
+    assert!(node.said().contains(UNLOADED_LINE));
     assert_eq!(node.owner(), None);
     assert!(!node.dir.exists());
 }

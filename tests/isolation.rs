@@ -11,7 +11,7 @@ use tfcluster::core::claims::Owner;
 use tfcluster::core::holding::{
     holder_of, holder_text, job_dir, legacy_slurmd_dir, next_to_ask, no_holder_line, node_dir,
     stage_file, step_file, step_of, take_over, Stage, ASK, HELD_DIR, LEGACY_SLURMD_HOLDER,
-    TOLD_FILE,
+    TOLD_FILE, UNLOADED_LINE,
 };
 use tfcluster::core::isolation::{
     check_syncookies, check_tables, ended_steps, ended_table_name, job_tables, other_tables,
@@ -1028,9 +1028,6 @@ cat {d}/step.err >&2",
         );
     }
 }
-
-/// What a node's log says when the plugin is unloaded with its holder still running.
-const UNLOADED_LINE: &str = "the plugin was unloaded before its exit hook ran";
 
 /// tests/cluster/failing_exit.c, built for the release under test from tfcluster's header, in
 /// the cluster's folder (which every node sees): its path.

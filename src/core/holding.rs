@@ -184,6 +184,22 @@ pub fn no_holder_line(job_id: u32, step_id: u32) -> String {
     )
 }
 
+/// What a holder says, in slurmd's log, when Slurm unloads the plugin before its exit hook ran
+/// (Slurm skips it when an earlier `required` plugin's fails): it stops there.
+pub const UNLOADED_LINE: &str = "isolate=yes: the plugin was unloaded before its exit hook ran \
+     (an earlier plugin's failed): the extern step's holder stops there, and the tables it held \
+     go with it";
+
+/// What a holder says when a table one of its files says it holds is not on the node, as it
+/// installs it again ([`Act::Take`] from [`Stage::Held`]).
+pub fn reinstalled_line(job_id: u32, step_id: u32) -> String {
+    format!(
+        "isolate=yes: the table {} that this node holds was gone; it is installed again (check \
+         what removes tables here: nft list tables)",
+        ended_table_name(job_id, step_id)
+    )
+}
+
 /// A step, by job and step id.
 pub type StepKey = (u32, u32);
 
@@ -325,11 +341,6 @@ impl Holding {
             true => self.held.insert(key),
             false => self.held.remove(&key),
         };
-    }
-
-    /// The tables this holder holds.
-    pub fn held(&self) -> impl Iterator<Item = &StepKey> {
-        self.held.iter()
     }
 
     /// How long the holder may sleep before its next look when no file arrives: until its next

@@ -25,6 +25,8 @@ use std::time::{Duration, Instant};
 /// ended), its tables and its directory with it.
 pub struct Holder {
     stop: Arc<AtomicBool>,
+    /// Set by the thread when it gave way to another live holder: the directory is that one's.
+    yielded: Arc<AtomicBool>,
     /// Wakes the thread to stop (an eventfd).
     wake: OwnedFd,
     thread: Option<JoinHandle<()>>,
@@ -37,11 +39,7 @@ impl Holder {
     /// Stops the holder as the plugin is unloaded without its exit hook having run (Slurm
     /// skips it when an earlier `required` plugin's fails), saying so first.
     pub fn stop_unloaded(self) {
-        (self.say)(
-            "isolate=yes: the plugin was unloaded before its exit hook ran (an earlier \
-             plugin's failed): the extern step's holder stops there, and the tables it held go \
-             with it",
-        );
+        (self.say)(holding::UNLOADED_LINE);
     }
 }
 
@@ -134,7 +132,9 @@ pub fn start<T: Tables + 'static>(
         }
     };
     let stop = Arc::new(AtomicBool::new(false));
-    let (flag, path, who) = (stop.clone(), dir.to_path_buf(), who.to_string());
+    let yielded = Arc::new(AtomicBool::new(false));
+    let (flag, gave_way) = (stop.clone(), yielded.clone());
+    let (path, who) = (dir.to_path_buf(), who.to_string());
     let said = passed.say.clone();
     let thread = std::thread::Builder::new()
         .name("tfcluster-holder".into())
@@ -165,6 +165,7 @@ pub fn start<T: Tables + 'static>(
             // directory to it.
             if !flag.load(Ordering::Relaxed) {
                 let yielded = matches!(ended, Ok(Ok(Ended::Yielded)));
+                gave_way.store(yielded, Ordering::Relaxed);
                 let why = match ended {
                     Ok(Err(e)) => e,
                     Ok(Ok(Ended::Yielded)) => format!(
@@ -187,6 +188,7 @@ pub fn start<T: Tables + 'static>(
     match thread {
         Ok(thread) => Ok(Holder {
             stop,
+            yielded,
             wake,
             thread: Some(thread),
             dir: dir.to_path_buf(),
@@ -213,7 +215,9 @@ impl Drop for Holder {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
-        forsake(&self.dir);
+        if !self.yielded.load(Ordering::Relaxed) {
+            forsake(&self.dir);
+        }
     }
 }
 
@@ -270,11 +274,7 @@ fn hold(
                 }
                 Act::Take(key, from) => {
                     if from == Stage::Held {
-                        say(&format!(
-                            "isolate=yes: the table {} that this node holds was gone; it is \
-                             installed again (check what removes tables here: nft list tables)",
-                            isolation::ended_table_name(key.0, key.1)
-                        ));
+                        say(&holding::reinstalled_line(key.0, key.1));
                     }
                     let holds = take(tables, dir, key, from, say);
                     holding.took(key, holds);
@@ -324,17 +324,13 @@ fn take(
         let _ = fs::remove_file(&file);
         return false;
     };
-    // Persistent where libnftables and the kernel can (a killed holder then leaves it to the
-    // job's epilog), as slurmstepd's own table.
-    let run = |tables: &mut dyn FnMut(&str) -> Result<String, String>, script: &str| {
-        tables(&isolation::persistent(script)).or_else(|_| tables(script))
-    };
-    let mut nft = |script: &str| tables.run(script);
-    match run(&mut nft, &replace).or_else(|e| run(&mut nft, &install).map_err(|_| e)) {
+    let installed = run_persistent(tables, &replace)
+        .or_else(|e| run_persistent(tables, &install).map_err(|_| e));
+    match installed {
         Ok(_) if file == at(Stage::Held) || fs::rename(&file, at(Stage::Held)).is_ok() => true,
         // The job's epilog removed the file meanwhile: the table is this holder's alone.
         Ok(_) => {
-            let _ = nft(&isolation::removal(&isolation::ended_table_name(
+            let _ = tables.run(&isolation::removal(&isolation::ended_table_name(
                 job_id, step_id,
             )));
             false
@@ -349,4 +345,12 @@ fn take(
             false
         }
     }
+}
+
+/// Runs `script` with its table persistent where libnftables and the kernel can (a killed
+/// holder then leaves it to the job's epilog), as slurmstepd's own table, else as it is.
+fn run_persistent(tables: &mut impl Tables, script: &str) -> Result<String, String> {
+    tables
+        .run(&isolation::persistent(script))
+        .or_else(|_| tables.run(script))
 }
