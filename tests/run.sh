@@ -9,12 +9,14 @@
 #   4. unit, table, property, ABI and symbol tests (cargo test), and a deterministic short run
 #      of every fuzz target (fuzz/run.sh smoke; `make fuzz` is the real campaign);
 #   5. makes (once per machine) the TensorFlow virtualenvs the releases need (tests/tensorflow/setup.sh: the newest, and 2.15 where marked);
-#   6. on every release (Debian's first, then the source builds), in its root (waiting for the
-#      background to finish it): builds the
+#   6. on every release, in its root (waiting for the background to finish it): builds the
 #      plugin from the release's headers, checks our header against them, brings up a real
 #      4-node cluster of that release and runs the end-to-end, lifecycle, install/packaging and
 #      topology tests on it (and TensorFlow, node-rank and scale tests where the table says),
-#      then tears it down (tests/release/run.sh).
+#      then tears it down (tests/release/run.sh). The releases run in two lanes at once (the
+#      table's fourth column; tests/release/lane.sh), each lane in a network namespace, a
+#      state directory (TFC_DIR) and a cargo target directory of its own; TFC_LANES=1 runs
+#      every release in one lane, one after another.
 # A source release whose tarball is not in TFC_SLURM_SRC (default ../shared/slurm-src) is
 # reported as skipped, by name. TFC_RELEASES="25.11" (space separated) runs step 6 on those
 # releases only; "none" skips it.
@@ -34,30 +36,34 @@ step_done() { tests/times.sh add host "$1" "$1" "$((SECONDS - step_start))"; ste
 releases=${TFC_RELEASES:-$(awk '!/^#/ && NF {print $1}' tests/releases.tsv)}
 [ "$releases" = none ] && releases=
 root_of() { awk -v r="$1" '$1 == r {print $2}' tests/releases.tsv; }
-# Releases from Debian's packages first: their roots take a minute to make, while each source
-# release takes minutes to build; so the builds run in the background behind the tests of the
-# Debian releases instead of holding them up. The summary lists the releases oldest first.
-tested=() from_source=()
+lane_of() { if [ "${TFC_LANES:-2}" = 1 ]; then echo 1; else awk -v r="$1" '$1 == r {print $4}' tests/releases.tsv; fi; }
+# The releases of each lane, in the table's order (a source release without its tarball is
+# skipped: the summary says so).
+lane1=() lane2=()
 for release in $releases; do
     r=$(root_of "$release")
     [ -n "$r" ] || { echo "tfcluster: release $release is not in tests/releases.tsv" >&2; exit 2; }
-    if [[ $r != slurm-* ]]; then
-        tested+=("$release")
-    elif tests/release/root.sh source "$r" >/dev/null 2>&1; then
-        from_source+=("$release")
-    fi # else skipped: the summary says so
+    [[ $r != slurm-* ]] || tests/release/root.sh source "$r" >/dev/null 2>&1 || continue
+    if [ "$(lane_of "$release")" = 2 ]; then lane2+=("$release"); else lane1+=("$release"); fi
 done
-tested+=("${from_source[@]}")
-
-# The roots, in the order the releases are tested; each release's run waits for its own.
+# The roots in the order the lanes need them: Debian's first (a minute each), then the source
+# builds (minutes each) by their place in their lane, so that the builds run in the background
+# behind the tests instead of holding them up. Each release's run waits for its own root.
+tested=()
+for i in $(seq 0 $(( (${#lane1[@]} > ${#lane2[@]} ? ${#lane1[@]} : ${#lane2[@]}) - 1 ))); do
+    tested+=(${lane1[$i]:+"${lane1[$i]}"} ${lane2[$i]:+"${lane2[$i]}"})
+done
 prepare=
 if [ ${#tested[@]} -gt 0 ]; then
+    roots=$(for release in "${tested[@]}"; do root_of "$release"; done)
     setsid bash -c 'for r in "$@"; do tests/release/root.sh make "$r" || echo "tfcluster: could not make the $r root" >&2; done' \
-        prepare $(for release in "${tested[@]}"; do root_of "$release"; done) >"$logs/prepare" 2>&1 </dev/null &
+        prepare $(grep -v '^slurm-' <<<"$roots") $(grep '^slurm-' <<<"$roots") >"$logs/prepare" 2>&1 </dev/null &
     prepare=$!
 fi
+lanes=()
 cleanup() {
     [ -n "$prepare" ] && kill -- -"$prepare" 2>/dev/null || true
+    for pid in "${lanes[@]}"; do kill -- -"$pid" 2>/dev/null || true; done
     rm -rf "$logs"
 }
 trap cleanup EXIT
@@ -88,15 +94,27 @@ for release in "${tested[@]}"; do
     fi
 done
 step_done virtualenvs
+# The two lanes at once, each in a network namespace of its own (tests/release/lane.sh), with
+# its own cluster state directory and cargo target directory (each release rebuilds only
+# tfcluster itself there; two lanes in one directory would rebuild it for each other's release
+# at every suite).
+export TFC_PYTHON=$python TFC_PYTHON_2_15=$python_2_15 TFC_JAX_PYTHON=$jax_python
+for lane in 1 2; do
+    if [ "$lane" = 1 ]; then members=("${lane1[@]}"); else members=("${lane2[@]}"); fi
+    [ ${#members[@]} -gt 0 ] || continue
+    target=$root/target
+    [ "$lane" = 1 ] || target=$root/target/lane-$lane
+    CARGO_TARGET_DIR=$target TFC_DIR=/tmp/tfcluster-cluster-lane-$lane \
+        setsid unshare --net -- bash tests/release/lane.sh "$logs" "${members[@]}" </dev/null &
+    lanes+=($!)
+done
+for pid in "${lanes[@]}"; do wait "$pid" || true; done
+lanes=()
 bad=()
-for release in "${tested[@]}"; do
-    start=$SECONDS
-    if ! TFC_PYTHON=$python TFC_PYTHON_2_15=$python_2_15 TFC_JAX_PYTHON=$jax_python bash tests/release/run.sh "$release" 2>&1 | tee "$logs/$release"; then
-        bad+=("$release")
-        echo "tfcluster: the tests FAILED on Slurm $release (see above)" >&2
-    fi
-    echo "$((SECONDS - start))" > "$logs/$release.seconds"
-    tests/times.sh add "$release" wall "$release" "$((SECONDS - start))"
+for release in $releases; do
+    grep -qx "$release" "$logs/failed" 2>/dev/null || continue
+    bad+=("$release")
+    echo "tfcluster: the tests FAILED on Slurm $release (its lines are above)" >&2
 done
 if [ -n "$prepare" ]; then
     wait "$prepare" || true

@@ -242,13 +242,15 @@ impl Release {
 
 /// The plugin built from these sources for another Slurm release than the one under test (as a
 /// site would build it for its release), and that release. Every release's run builds it in
-/// one target directory, `target/another-release`, where only tfcluster itself is compiled
-/// again (a directory per other release compiled bindgen and the rest once more: 86 s on
-/// 22.05, 2026-11-27); the library is copied out, so a later build leaves it be.
+/// one directory, `another-release` in the target directory (target/, or the lane's own that
+/// tests/run.sh names in CARGO_TARGET_DIR), where only tfcluster itself is compiled again (a
+/// directory per other release compiled bindgen and the rest once more: 86 s on 22.05,
+/// 2026-11-27); the library is copied out beside it, so a later build leaves it be.
 pub fn built_for_another_release() -> (std::path::PathBuf, &'static str) {
     let other = current().another().version;
     let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let target = repo.join("target/another-release");
+    let lane = std::env::var_os("CARGO_TARGET_DIR").map_or(repo.join("target"), |d| repo.join(d));
+    let target = lane.join("another-release");
     let built = std::process::Command::new("cargo")
         .args(["build", "--quiet", "--lib", "--target-dir"])
         .arg(&target)
@@ -257,7 +259,7 @@ pub fn built_for_another_release() -> (std::path::PathBuf, &'static str) {
         .status()
         .unwrap();
     assert!(built.success(), "cargo build for Slurm {other}");
-    let so = repo.join(format!("target/slurm-{other}-other/libtfcluster.so"));
+    let so = lane.join(format!("slurm-{other}-other/libtfcluster.so"));
     std::fs::create_dir_all(so.parent().unwrap()).unwrap();
     std::fs::copy(target.join("debug/libtfcluster.so"), &so).unwrap();
     (so, other)

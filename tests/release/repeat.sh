@@ -33,9 +33,10 @@ trap cleanup EXIT
 export TFCLUSTER_SLURM_INCLUDE TFC_RELEASE=$release TFC_ROOT=$root
 TFCLUSTER_SLURM_INCLUDE=$("$rootsh" include "$root")
 cargo build --quiet
-mkdir -p "target/slurm-$release"
-cp target/debug/libtfcluster.so "target/slurm-$release/libtfcluster.so"
-export TFC_PLUGIN=$repo/target/slurm-$release/libtfcluster.so
+target=${CARGO_TARGET_DIR:-$repo/target}
+mkdir -p "$target/slurm-$release"
+cp "$target/debug/libtfcluster.so" "$target/slurm-$release/libtfcluster.so"
+export TFC_PLUGIN=$target/slurm-$release/libtfcluster.so
 suites=()
 for t in ${TFC_REPEAT_SUITES:-placement options refusals ending}; do suites+=(--test "$t"); done
 cargo test --quiet "${suites[@]}" --no-run

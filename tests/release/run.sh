@@ -54,12 +54,15 @@ export TFC_RELEASE=$release TFC_ROOT=$root
 # Where each test's and each cluster start's seconds go (tests/times.sh; tests/run.sh sets it).
 export TFC_TIMES_FILE=${TFC_TIMES_FILE:-$repo/target/test-times.tsv}
 cargo build --quiet
+# The target directory: target/, or the lane's own (tests/run.sh runs two releases at once, each
+# building in a directory of its own).
+target=${CARGO_TARGET_DIR:-$repo/target}
 # Every test binary at once, on every core, while no cluster waits (each suite's `cargo test`
 # then finds its binary built; one at a time they were built one after another).
 cargo test --quiet --no-run
-mkdir -p "target/slurm-$release"
-cp target/debug/libtfcluster.so "target/slurm-$release/libtfcluster.so"
-export TFC_PLUGIN=$repo/target/slurm-$release/libtfcluster.so
+mkdir -p "$target/slurm-$release"
+cp "$target/debug/libtfcluster.so" "$target/slurm-$release/libtfcluster.so"
+export TFC_PLUGIN=$target/slurm-$release/libtfcluster.so
 echo "== Slurm $release ($root): plugin_version $(packaging/plugin-version.sh "$TFC_PLUGIN")"
 
 cargo test --test abi
