@@ -5,7 +5,7 @@
 //! make of it: srun's status, the line on srun's stderr, how soon srun returns, no task left.
 
 mod common;
-use common::cluster::{dir, sh, stop_line, tool, PlugStack, CLUSTER_SETTINGS};
+use common::cluster::{cluster_pgrep, dir, sh, stop_line, tool, PlugStack, CLUSTER_SETTINGS};
 use common::release;
 use common::{plan, step, tf_config};
 use tfcluster::core::error::OnError;
@@ -135,12 +135,8 @@ fn the_step_ends_when_the_chief_exits() {
 }
 
 fn no_task_left(what: &str) {
-    let left = sh("pgrep -f '^sleep 299$' || true");
-    assert!(
-        left.stdout.is_empty(),
-        "{what}: tasks left behind: {}",
-        String::from_utf8_lossy(&left.stdout)
-    );
+    let left = cluster_pgrep("^sleep 299$");
+    assert!(left.is_empty(), "{what}: tasks left behind: {left}");
 }
 
 /// srun's exit status in [`task_ends`].

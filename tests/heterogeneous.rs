@@ -7,7 +7,9 @@
 #![allow(clippy::type_complexity)] // tables of cases
 
 mod common;
-use common::cluster::{dir, node_error, parse, sbatch, sh, stop_line, summary, tool, PlugStack};
+use common::cluster::{
+    cluster_pgrep, dir, node_error, parse, sbatch, sh, stop_line, summary, tool, PlugStack,
+};
 use common::release;
 use common::{plan, step};
 use tfcluster::core::het::{self, Answer, ComponentLayout, HetLayout, Own, StepKind};
@@ -683,7 +685,7 @@ fn the_chief_or_a_failure_ends_every_component() {
             !stderr.contains("could not stop"),
             "{what}: every stop reached its component\n{stderr}"
         );
-        let left = sh("pgrep -f '^sleep 299$' || true");
-        assert!(left.stdout.is_empty(), "{what}: tasks left behind");
+        let left = cluster_pgrep("^sleep 299$");
+        assert!(left.is_empty(), "{what}: tasks left behind: {left}");
     }
 }

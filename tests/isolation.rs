@@ -4,7 +4,7 @@
 //! cannot isolate does, and that no rule outlives its job.
 
 mod common;
-use common::cluster::{dir, records, sh, sh_ok, tool, PlugStack};
+use common::cluster::{dir, records, sh, sh_ok, tool, PlugStack, CLUSTER_PGREP};
 use common::*;
 use std::net::IpAddr;
 use tfcluster::core::claims::Owner;
@@ -922,7 +922,7 @@ fn a_node_whose_tasks_ended_first_keeps_other_users_away() {
         let d = dir().join(format!("ended-first-{isolate}-{contain}"));
         let d = d.display();
         let stepds = |step: u32, left: u32| {
-            format!("for i in $(seq 100); do [ $(pgrep -fc \"^slurmstepd: \\[$job\\.{step}\\]\") -le {left} ] && break; sleep 0.1; done")
+            format!("{CLUSTER_PGREP}for i in $(seq 100); do [ $(cluster_pgrep \"^slurmstepd: \\[$job\\.{step}\\]\" | wc -l) -le {left} ] && break; sleep 0.1; done")
         };
         let out = sh(&format!(
             "rm -rf {d}; mkdir -m 1777 {d}
@@ -1150,7 +1150,7 @@ cat {d}/step.out; cat {d}/step.err >&2",
             once_started = case.once_started,
             leave = if case.n9_ended { "leave" } else { "" },
             n9_gone = if case.n9_ended {
-                format!("for i in $(seq 100); do [ $(pgrep -fc \"^slurmstepd: \\[$(squeue -h -u {OWNER} -o %i | head -1)\\.0\\]\") -le 1 ] && break; sleep 0.1; done")
+                format!("{CLUSTER_PGREP}for i in $(seq 100); do [ $(cluster_pgrep \"^slurmstepd: \\[$(squeue -h -u {OWNER} -o %i | head -1)\\.0\\]\" | wc -l) -le 1 ] && break; sleep 0.1; done")
             } else {
                 String::new()
             },

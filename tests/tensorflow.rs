@@ -4,8 +4,8 @@
 
 mod common;
 use common::cluster::{
-    bundle, ended_with_the_chief, plugin, records, requeued_job, resumed_at, sh, stop_line, tool,
-    trained_together, PlugStack,
+    bundle, cluster_pgrep, ended_with_the_chief, plugin, records, requeued_job, resumed_at, sh,
+    stop_line, tool, trained_together, PlugStack,
 };
 use serde_json::{json, Value};
 use std::collections::HashSet;
@@ -516,12 +516,8 @@ fn a_task_that_fails_at_start_ends_training() {
         );
         assert!(records(&stdout, "RESULT").is_empty(), "{what}: {stdout}");
         assert!(elapsed < 90.0, "{what}: the step ran {elapsed:.0} s");
-        let left = sh(&format!(
-            "pgrep -f '[{}]{}' || true",
-            &program[..1],
-            &program[1..]
-        ));
-        assert!(left.stdout.is_empty(), "{what}: tasks left behind");
+        let left = cluster_pgrep(&format!("[{}]{}", &program[..1], &program[1..]));
+        assert!(left.is_empty(), "{what}: tasks left behind: {left}");
     }
 }
 

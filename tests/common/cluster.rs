@@ -78,6 +78,26 @@ pub fn sh_ok(line: &str) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// A shell function, `cluster_pgrep PATTERN`, for the lines given to [`sh`]: the PIDs of the
+/// processes whose command line matches PATTERN (`pgrep -f`) in this cluster's nodes (the
+/// network namespaces of the root's `ip netns list`) and beside the test (its own network
+/// namespace), one per line. The machine's other processes are not this cluster's: the test
+/// command runs two clusters at once (tests/release/lane.sh), whose job IDs and tasks are alike.
+pub const CLUSTER_PGREP: &str = r#"cluster_pgrep() {
+    { pgrep --ns $$ --nslist net -f "$1"
+      for ns in $(ip netns list | cut -d' ' -f1); do
+          p=$(ip netns pids "$ns" | head -n 1)
+          [ -z "$p" ] || pgrep --ns "$p" --nslist net -f "$1"
+      done; } | sort -un
+}
+"#;
+
+/// The PIDs of this cluster's processes whose command line matches `pattern`
+/// ([`CLUSTER_PGREP`]), one per line; empty when there is none.
+pub fn cluster_pgrep(pattern: &str) -> String {
+    sh_ok(&format!("{CLUSTER_PGREP}cluster_pgrep '{pattern}'"))
+}
+
 /// Lines of `text` that start with `PREFIX|`, split on `|` (without the prefix).
 pub fn records<'a>(text: &'a str, prefix: &str) -> Vec<Vec<&'a str>> {
     let prefix = format!("{prefix}|");
@@ -531,10 +551,6 @@ pub fn ended_with_the_chief(
         delay < 30.0,
         "{what}: the step ran on {delay:.1} s after the chief was done"
     );
-    let left = sh(&format!(
-        "pgrep -f '[{}]{}' || true",
-        &program[..1],
-        &program[1..]
-    ));
-    assert!(left.stdout.is_empty(), "{what}: tasks left behind");
+    let left = cluster_pgrep(&format!("[{}]{}", &program[..1], &program[1..]));
+    assert!(left.is_empty(), "{what}: tasks left behind: {left}");
 }
