@@ -5,9 +5,12 @@
 //! make of it: srun's status, the line on srun's stderr, how soon srun returns, no task left.
 
 mod common;
-use common::cluster::{cluster_pgrep, dir, sh, stop_line, tool, PlugStack, CLUSTER_SETTINGS};
+use common::cluster::{
+    cluster_pgrep, dir, end_line, sh, stop_line, tool, PlugStack, CLUSTER_SETTINGS,
+};
 use common::release;
 use common::{plan, step, tf_config};
+use tfcluster::core::ending::WorkerSeen;
 use tfcluster::core::error::OnError;
 use tfcluster::core::{Error, StepPlan};
 use tfcluster::spank::error::ShellError;
@@ -163,6 +166,9 @@ struct TaskEnd {
     /// The task whose end stops the step: its global rank, its wait status, whether the OOM
     /// killer took it. The line srun shows is the core's for it, on that rank's node.
     stopped_by: Option<(u32, i32, bool)>,
+    /// A failure the step survives (`fail_fast=auto` with ps: a worker the chief had connected
+    /// to): its global rank and wait status. The line srun shows is the core's for it.
+    survived: Option<(u32, i32)>,
     /// When nothing is stopped: the seconds srun waits for the slowest task.
     lasts: f64,
     /// The chief writes a file before it exits (what preemption must let it finish).
@@ -176,40 +182,44 @@ fn task_ends() -> Vec<TaskEnd> {
     #[rustfmt::skip]
     let rows = vec![
         TaskEnd { what: "every task succeeds", spec: "worker:*", nodes: 2, tasks_per_node: 2,
-                  actions: &["default=exit 0"], status: Exactly(0), stopped_by: None, lasts: 0.0, saves: false },
+                  actions: &["default=exit 0"], status: Exactly(0), stopped_by: None, survived: None, lasts: 0.0, saves: false },
         TaskEnd { what: "a worker fails at start (MultiWorkerMirroredStrategy would wait an hour)", spec: "worker:*",
                   nodes: 4, tasks_per_node: 1, actions: &["worker:2=exit 3", "default=sleep 299"], status: Failed(3),
-                  stopped_by: Some((2, 3 << 8, false)), lasts: 0.0, saves: false },
+                  stopped_by: Some((2, 3 << 8, false)), survived: None, lasts: 0.0, saves: false },
         TaskEnd { what: "the chief fails (MultiWorkerMirroredStrategy)", spec: "chief:1,worker:*", nodes: 2, tasks_per_node: 2,
                   actions: &["chief:0=exit 1", "default=sleep 299"], status: Failed(1),
-                  stopped_by: Some((0, 1 << 8, false)), lasts: 0.0, saves: false },
-        TaskEnd { what: "a ParameterServerStrategy worker fails (the chief would never start)", spec: "chief:1,ps:1,worker:*",
+                  stopped_by: Some((0, 1 << 8, false)), survived: None, lasts: 0.0, saves: false },
+        TaskEnd { what: "a ParameterServerStrategy worker fails before the chief has connected to it (the chief would never start)", spec: "chief:1,ps:1,worker:*",
                   nodes: 2, tasks_per_node: 2, actions: &["worker:1=exit 3", "default=sleep 299"], status: Failed(3),
-                  stopped_by: Some((3, 3 << 8, false)), lasts: 0.0, saves: false },
+                  stopped_by: Some((3, 3 << 8, false)), survived: None, lasts: 0.0, saves: false },
         TaskEnd { what: "a parameter server fails", spec: "chief:1,ps:1,worker:*", nodes: 2, tasks_per_node: 2,
                   actions: &["ps:0=exit 1", "default=sleep 299"], status: Failed(1),
-                  stopped_by: Some((1, 1 << 8, false)), lasts: 0.0, saves: false },
+                  stopped_by: Some((1, 1 << 8, false)), survived: None, lasts: 0.0, saves: false },
         TaskEnd { what: "a crash", spec: "worker:*", nodes: 2, tasks_per_node: 2,
                   actions: &["worker:3=signal SEGV", "default=sleep 299"], status: Failed(128 + 11),
-                  stopped_by: Some((3, 11, false)), lasts: 0.0, saves: false },
+                  stopped_by: Some((3, 11, false)), survived: None, lasts: 0.0, saves: false },
         TaskEnd { what: "an abort (a failed CHECK in TensorFlow's C++ code)", spec: "worker:*", nodes: 2, tasks_per_node: 2,
                   actions: &["worker:2=signal ABRT", "default=sleep 299"], status: Failed(128 + 6),
-                  stopped_by: Some((2, 6, false)), lasts: 0.0, saves: false },
+                  stopped_by: Some((2, 6, false)), survived: None, lasts: 0.0, saves: false },
         // One node: the test nodes share one kernel, whose OOM count every node would read (on
         // a real cluster each node counts its own).
         TaskEnd { what: "the OOM killer", spec: "worker:*", nodes: 1, tasks_per_node: 2,
                   actions: &["worker:1=oom", "default=sleep 299"], status: Failed(128 + 9),
-                  stopped_by: Some((1, 9, true)), lasts: 0.0, saves: false },
+                  stopped_by: Some((1, 9, true)), survived: None, lasts: 0.0, saves: false },
         TaskEnd { what: "a signal someone sent is not a failure", spec: "worker:*", nodes: 2, tasks_per_node: 2,
                   actions: &["worker:1=signal TERM", "default=sleep 3"], status: Exactly(128 + 15),
-                  stopped_by: None, lasts: 3.0, saves: false },
+                  stopped_by: None, survived: None, lasts: 3.0, saves: false },
         TaskEnd { what: "preemption: every task exits 42 while the chief still saves", spec: "chief:1,worker:*",
                   nodes: 2, tasks_per_node: 2, actions: &["chief:0=save 4 {dir}/saved", "default=exit 42"],
-                  status: Exactly(42), stopped_by: None, lasts: 4.0, saves: true },
+                  status: Exactly(42), stopped_by: None, survived: None, lasts: 4.0, saves: true },
         TaskEnd { what: "the evaluator fails: training goes on", spec: "chief:1,evaluator:1,worker:*", nodes: 2, tasks_per_node: 2,
-                  actions: &["evaluator:0=exit 1", "default=sleep 3"], status: Exactly(1), stopped_by: None, lasts: 3.0, saves: false },
+                  actions: &["evaluator:0=exit 1", "default=sleep 3"], status: Exactly(1), stopped_by: None, survived: None, lasts: 3.0, saves: false },
         TaskEnd { what: "fail_fast=no: Slurm's own behaviour", spec: "worker:*,fail_fast=no", nodes: 4, tasks_per_node: 1,
-                  actions: &["worker:2=exit 3", "default=sleep 3"], status: Exactly(3), stopped_by: None, lasts: 3.0, saves: false },
+                  actions: &["worker:2=exit 3", "default=sleep 3"], status: Exactly(3), stopped_by: None, survived: None, lasts: 3.0, saves: false },
+        TaskEnd { what: "a ParameterServerStrategy worker fails once the chief has connected to it: the step goes on",
+                  spec: "chief:1,ps:1,worker:*", nodes: 2, tasks_per_node: 2,
+                  actions: &["chief:0=connect worker:1 8", "worker:1=serve 3", "default=sleep 8"], status: Exactly(3),
+                  stopped_by: None, survived: Some((3, 3 << 8)), lasts: 8.0, saves: false },
     ];
     rows
 }
@@ -252,9 +262,22 @@ fn which_task_end_ends_the_step() {
         let reports = stderr.matches("tfcluster: rank ").count();
         assert_eq!(
             reports,
-            usize::from(row.stopped_by.is_some()),
-            "{what}: one line per stopped step\n{stderr}"
+            usize::from(row.stopped_by.is_some()) + usize::from(row.survived.is_some()),
+            "{what}: one line per stopped step and per survived failure\n{stderr}"
         );
+        if let Some((rank, status)) = row.survived {
+            let plan = block.plan(row.spec, CLUSTER_SETTINGS);
+            let seen = WorkerSeen {
+                reached: true,
+                lost_before: 0,
+            };
+            let line = end_line(&plan, rank, status, false, seen)
+                .unwrap_or_else(|| panic!("{what}: the core has a line for it"));
+            assert!(
+                release.printed(&stderr, &line),
+                "{what}: {line:?} in\n{stderr}"
+            );
+        }
         if let Some((rank, status, oom)) = row.stopped_by {
             let plan = block.plan(row.spec, CLUSTER_SETTINGS);
             let line = stop_line(&plan, rank, status, oom)

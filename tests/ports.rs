@@ -304,7 +304,8 @@ fn the_kernel_lists_a_listening_socket_with_its_owner() {
     let port = listener.local_addr().unwrap().port();
     // This process's uid: the owner of its /proc entry.
     let uid = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap());
-    let found = tfcluster::spank::sock_diag::from_kernel().expect("socket diagnostics answer");
+    let found = tfcluster::spank::sock_diag::from_kernel(tfcluster::core::claims::LISTENING)
+        .expect("socket diagnostics answer");
     assert!(found.contains(&Listener { port, uid }), "{found:?}");
     let mut proc: Vec<Listener> = ["/proc/net/tcp", "/proc/net/tcp6"]
         .iter()

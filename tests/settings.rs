@@ -5,10 +5,10 @@
 mod common;
 use common::*;
 use serde_json::json;
-use tfcluster::core::ending::{Cause, End};
+use tfcluster::core::ending::{Cause, End, WorkerSeen};
 use tfcluster::core::ports::{PortPolicy, StepPorts};
 use tfcluster::core::settings::KEYS;
-use tfcluster::core::{GpuAction, Settings};
+use tfcluster::core::{GpuAction, NodeFacts, Settings};
 
 /// One row of [`port_policies`]: the policy, `SLURM_STEP_RESV_PORTS`, the job and step ids and
 /// the most tasks on a node, and the ports of slots 0, 1 and 2.
@@ -307,13 +307,15 @@ fn what_a_task_end_counts_as() {
     }
 }
 
-/// How a task's end ends the step.
+/// How a task's end ends the step, or does not.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Ended {
     /// A failure: the node's error line, srun's exit status is the task's.
     Failure,
     /// The decider's end: training is over.
     TrainingOver,
+    /// A failure the step survives: the node's error line, and the step goes on.
+    GoesOn,
 }
 use Ended::*;
 
@@ -325,6 +327,9 @@ struct TaskEnd {
     rank: u32,
     status: i32,
     oom_killed: bool,
+    /// A worker to which the node saw the chief's connection, and how many workers the node had
+    /// lost before it (`fail_fast=auto` with ps); `None`: no connection seen.
+    reached: Option<u32>,
     /// When the step is ended: whether as a failure or as the end of training, and the line
     /// srun prints.
     ends: Option<(Ended, &'static str)>,
@@ -332,27 +337,36 @@ struct TaskEnd {
 
 #[rustfmt::skip]
 const FAILURES: &[TaskEnd] = &[
-    TaskEnd { spec: "worker:*",                          rank: 2, status: 3 << 8,    oom_killed: false, ends: Some((Failure, "rank 2 (worker:2 on b) exited 3; stopping the step's other 3 tasks")) },
-    TaskEnd { spec: "worker:*",                          rank: 2, status: 0,         oom_killed: false, ends: None },                 // success: MWMS tasks exit by themselves
-    TaskEnd { spec: "worker:*",                          rank: 2, status: 42 << 8,   oom_killed: false, ends: None },                 // preempted: the chief may still be saving
-    TaskEnd { spec: "worker:*",                          rank: 2, status: 15,        oom_killed: false, ends: None },                 // Slurm's SIGTERM
-    TaskEnd { spec: "worker:*",                          rank: 3, status: 9,         oom_killed: false, ends: None },                 // Slurm's SIGKILL
-    TaskEnd { spec: "worker:*",                          rank: 3, status: 9,         oom_killed: true,  ends: Some((Failure, "rank 3 (worker:3 on b) was killed by the OOM killer (SIGKILL); stopping the step's other 3 tasks")) },
-    TaskEnd { spec: "worker:*",                          rank: 3, status: 137 << 8,  oom_killed: true,  ends: Some((Failure, "rank 3 (worker:3 on b) exited 137 (a program it ran was killed by the OOM killer); stopping the step's other 3 tasks")) },
-    TaskEnd { spec: "worker:*",                          rank: 1, status: 11 | 0x80, oom_killed: false, ends: Some((Failure, "rank 1 (worker:1 on a) was killed by signal 11 (SIGSEGV); stopping the step's other 3 tasks")) },
-    TaskEnd { spec: "chief:1,worker:*",                  rank: 0, status: 1 << 8,    oom_killed: false, ends: Some((Failure, "rank 0 (chief:0 on a) exited 1; stopping the step's other 3 tasks")) }, // MWMS's chief fails
-    TaskEnd { spec: "chief:1,worker:*",                  rank: 0, status: 0,         oom_killed: false, ends: None },
-    TaskEnd { spec: "chief:1,ps:1,worker:*",             rank: 2, status: 3 << 8,    oom_killed: false, ends: Some((Failure, "rank 2 (worker:0 on b) exited 3; stopping the step's other 3 tasks")) },
-    TaskEnd { spec: "chief:1,ps:1,worker:*",             rank: 1, status: 1 << 8,    oom_killed: false, ends: Some((Failure, "rank 1 (ps:0 on a) exited 1; stopping the step's other 3 tasks")) },
-    TaskEnd { spec: "chief:1,ps:1,worker:*",             rank: 0, status: 3 << 8,    oom_killed: false, ends: Some((TrainingOver, "chief exited 3; stopping the step's other 3 tasks")) }, // the decider's own line
-    TaskEnd { spec: "chief:1,ps:1,worker:*",             rank: 0, status: 15,        oom_killed: false, ends: Some((TrainingOver, "chief was killed by signal 15; stopping the step's other 3 tasks")) },
-    TaskEnd { spec: "chief:1,evaluator:1,worker:*",      rank: 1, status: 1 << 8,    oom_killed: false, ends: None },                 // an evaluator never ends training
-    TaskEnd { spec: "chief:1,evaluator:1,worker:*",      rank: 1, status: 11,        oom_killed: false, ends: None },
-    TaskEnd { spec: "worker:*,fail_fast=no",             rank: 2, status: 3 << 8,    oom_killed: false, ends: None },
-    TaskEnd { spec: "chief:1,ps:1,worker:*,fail_fast=no", rank: 2, status: 3 << 8,   oom_killed: false, ends: None },
-    TaskEnd { spec: "chief:1,ps:1,worker:*,fail_fast=no", rank: 0, status: 3 << 8,   oom_killed: false, ends: Some((TrainingOver, "chief exited 3; stopping the step's other 3 tasks")) }, // end_with_chief still
-    TaskEnd { spec: "worker:*,preemption_exit=143",      rank: 2, status: 42 << 8,   oom_killed: false, ends: Some((Failure, "rank 2 (worker:2 on b) exited 42; stopping the step's other 3 tasks")) },
-    TaskEnd { spec: "worker:*,preemption_exit=143",      rank: 2, status: 143 << 8,  oom_killed: false, ends: None },
+    TaskEnd { spec: "worker:*",                          rank: 2, status: 3 << 8,    oom_killed: false, reached: None, ends: Some((Failure, "rank 2 (worker:2 on b) exited 3; stopping the step's other 3 tasks")) },
+    TaskEnd { spec: "worker:*",                          rank: 2, status: 0,         oom_killed: false, reached: None, ends: None },                 // success: MWMS tasks exit by themselves
+    TaskEnd { spec: "worker:*",                          rank: 2, status: 42 << 8,   oom_killed: false, reached: None, ends: None },                 // preempted: the chief may still be saving
+    TaskEnd { spec: "worker:*",                          rank: 2, status: 15,        oom_killed: false, reached: None, ends: None },                 // Slurm's SIGTERM
+    TaskEnd { spec: "worker:*",                          rank: 3, status: 9,         oom_killed: false, reached: None, ends: None },                 // Slurm's SIGKILL
+    TaskEnd { spec: "worker:*",                          rank: 3, status: 9,         oom_killed: true, reached: None, ends: Some((Failure, "rank 3 (worker:3 on b) was killed by the OOM killer (SIGKILL); stopping the step's other 3 tasks")) },
+    TaskEnd { spec: "worker:*",                          rank: 3, status: 137 << 8,  oom_killed: true, reached: None, ends: Some((Failure, "rank 3 (worker:3 on b) exited 137 (a program it ran was killed by the OOM killer); stopping the step's other 3 tasks")) },
+    TaskEnd { spec: "worker:*",                          rank: 1, status: 11 | 0x80, oom_killed: false, reached: None, ends: Some((Failure, "rank 1 (worker:1 on a) was killed by signal 11 (SIGSEGV); stopping the step's other 3 tasks")) },
+    TaskEnd { spec: "chief:1,worker:*",                  rank: 0, status: 1 << 8,    oom_killed: false, reached: None, ends: Some((Failure, "rank 0 (chief:0 on a) exited 1; stopping the step's other 3 tasks")) }, // MWMS's chief fails
+    TaskEnd { spec: "chief:1,worker:*",                  rank: 0, status: 0,         oom_killed: false, reached: None, ends: None },
+    TaskEnd { spec: "chief:1,ps:1,worker:*",             rank: 2, status: 3 << 8,    oom_killed: false, reached: None, ends: Some((Failure, "rank 2 (worker:0 on b) exited 3; stopping the step's other 3 tasks")) },
+    TaskEnd { spec: "chief:1,ps:1,worker:*",             rank: 1, status: 1 << 8,    oom_killed: false, reached: None, ends: Some((Failure, "rank 1 (ps:0 on a) exited 1; stopping the step's other 3 tasks")) },
+    TaskEnd { spec: "chief:1,ps:1,worker:*",             rank: 0, status: 3 << 8,    oom_killed: false, reached: None, ends: Some((TrainingOver, "chief exited 3; stopping the step's other 3 tasks")) }, // the decider's own line
+    TaskEnd { spec: "chief:1,ps:1,worker:*",             rank: 0, status: 15,        oom_killed: false, reached: None, ends: Some((TrainingOver, "chief was killed by signal 15; stopping the step's other 3 tasks")) },
+    TaskEnd { spec: "chief:1,evaluator:1,worker:*",      rank: 1, status: 1 << 8,    oom_killed: false, reached: None, ends: None },                 // an evaluator never ends training
+    TaskEnd { spec: "chief:1,evaluator:1,worker:*",      rank: 1, status: 11,        oom_killed: false, reached: None, ends: None },
+    TaskEnd { spec: "worker:*,fail_fast=no",             rank: 2, status: 3 << 8,    oom_killed: false, reached: None, ends: None },
+    TaskEnd { spec: "chief:1,ps:1,worker:*,fail_fast=no", rank: 2, status: 3 << 8,   oom_killed: false, reached: None, ends: None },
+    TaskEnd { spec: "chief:1,ps:1,worker:*,fail_fast=no", rank: 0, status: 3 << 8,   oom_killed: false, reached: None, ends: Some((TrainingOver, "chief exited 3; stopping the step's other 3 tasks")) }, // end_with_chief still
+    TaskEnd { spec: "worker:*,preemption_exit=143",      rank: 2, status: 42 << 8,   oom_killed: false, reached: None, ends: Some((Failure, "rank 2 (worker:2 on b) exited 42; stopping the step's other 3 tasks")) },
+    TaskEnd { spec: "worker:*,preemption_exit=143",      rank: 2, status: 143 << 8,  oom_killed: false, reached: None, ends: None },
+    // fail_fast=auto with ps: a worker the chief had reached fails, the step goes on, until
+    // no worker is left by the node's count; MultiWorkerMirroredStrategy and fail_fast=yes as before.
+    TaskEnd { spec: "chief:1,ps:1,worker:*",             rank: 2, status: 3 << 8,    oom_killed: false, reached: Some(0), ends: Some((GoesOn, "rank 2 (worker:0 on b) exited 3 after the chief had connected to it; the step goes on without it (ParameterServerStrategy gives its work to the other workers: 1 of the step's 2 workers left by b's count)")) },
+    TaskEnd { spec: "chief:1,ps:1,worker:*",             rank: 3, status: 11,        oom_killed: false, reached: Some(0), ends: Some((GoesOn, "rank 3 (worker:1 on b) was killed by signal 11 (SIGSEGV) after the chief had connected to it; the step goes on without it (ParameterServerStrategy gives its work to the other workers: 1 of the step's 2 workers left by b's count)")) },
+    TaskEnd { spec: "chief:1,ps:1,worker:*",             rank: 3, status: 3 << 8,    oom_killed: false, reached: Some(1), ends: Some((Failure, "rank 3 (worker:1 on b) exited 3 after the chief had connected to it, and no worker is left (b has lost all 2); stopping the step's other 3 tasks")) },
+    TaskEnd { spec: "chief:1,ps:1,worker:*",             rank: 1, status: 1 << 8,    oom_killed: false, reached: Some(0), ends: Some((Failure, "rank 1 (ps:0 on a) exited 1; stopping the step's other 3 tasks")) },
+    TaskEnd { spec: "chief:1,ps:1,worker:*,fail_fast=yes", rank: 2, status: 3 << 8,  oom_killed: false, reached: Some(0), ends: Some((Failure, "rank 2 (worker:0 on b) exited 3; stopping the step's other 3 tasks")) },
+    TaskEnd { spec: "worker:*",                          rank: 2, status: 3 << 8,    oom_killed: false, reached: Some(0), ends: Some((Failure, "rank 2 (worker:2 on b) exited 3; stopping the step's other 3 tasks")) },
+    TaskEnd { spec: "chief:1,ps:1,worker:*",             rank: 2, status: 15,        oom_killed: false, reached: Some(0), ends: None },                 // Slurm's SIGTERM is no failure
 ];
 
 #[test]
@@ -362,14 +376,23 @@ fn which_task_end_ends_the_step() {
         rank,
         status,
         oom_killed: oom,
+        reached,
         ends: want,
     } in FAILURES
     {
         let plan = plan(spec, &[], &step("a,b", "2(x2)", None));
-        let got = plan.ending(*rank, Some(*status), || *oom);
+        let seen = || WorkerSeen {
+            reached: reached.is_some(),
+            lost_before: reached.unwrap_or(0),
+        };
+        let got = plan.ending(*rank, Some(*status), || *oom, seen);
         assert_eq!(
             got.as_ref().map(|e| (
-                if e.failure { Failure } else { TrainingOver },
+                match (e.failure, e.stops) {
+                    (true, true) => Failure,
+                    (true, false) => GoesOn,
+                    (false, _) => TrainingOver,
+                },
                 e.message.as_str()
             )),
             *want,
@@ -379,22 +402,72 @@ fn which_task_end_ends_the_step() {
     // Site-wide off, and the job turning it back on.
     let failing = |spec: &str, admin: &[&str]| {
         plan(spec, admin, &step("a,b", "2(x2)", None))
-            .ending(2, Some(3 << 8), || false)
+            .ending(2, Some(3 << 8), || false, WorkerSeen::default)
             .is_some()
     };
     assert!(!failing("worker:*", &["fail_fast=no"]));
     assert!(failing("worker:*,fail_fast=yes", &["fail_fast=no"]));
     // A one-task step has nothing to stop; an unknown status ends nothing.
     assert!(plan("worker:*", &[], &step("a", "1", None))
-        .ending(0, Some(3 << 8), || false)
+        .ending(0, Some(3 << 8), || false, WorkerSeen::default)
         .is_none());
     assert!(plan("worker:*", &[], &step("a,b", "2(x2)", None))
-        .ending(2, None, || false)
+        .ending(2, None, || false, WorkerSeen::default)
         .is_none());
     // The node's OOM count is read only for a SIGKILL.
     let p = plan("worker:*", &[], &step("a,b", "2(x2)", None));
-    p.ending(2, Some(3 << 8), || panic!("read for an exit 3"));
-    p.ending(2, Some(15), || panic!("read for a SIGTERM"));
+    p.ending(
+        2,
+        Some(3 << 8),
+        || panic!("read for an exit 3"),
+        WorkerSeen::default,
+    );
+    p.ending(
+        2,
+        Some(15),
+        || panic!("read for a SIGTERM"),
+        WorkerSeen::default,
+    );
+    // What the node saw of a task is asked only for a worker's failure, with ps and
+    // fail_fast=auto (it looks at the node's sockets once more).
+    let unasked = || -> WorkerSeen { panic!("asked") };
+    let ps = plan("chief:1,ps:1,worker:*", &[], &step("a,b", "2(x2)", None));
+    ps.ending(1, Some(3 << 8), || false, unasked); // ps
+    ps.ending(0, Some(3 << 8), || false, unasked); // the chief
+    ps.ending(2, Some(0), || false, unasked); // a success
+    p.ending(2, Some(3 << 8), || false, unasked); // no ps
+    plan(
+        "chief:1,ps:1,worker:*,fail_fast=yes",
+        &[],
+        &step("a,b", "2(x2)", None),
+    )
+    .ending(2, Some(3 << 8), || false, unasked);
+}
+
+/// `fail_fast=auto` with ps: the server ports the node watches are its workers' own, and
+/// only where a worker's failure can be survived.
+#[test]
+fn which_ports_a_node_watches() {
+    #[rustfmt::skip]
+    let cases: &[(&str, usize, &[(u32, u16)])] = &[
+        ("chief:1,ps:1,worker:*",               1, &[(2, 28854), (3, 28855)]),
+        ("chief:1,ps:1,worker:*",               0, &[]),                       // the chief and ps
+        ("chief:1,ps:1,worker:*,fail_fast=yes", 1, &[]),
+        ("chief:1,ps:1,worker:*,fail_fast=no",  1, &[]),
+        ("worker:*",                            1, &[]),                       // no ps: MultiWorkerMirroredStrategy
+        ("ps:1,worker:*",                       0, &[(1, 28855)]),            // no chief: worker 0 decides
+    ];
+    for (spec, node, want) in cases {
+        let plan = plan(spec, &[], &step("a,b", "2(x2)", None));
+        let facts = NodeFacts {
+            node: *node,
+            gtids: &[2 * *node as u32, 2 * *node as u32 + 1],
+            step_gpus: None,
+            slurm_gave_gpus: false,
+        };
+        let place = plan.place(None, &facts).unwrap();
+        assert_eq!(plan.watched_workers(&place), *want, "{spec}, node {node}");
+    }
 }
 
 /// (the job's proxy variables, the task's no_grpc_proxy for cluster hosts n1, n2)

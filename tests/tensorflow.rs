@@ -4,11 +4,12 @@
 
 mod common;
 use common::cluster::{
-    bundle, cluster_pgrep, ended_with_the_chief, plugin, records, requeued_job, resumed_at, sh,
-    stop_line, tool, trained_together, PlugStack,
+    bundle, cluster_pgrep, dir, end_line, ended_with_the_chief, plugin, records, requeued_job,
+    resumed_at, sh, stop_line, tool, trained_together, PlugStack,
 };
 use serde_json::{json, Value};
 use std::collections::HashSet;
+use tfcluster::core::ending::WorkerSeen;
 
 fn python() -> String {
     std::env::var("TFC_PYTHON").expect("TFC_PYTHON: the virtualenv's python (tests/run.sh sets it)")
@@ -518,6 +519,102 @@ fn a_task_that_fails_at_start_ends_training() {
         assert!(elapsed < 90.0, "{what}: the step ran {elapsed:.0} s");
         let left = cluster_pgrep(&format!("[{}]{}", &program[..1], &program[1..]));
         assert!(left.is_empty(), "{what}: tasks left behind: {left}");
+    }
+}
+
+/// One server of [`MID_TRAINING`], which fails (exits 3) once the chief has trained half of its
+/// steps (ps_join.py's `TFC_FAIL`), in a step of a chief, a ps and three workers.
+struct MidTraining {
+    what: &'static str,
+    /// The failing server, as ps_join.py's `TFC_FAIL` names it, and its global rank.
+    fails: &'static str,
+    rank: u32,
+    /// The chief finishes training: the step survives the failure (`fail_fast=auto`).
+    completes: bool,
+}
+
+/// ParameterServerStrategy's tolerance of a worker's failure, as TensorFlow designed it: its
+/// `ClusterCoordinator` gives the lost worker's functions to the others, so the node, which saw
+/// the chief's connection to the worker, leaves the step running; a parameter server's failure
+/// still ends it.
+#[rustfmt::skip]
+const MID_TRAINING: &[MidTraining] = &[
+    MidTraining { what: "a worker fails mid-training: training goes on", fails: "worker:1", rank: 3, completes: true },
+    MidTraining { what: "a parameter server fails mid-training: the step ends", fails: "ps:0", rank: 1, completes: false },
+];
+
+#[test]
+#[ignore = "needs the test cluster and TensorFlow: run tests/run.sh"]
+fn parameter_server_training_survives_a_workers_failure_and_not_a_ps() {
+    let release = common::release::current();
+    let _defaults = PlugStack::defaults();
+    let (spec, nodes, tasks_per_node) = ("chief:1,ps:1,worker:*", "n011,n012,n9,n10", "2,1(x3)");
+    let plan = common::plan(spec, &[], &common::step(nodes, tasks_per_node, None));
+    let program = format!("{} {}", python(), tool("ps_join.py"));
+    for MidTraining {
+        what,
+        fails,
+        rank,
+        completes,
+    } in MID_TRAINING
+    {
+        let d = dir().join(format!("mid-training-{}", fails.replace(':', "-")));
+        let d = d.display();
+        let out = sh(&format!(
+            "rm -rf {d}; mkdir -m 1777 {d}
+srun -t 5 -w {nodes} -N4 -n5 --export=ALL,TFC_FAIL={fails},TFC_FAIL_DIR={d} --tf-cluster={spec} {program}
+echo \"SRUN|$?|$(date +%s.%N)\""
+        ));
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        );
+        let statuses = release.failed_step_statuses(3);
+        if *completes {
+            let seen = WorkerSeen {
+                reached: true,
+                lost_before: 0,
+            };
+            let line = end_line(&plan, *rank, 3 << 8, false, seen).expect("a line");
+            assert!(
+                release.printed(&stderr, &line),
+                "{what}: {line:?} in\n{stderr}"
+            );
+            let result = records(&stdout, "RESULT");
+            assert_eq!(
+                result.len(),
+                1,
+                "{what}: the chief finished\n{stdout}\n{stderr}"
+            );
+            let loss: f64 = result[0][0].parse().unwrap();
+            assert!(
+                loss < 0.5,
+                "{what}: training did not converge (loss {loss})"
+            );
+            // srun's status is Slurm's: the highest of its tasks', the failed worker's 3 here.
+            ended_with_the_chief(
+                what,
+                &stdout,
+                &stderr,
+                &statuses,
+                result[0][2],
+                "ps_join.py",
+            );
+        } else {
+            let line = stop_line(&plan, *rank, 3 << 8, false).expect("the step is stopped");
+            assert!(
+                release.printed(&stderr, &line),
+                "{what}: {line:?} in\n{stderr}"
+            );
+            assert!(records(&stdout, "RESULT").is_empty(), "{what}: {stdout}");
+            let status: i32 = records(&stdout, "SRUN")[0][0].parse().unwrap();
+            assert!(
+                statuses.contains(&status),
+                "{what}: srun exited {status}\n{stderr}"
+            );
+            let left = cluster_pgrep("[p]s_join.py");
+            assert!(left.is_empty(), "{what}: tasks left behind: {left}");
+        }
     }
 }
 

@@ -171,17 +171,31 @@ pub struct Listener {
     pub uid: u32,
 }
 
+/// TCP states as the kernel numbers them, as a mask of `1 << state`: LISTEN (10).
+pub const LISTENING: u32 = 1 << 10;
+/// The states of a socket that has been connected (ESTABLISHED 1, FIN_WAIT1 4, FIN_WAIT2 5,
+/// TIME_WAIT 6, CLOSE_WAIT 8, LAST_ACK 9, CLOSING 11): a connection to a port, seen while it
+/// lasts or just after either end closed it.
+pub const CONNECTED: u32 = 1 << 1 | 1 << 4 | 1 << 5 | 1 << 6 | 1 << 8 | 1 << 9 | 1 << 11;
+
 /// The listening sockets in the text of `/proc/net/tcp` or `/proc/net/tcp6` (a header line,
 /// then `sl local_address rem_address st ... uid ...` per socket, the local address
 /// `HEXADDR:HEXPORT`, state `0A` for LISTEN). Lines of another shape are passed over.
 pub fn listeners(proc_net_tcp: &str) -> Vec<Listener> {
+    sockets(proc_net_tcp, LISTENING)
+}
+
+/// The sockets in one of `states` ([`LISTENING`], [`CONNECTED`]) in the text of
+/// `/proc/net/tcp` or `/proc/net/tcp6`, by their local port and owner.
+pub fn sockets(proc_net_tcp: &str, states: u32) -> Vec<Listener> {
     proc_net_tcp
         .lines()
         .filter_map(|line| {
             let fields: Vec<&str> = line.split_whitespace().collect();
             let (local, state, uid) = (fields.get(1)?, fields.get(3)?, fields.get(7)?);
             let port = local.rsplit_once(':')?.1;
-            match *state == "0A" {
+            let state = u32::from_str_radix(state, 16).ok().filter(|s| *s < 32)?;
+            match states & (1 << state) != 0 {
                 true => Some(Listener {
                     port: u16::from_str_radix(port, 16).ok()?,
                     uid: decimal(uid)?,
@@ -201,6 +215,11 @@ pub fn listeners(proc_net_tcp: &str) -> Vec<Listener> {
 /// protocol `IPPROTO_TCP`, extensions, padding, states `1 << TCP_LISTEN`, and a zeroed
 /// 48-byte socket id).
 pub fn listening_request(family: u8) -> Vec<u8> {
+    sockets_request(family, LISTENING)
+}
+
+/// [`listening_request`] for the sockets in one of `states` ([`CONNECTED`]).
+pub fn sockets_request(family: u8, states: u32) -> Vec<u8> {
     const LENGTH: u32 = 16 + 56;
     let mut out = Vec::with_capacity(LENGTH as usize);
     out.extend_from_slice(&LENGTH.to_ne_bytes());
@@ -209,7 +228,7 @@ pub fn listening_request(family: u8) -> Vec<u8> {
     out.extend_from_slice(&1u32.to_ne_bytes()); // sequence
     out.extend_from_slice(&0u32.to_ne_bytes()); // port id: the kernel's
     out.extend_from_slice(&[family, 6, 0, 0]); // IPPROTO_TCP
-    out.extend_from_slice(&(1u32 << 10).to_ne_bytes()); // TCP_LISTEN
+    out.extend_from_slice(&states.to_ne_bytes());
     out.resize(LENGTH as usize, 0);
     out
 }

@@ -7,9 +7,16 @@
 //!   workers of ParameterServerStrategy) never exit by themselves.
 //! - **A failed task** (`fail_fast`, on by default): any other trainer that fails ends the step.
 //!   MultiWorkerMirroredStrategy's coordination service waits up to an hour for a task that died
-//!   before registering, and ParameterServerStrategy's chief never reaches its first step
-//!   without a worker that died at start; the plugin cannot tell those from a failure TensorFlow
-//!   would survive, and ending the step at once wins. An evaluator never ends training.
+//!   before registering (its collectives cannot lose a member), and ParameterServerStrategy's
+//!   chief never reaches its first step without a worker that died at start: ending the step at
+//!   once wins. One failure TensorFlow survives is told apart (`auto`, the default, for specs
+//!   with `ps`): a worker that fails once the chief has connected to its server. Its
+//!   `ClusterCoordinator` gives that worker's functions to the others and uses it again if it
+//!   comes back, so the step goes on, with a line, unless no worker is left by the node's count.
+//!   The node tells "connected" by a connection to the worker's server port, seen while the
+//!   worker ran ([`WorkerSeen`]; the shell's watcher): in ParameterServerStrategy only the chief
+//!   connects to a worker's server. A worker that dies before that still ends the step in
+//!   seconds, so no chief waits for it. An evaluator never ends training.
 //!
 //! What counts as a failure ([`Cause`]) is chosen so that ending a step never spoils what Slurm
 //! or TensorFlow does on purpose: a signal Slurm, srun or the user sends (SIGTERM at preemption
@@ -17,18 +24,41 @@
 //! preemption exit (`PreemptionCheckpointHandler` exits 42 after its checkpoint, and the chief
 //! may still be writing its own when another task exits).
 
-use super::settings::Settings;
+use super::settings::{Settings, Switch};
 use super::spec::{Role, RoleTable};
 
 /// The step's end-of-step policy, built with its plan: which task decides (`end_with_chief`),
-/// whether another trainer's failure ends the step (`fail_fast`), and which exit means
-/// "preempted". Asked each time a task ends ([`Self::ending`]).
+/// whose failure ends the step (`fail_fast`), and which exit means "preempted". Asked each time
+/// a task ends ([`Self::ending`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EndPolicy {
     pub decider: Option<Decider>,
-    fail_fast: bool,
+    pub fail_fast: FailFast,
     preemption_exit: u8,
     tasks: u32,
+    /// The step's workers.
+    workers: u32,
+}
+
+/// Whose failure ends the step (`fail_fast`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailFast {
+    /// Every trainer's (`yes`; `auto` without `ps`).
+    Any,
+    /// Every trainer's, a worker's only until the chief has connected to it (`auto` with `ps`):
+    /// the node watches its workers' server ports ([`WorkerSeen`]).
+    UntilReached,
+    /// No task's (`no`): Slurm's own behaviour.
+    Never,
+}
+
+/// What the node saw of a worker that ended, for [`FailFast::UntilReached`]: whether a
+/// connection to its server port was seen while it ran (the chief's), and how many of the
+/// step's workers had ended on this node with a failure the step survived before it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WorkerSeen {
+    pub reached: bool,
+    pub lost_before: u32,
 }
 
 impl EndPolicy {
@@ -50,33 +80,50 @@ impl EndPolicy {
                 role: slice.role,
                 others: tasks - 1,
             });
+        let has_ps = roles.has(Role::Ps);
+        let fail_fast = match settings.fail_fast {
+            Switch::Yes => FailFast::Any,
+            Switch::No => FailFast::Never,
+            Switch::Auto if has_ps => FailFast::UntilReached,
+            Switch::Auto => FailFast::Any,
+        };
+        let workers = roles
+            .slices
+            .iter()
+            .filter(|s| s.role == Role::Worker)
+            .map(|s| s.count)
+            .sum();
         EndPolicy {
             decider,
-            fail_fast: settings.fail_fast,
+            fail_fast,
             preemption_exit: settings.preemption_exit,
             tasks,
+            workers,
         }
     }
 
     /// What srun's user must read when global rank `rank` ends with wait status `status`, if
-    /// its end ends the step: the decider's end, whatever it is, or another trainer's failure
-    /// with `fail_fast` on. `task` gives a rank's role, index and host; `oom_killed` is asked
-    /// only for a SIGKILL.
+    /// its end ends the step or is a failure the step survives: the decider's end, whatever it
+    /// is, or another trainer's failure under `fail_fast`. `task` gives a rank's role, index
+    /// and host; `oom_killed` is asked only for a SIGKILL; `seen`, what the node saw of a worker,
+    /// only for a worker's failure under [`FailFast::UntilReached`].
     pub fn ending<'a>(
         &self,
         rank: u32,
         status: Option<i32>,
         task: impl FnOnce(u32) -> Option<(Role, u32, &'a str)>,
         oom_killed: impl FnOnce() -> bool,
+        seen: impl FnOnce() -> WorkerSeen,
     ) -> Option<StepEnd> {
         if let Some(decider) = self.decider.filter(|d| d.rank == rank) {
             return Some(StepEnd {
                 message: decider.exit_message(status),
                 failure: false,
+                stops: true,
             });
         }
         let (role, index, host) = task(rank)?;
-        if !self.fail_fast || role == Role::Evaluator || self.tasks < 2 {
+        if self.fail_fast == FailFast::Never || role == Role::Evaluator || self.tasks < 2 {
             return None;
         }
         let end = End::from_wait_status(status?);
@@ -88,6 +135,13 @@ impl EndPolicy {
         if cause != Cause::Failed {
             return None;
         }
+        let survived = (self.fail_fast == FailFast::UntilReached && role == Role::Worker)
+            .then(seen)
+            .filter(|seen| seen.reached)
+            .map(|seen| Survived {
+                lost: seen.lost_before + 1,
+                workers: self.workers,
+            });
         let failure = Failure {
             rank,
             role,
@@ -96,11 +150,19 @@ impl EndPolicy {
             end,
             oom_killed: oom,
             others: self.tasks - 1,
+            survived,
         };
         Some(StepEnd {
             message: failure.message(),
             failure: true,
+            stops: survived.is_none_or(|s| s.lost >= s.workers),
         })
+    }
+
+    /// The node must watch its workers' server ports for the chief's connection
+    /// ([`WorkerSeen`]).
+    pub fn watches_workers(&self) -> bool {
+        self.fail_fast == FailFast::UntilReached
     }
 }
 
@@ -215,12 +277,14 @@ fn signal_name(signal: i32) -> Option<&'static str> {
         .map(|(_, name)| *name)
 }
 
-/// A task's end that ends the step: the line srun's user reads, and whether it is a failure
-/// (an error line) or the decider's end (training is over).
+/// A task's end that ends the step, or a failure it survives: the line srun's user reads,
+/// whether it is a failure (an error line) or the decider's end (training is over), and whether
+/// the rest of the step is stopped.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StepEnd {
     pub message: String,
     pub failure: bool,
+    pub stops: bool,
 }
 
 /// The task that ends the step when it exits.
@@ -261,19 +325,43 @@ pub struct Failure<'a> {
     pub end: End,
     pub oom_killed: bool,
     pub others: u32,
+    /// A worker the chief had connected to ([`FailFast::UntilReached`]).
+    pub survived: Option<Survived>,
+}
+
+/// A worker lost after the chief had connected to it: how many the node has lost, this one
+/// included, of the step's workers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Survived {
+    pub lost: u32,
+    pub workers: u32,
 }
 
 impl Failure<'_> {
     pub fn message(&self) -> String {
-        format!(
-            "rank {} ({}:{} on {}) {}; {}",
+        let who = format!(
+            "rank {} ({}:{} on {}) {}",
             self.rank,
             self.role,
             self.index,
             self.host,
-            self.end.describe(self.oom_killed),
-            stopping(self.others)
-        )
+            self.end.describe(self.oom_killed)
+        );
+        match self.survived {
+            None => format!("{who}; {}", stopping(self.others)),
+            Some(Survived { lost, workers }) if lost >= workers => format!(
+                "{who} after the chief had connected to it, and no worker is left ({} has lost all {workers}); {}",
+                self.host,
+                stopping(self.others)
+            ),
+            Some(Survived { lost, workers }) => format!(
+                "{who} after the chief had connected to it; the step goes on without it \
+                 (ParameterServerStrategy gives its work to the other workers: {} of the \
+                 step's {workers} workers left by {}'s count)",
+                workers - lost,
+                self.host
+            ),
+        }
     }
 }
 

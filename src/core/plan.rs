@@ -8,7 +8,7 @@
 
 use super::address::Endpoints;
 use super::container::{self, ApptainerEnv, Runtimes};
-use super::ending::{Decider, EndPolicy, StepEnd};
+use super::ending::{Decider, EndPolicy, StepEnd, WorkerSeen};
 use super::error::{Error, Result};
 use super::gpus::{self, GpuAction, GpuInputs, GpuSpread};
 use super::het::HetLayout;
@@ -280,19 +280,40 @@ impl StepPlan {
     }
 
     /// What global rank `rank`'s end with wait status `status` means for the step
-    /// ([`EndPolicy::ending`]).
+    /// ([`EndPolicy::ending`]; `seen`: what the node saw of it, asked when a worker failed).
     pub fn ending(
         &self,
         rank: u32,
         status: Option<i32>,
         oom_killed: impl FnOnce() -> bool,
+        seen: impl FnOnce() -> WorkerSeen,
     ) -> Option<StepEnd> {
         let task = |rank: u32| {
             let (role, index) = self.roles.of_rank(rank)?;
             let node = self.layout.ranks.get(rank as usize)?.node as usize;
             Some((role, index, self.hosts.get(node)?.as_str()))
         };
-        self.end_policy.ending(rank, status, task, oom_killed)
+        self.end_policy.ending(rank, status, task, oom_killed, seen)
+    }
+
+    /// With [`EndPolicy::watches_workers`], the server ports of node `node`'s workers that the
+    /// node watches for the chief's connection, by global rank (`place`: the node's place);
+    /// empty otherwise.
+    pub fn watched_workers(&self, place: &Place) -> Vec<(u32, u16)> {
+        if !self.end_policy.watches_workers() {
+            return Vec::new();
+        }
+        let ranks = self.layout.node(place.node).unwrap_or(&[]);
+        place
+            .slots
+            .iter()
+            .filter_map(|&slot| {
+                let rank = *ranks.get(slot)?;
+                let (role, _) = self.roles.of_rank(rank)?;
+                let port = text::decimal(self.endpoints.port(slot))?;
+                (role == Role::Worker).then_some((rank, port))
+            })
+            .collect()
     }
 
     /// With `isolate=yes`, the nftables script that installs node `node`'s firewall for this

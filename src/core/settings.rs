@@ -107,10 +107,10 @@ pub const KEYS: &[Key] = &[
         Ok(())
     } },
     Key { name: "fail_fast", per_job: true,
-          default: "`yes`", values: "`yes`, `no`", example: "`fail_fast=no`",
-          meaning: "when a task other than the evaluator fails (non-zero exit, crash signal, OOM kill), end the rest of the step",
+          default: "`auto`", values: "`auto`, `yes`, `no`", example: "`fail_fast=no`",
+          meaning: "when a task other than the evaluator fails (non-zero exit, crash signal, OOM kill), end the rest of the step; `auto`: except a worker of a spec with `ps` that fails once the chief has connected to it (ParameterServerStrategy goes on without it)",
           set: |s, v| {
-        s.fail_fast = yes_no(v).ok_or(YES_NO)?;
+        s.fail_fast = switch(v).ok_or(SWITCH)?;
         Ok(())
     } },
     Key { name: "preemption_exit", per_job: true,
@@ -296,7 +296,7 @@ pub struct Settings {
     pub end_with_chief: Switch,
     /// When a trainer (any task but an evaluator) fails, end the rest of the step
     /// ([`super::ending`]).
-    pub fail_fast: bool,
+    pub fail_fast: Switch,
     /// The exit code that means "checkpointed, preempted" (TensorFlow's
     /// `PreemptionCheckpointHandler` exits 42): never a failure.
     pub preemption_exit: u8,
@@ -337,7 +337,7 @@ impl Default for Settings {
             gpu_roles: RoleSet::ALL,
             rpc_layer: None,
             end_with_chief: Switch::Auto,
-            fail_fast: true,
+            fail_fast: Switch::Auto,
             preemption_exit: 42,
             grpc_proxy_bypass: true,
             even_gpus: Switch::Auto,

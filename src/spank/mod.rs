@@ -24,3 +24,4 @@ pub mod start_env;
 pub mod step;
 pub mod topology;
 pub mod watch;
+pub mod workers;

@@ -9,25 +9,40 @@ use std::ffi::c_int;
 
 /// Every listening TCP socket of this network namespace, IPv4 and IPv6.
 pub fn listening() -> Vec<Listener> {
-    match from_kernel() {
+    in_states(claims::LISTENING)
+}
+
+/// The local ports of every TCP socket of this network namespace that is or was just connected
+/// ([`claims::CONNECTED`]), IPv4 and IPv6.
+pub fn connected_ports() -> Vec<u16> {
+    in_states(claims::CONNECTED)
+        .into_iter()
+        .map(|s| s.port)
+        .collect()
+}
+
+/// The sockets in one of `states`, from the kernel, else from `/proc/net/tcp` and `tcp6`.
+fn in_states(states: u32) -> Vec<Listener> {
+    match from_kernel(states) {
         Some(found) => found,
         None => ["/proc/net/tcp", "/proc/net/tcp6"]
             .iter()
             .filter_map(|path| std::fs::read_to_string(path).ok())
-            .flat_map(|text| claims::listeners(&text))
+            .flat_map(|text| claims::sockets(&text, states))
             .collect(),
     }
 }
 
-/// The listening sockets as socket diagnostics report them, IPv4 and IPv6; `None` when the
-/// kernel does not answer as it should.
-pub fn from_kernel() -> Option<Vec<Listener>> {
-    let families = [libc::AF_INET, libc::AF_INET6].map(|family| dump(family as u8));
+/// The sockets in one of `states` as socket diagnostics report them, IPv4 and IPv6; `None`
+/// when the kernel does not answer as it should.
+pub fn from_kernel(states: u32) -> Option<Vec<Listener>> {
+    let families = [libc::AF_INET, libc::AF_INET6].map(|family| dump(family as u8, states));
     Some(families.into_iter().collect::<Option<Vec<_>>>()?.concat())
 }
 
-/// One family's listening sockets, or `None` when the kernel does not answer as it should.
-fn dump(family: u8) -> Option<Vec<Listener>> {
+/// One family's sockets in one of `states`, or `None` when the kernel does not answer as it
+/// should.
+fn dump(family: u8, states: u32) -> Option<Vec<Listener>> {
     // SAFETY: plain socket(2); the descriptor is closed by `Fd` below.
     let fd = unsafe {
         libc::socket(
@@ -40,7 +55,7 @@ fn dump(family: u8) -> Option<Vec<Listener>> {
         return None;
     }
     let fd = Fd(fd);
-    let request = claims::listening_request(family);
+    let request = claims::sockets_request(family, states);
     // SAFETY: `request` is valid for reads of its length; the socket is connected to nothing,
     // so a netlink socket sends to the kernel (port id 0).
     let sent = unsafe { libc::send(fd.0, request.as_ptr().cast(), request.len(), 0) };

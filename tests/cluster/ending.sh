@@ -6,6 +6,10 @@
 #   oom            after 1 s, be killed by the OOM killer (a 64 MB memory cgroup, then tail /dev/zero)
 #   save S FILE    a chief writing its checkpoint: after S s, write FILE, then exit 42
 #   sleep S        sleep S s, then exit 0 (a stand-in for a server, or for training)
+#   serve N        a worker's server: listen on its TF_CONFIG port, take one connection, hold it
+#                  3 s (three of the node's looks for it, fail_fast=auto), then exit N
+#   connect R:I S  the chief reaching task R:I's server: connect to its TF_CONFIG address
+#                  (retried while it is not listening yet), hold the connection S s, exit 0
 me=$(printf '%s' "$TF_CONFIG" | sed -n 's/.*"task":{"type":"\([a-z]*\)","index":\([0-9]*\)}.*/\1:\2/p')
 for rule in "$@"; do
     case "$rule" in
@@ -30,5 +34,30 @@ case "$1" in
         exec tail /dev/zero ;;
     save) sleep "$2"; echo saved > "$3"; exit 42 ;;
     sleep) exec sleep "$2" ;;
+    serve|connect)
+        exec python3 -c '
+import json, os, socket, sys, time
+action, args = sys.argv[1], sys.argv[2:]
+tf = json.loads(os.environ["TF_CONFIG"])
+def address(role, index):
+    host, port = tf["cluster"][role][int(index)].rsplit(":", 1)
+    return host, int(port)
+if action == "serve":
+    server = socket.create_server(("", address(tf["task"]["type"], tf["task"]["index"])[1]))
+    connection, _ = server.accept()
+    time.sleep(3)
+    sys.exit(int(args[0]))
+role, index = args[0].split(":")
+end = time.time() + 60
+while True:
+    try:
+        connection = socket.create_connection(address(role, index), timeout=5)
+        break
+    except OSError:
+        if time.time() > end:
+            raise
+        time.sleep(0.1)
+time.sleep(float(args[1]))
+' "$@" ;;
     *) echo "ending.sh: no action for $me in: $*" >&2; exit 99 ;;
 esac

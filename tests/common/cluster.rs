@@ -6,6 +6,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Once;
+use tfcluster::core::ending::WorkerSeen;
 
 /// The cluster's state directory (TFC_DIR, as for cluster.sh).
 pub fn dir() -> PathBuf {
@@ -227,7 +228,19 @@ pub fn stop_line(
     status: i32,
     oom: bool,
 ) -> Option<String> {
-    let end = plan.ending(rank, Some(status), || oom)?;
+    end_line(plan, rank, status, oom, WorkerSeen::default())
+}
+
+/// [`stop_line`] for a task of which the node saw `seen` (a worker the chief had reached: the
+/// line of a failure the step survives, `fail_fast=auto` with ps).
+pub fn end_line(
+    plan: &tfcluster::core::StepPlan,
+    rank: u32,
+    status: i32,
+    oom: bool,
+    seen: WorkerSeen,
+) -> Option<String> {
+    let end = plan.ending(rank, Some(status), || oom, || seen)?;
     Some(if end.failure {
         let node = &plan.hosts[super::where_is(plan, rank).0];
         format!("slurmstepd-{node}: error: tfcluster: {}", end.message)

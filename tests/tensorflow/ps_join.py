@@ -4,6 +4,10 @@ training and exits. tfcluster ends the step when the chief exits (end_with_chief
 
 Every task prints ROLE|<type>|<index>; the chief prints RESULT|<loss>|<steps>|<unix time> when it
 is done, then exits with $TFC_CHIEF_EXIT (default 0).
+
+With TFC_FAIL=<type>:<index> and TFC_FAIL_DIR, that server fails mid-training: the chief trains
+half of its steps, writes TFC_FAIL_DIR/half, and waits for TFC_FAIL_DIR/failed, which the server
+writes just before it exits 3; then the chief trains the other half.
 """
 import os
 import sys
@@ -22,6 +26,12 @@ if resolver.task_type in ("ps", "worker"):
         protocol=resolver.rpc_layer or "grpc",
         start=True,
     )
+    if os.environ.get("TFC_FAIL") == f"{resolver.task_type}:{resolver.task_id}":
+        half = os.path.join(os.environ["TFC_FAIL_DIR"], "half")
+        while not os.path.exists(half):
+            time.sleep(0.1)
+        open(os.path.join(os.environ["TFC_FAIL_DIR"], "failed"), "w").close()
+        os._exit(3)
     server.join()
 
 strategy = tf.distribute.ParameterServerStrategy(resolver)
@@ -48,7 +58,15 @@ def step():
 
 
 steps = 60
-results = [coordinator.schedule(step) for _ in range(steps)]
+results = [coordinator.schedule(step) for _ in range(steps // 2)]
+coordinator.join()
+if os.environ.get("TFC_FAIL"):
+    fail_dir = os.environ["TFC_FAIL_DIR"]
+    open(os.path.join(fail_dir, "half"), "w").close()
+    end = time.time() + 60
+    while not os.path.exists(os.path.join(fail_dir, "failed")) and time.time() < end:
+        time.sleep(0.1)
+results += [coordinator.schedule(step) for _ in range(steps - steps // 2)]
 coordinator.join()
 final = float(results[-1].fetch())
 print(f"RESULT|{final:.6f}|{steps}|{time.time():.3f}", flush=True)

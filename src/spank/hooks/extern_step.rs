@@ -1,7 +1,8 @@
 //! The job's extern slurmstepd (slurm.conf `PrologFlags=Contain`), with `isolate=yes`: it holds
 //! the tables of the job's steps whose tasks ended first on its node, from its `init` to its
 //! `exit` ([`crate::spank::holder`]), and, should Slurm unload the plugin without calling that
-//! `exit`, to the unload.
+//! `exit`, to the unload (where a step's watcher of its workers, [`crate::spank::workers`],
+//! stops too).
 
 use crate::spank::ffi;
 use crate::spank::handle::{self, Spank};
@@ -38,14 +39,19 @@ static STOP_AT_UNLOAD: extern "C" fn() = stop_at_unload;
 extern "C" fn stop_at_unload() {
     let _ = std::panic::catch_unwind(|| {
         // Not waiting on a lock a hook may hold as the process exits.
-        let holder = match super::STATE.try_lock() {
-            Ok(mut state) => state.holder.take(),
-            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner().holder.take(),
-            Err(std::sync::TryLockError::WouldBlock) => None,
+        let (holder, workers) = match super::STATE.try_lock() {
+            Ok(mut state) => (state.holder.take(), state.workers.take()),
+            Err(std::sync::TryLockError::Poisoned(p)) => {
+                let mut state = p.into_inner();
+                (state.holder.take(), state.workers.take())
+            }
+            Err(std::sync::TryLockError::WouldBlock) => (None, None),
         };
         // Through the holder's own log: a test binary has no Slurm to link.
         if let Some(holder) = holder {
             holder.stop_unloaded();
         }
+        // A step's watcher of its workers (`fail_fast=auto`) stops too, and says so.
+        drop(workers);
     });
 }

@@ -59,6 +59,9 @@ struct State {
     bare: bool,
     /// slurmstepd: the step's plan for this node, or why there is none (reported by each task).
     plan: Option<Result<stepd::Node, ShellError>>,
+    /// slurmstepd, `fail_fast=auto` with ps: the watcher of this node's workers' server ports
+    /// ([`crate::spank::workers`]), stopped by `exit` or at the unload.
+    workers: Option<crate::spank::workers::Watcher>,
     /// slurmstepd: the step's one stop, built before planning, whatever the plan then says.
     stop: Option<stop::Stop>,
     /// srun: the step's components, one per `init_post_opt` (more than one: a heterogeneous
@@ -77,6 +80,7 @@ static STATE: Mutex<State> = Mutex::new(State {
     option: None,
     bare: false,
     plan: None,
+    workers: None,
     stop: None,
     components: 0,
     option_calls: 0,

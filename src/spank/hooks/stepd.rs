@@ -4,6 +4,7 @@
 use super::stop::{self, Stop};
 use super::{isolation, settings, state};
 use crate::core::container;
+use crate::core::ending::WorkerSeen;
 use crate::core::error::OnError;
 use crate::core::het::Own;
 use crate::core::plan::{self, UNSET_ON_ERROR};
@@ -18,7 +19,9 @@ use crate::spank::het;
 use crate::spank::log;
 use crate::spank::oci::NodeOci;
 use crate::spank::oom;
+use crate::spank::sock_diag;
 use crate::spank::step::{gtids, Shape, StepVars};
+use crate::spank::workers::{self, Watcher};
 use std::ffi::c_int;
 
 /// The plan plus this node's facts, prepared once before the tasks fork.
@@ -34,6 +37,8 @@ pub struct Node {
     oom_kills: Option<u64>,
     /// This node has ended the step already: the tasks it killed are not reported again.
     stopping: bool,
+    /// Workers of this node whose failure the step survived (`fail_fast=auto` with ps).
+    lost_workers: u32,
     /// The node's claim on the step's ports, given back by [`exit`].
     claim: Option<Claimed>,
     /// With `isolate=yes`: the step's firewall on this node, removed by [`exit`].
@@ -65,6 +70,17 @@ pub fn init_post_opt(sp: &Spank) -> c_int {
                 stop.now();
             }
         }
+    }
+    // With `fail_fast=auto` and ps: whether the chief has connected to each of the node's
+    // workers, watched from before they start.
+    if let Ok(node) = &planned {
+        let watched = node.plan.watched_workers(&node.place);
+        state.workers = Watcher::start(
+            watched,
+            sock_diag::connected_ports,
+            workers::EVERY,
+            log::debug,
+        );
     }
     state.plan = Some(planned);
     0
@@ -142,6 +158,7 @@ fn plan_node(
         renderers: plan.renderers(),
         oom_kills: oom::kills(),
         stopping: false,
+        lost_workers: 0,
         claim: Some(claim),
         firewall,
         oci,
@@ -277,13 +294,29 @@ pub fn task_exit(sp: &Spank) -> c_int {
     let rank = node.place.rank(rank);
     let status = sp.task_exit_status().ok();
     let before = node.oom_kills;
-    let Some(end) = node.plan.ending(rank, status, || oom::killed_since(before)) else {
+    // Asked for a worker's failure alone: one more look at its port, whose connection may be
+    // closing.
+    let (watcher, lost_before) = (&state.workers, node.lost_workers);
+    let seen = || WorkerSeen {
+        reached: watcher
+            .as_ref()
+            .is_some_and(|w| w.look_again(rank, sock_diag::connected_ports)),
+        lost_before,
+    };
+    let Some(end) = node
+        .plan
+        .ending(rank, status, || oom::killed_since(before), seen)
+    else {
         return 0;
     };
     if end.failure {
         log::error(&end.message);
     } else {
         log::user(&end.message);
+    }
+    if !end.stops {
+        node.lost_workers += 1;
+        return 0;
     }
     node.stopping = true;
     stop.after_return();
@@ -295,6 +328,9 @@ pub fn task_exit(sp: &Spank) -> c_int {
 /// ports. Elsewhere nothing to do.
 pub fn exit() -> c_int {
     super::extern_step::stop();
+    // Taken out first, so that the thread is joined without the state's lock held.
+    let watcher = state().workers.take();
+    drop(watcher);
     stop::wait_for_the_stopper();
     if let Some(Ok(node)) = &mut state().plan {
         if let Some(firewall) = &mut node.firewall {
