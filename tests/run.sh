@@ -7,7 +7,8 @@
 #      made once per machine, then cached; tests/release/root.sh);
 #   3. lints (rustfmt, clippy) where those tools are installed;
 #   4. unit, table, property, ABI and symbol tests (cargo test), and a deterministic short run
-#      of every fuzz target (fuzz/run.sh smoke; `make fuzz` is the real campaign);
+#      of every fuzz target (fuzz/run.sh smoke, beside the steps after it; `make fuzz` is the
+#      real campaign);
 #   5. makes (once per machine) the TensorFlow virtualenvs the releases need (tests/tensorflow/setup.sh: the newest, and 2.15 where marked);
 #   6. on every release, in its root (waiting for the background to finish it): builds the
 #      plugin from the release's headers, checks our header against them, brings up a real
@@ -64,6 +65,7 @@ lanes=()
 cleanup() {
     [ -n "$prepare" ] && kill -- -"$prepare" 2>/dev/null || true
     for pid in "${lanes[@]}"; do kill -- -"$pid" 2>/dev/null || true; done
+    [ -z "${fuzz:-}" ] || kill "$fuzz" 2>/dev/null || true
     rm -rf "$logs"
 }
 trap cleanup EXIT
@@ -77,8 +79,16 @@ failed() { sed -n 's/^test result: .* \([0-9]*\) failed;.*/\1/p' "$1" | awk '{s 
 
 cargo test 2>&1 | tee "$logs/host"
 step_done cargo-test
-bash fuzz/run.sh smoke
-step_done fuzz-smoke
+# The fuzz smoke runs beside the rest (it needs no cluster, and the lanes leave a core idle
+# while their clusters wait); its lines and its status come at the end.
+fuzz_start=$SECONDS
+(
+    status=0
+    bash fuzz/run.sh smoke >"$logs/fuzz" 2>&1 || status=$?
+    tests/times.sh add host fuzz-smoke fuzz-smoke "$((SECONDS - fuzz_start))"
+    exit "$status"
+) &
+fuzz=$!
 # The TensorFlow virtualenvs the chosen releases need (made once per machine).
 python= python_2_15= jax_python=
 marked() { awk -v r="$1" '$1 == r {print "," $3 ","}' tests/releases.tsv | grep -q ",$2,"; }
@@ -127,6 +137,10 @@ for lane in 1 2; do
 done
 for pid in "${lanes[@]}"; do wait "$pid" || true; done
 lanes=()
+fuzz_status=0
+wait "$fuzz" || fuzz_status=$?
+fuzz=
+cat "$logs/fuzz"
 bad=()
 for release in $releases; do
     grep -qx "$release" "$logs/failed" 2>/dev/null || continue
@@ -158,7 +172,10 @@ echo
 # Never the command's status: it says where the time went, whatever happened.
 tests/times.sh report "${TFC_TIMES:-0}" || true
 echo "total: $total_passed passed, $total_failed failed"
+if [ "$fuzz_status" != 0 ]; then
+    echo "tfcluster: the fuzz smoke FAILED (its lines are above)" >&2
+fi
 if [ ${#bad[@]} -gt 0 ]; then
     echo "tfcluster: failed on Slurm ${bad[*]}" >&2
-    exit 1
 fi
+[ ${#bad[@]} -eq 0 ] && [ "$fuzz_status" = 0 ]
