@@ -238,6 +238,11 @@ fn keras_3_fit_fails_and_the_step_ends_with_the_rank_named() {
 /// every 5 steps) is requeued mid-training (`scontrol requeue`: SIGTERM, which TensorFlow's
 /// coordination service catches, then SIGKILL after KillWait), resumes from its last backup, and
 /// ends with exactly the weights of a run that was never interrupted.
+///
+/// Over a minute (125 s on 22.05, 69 s on 26.05, 2026-11-27): per TensorFlow install, an
+/// uninterrupted run, then a job that starts, is requeued (Slurm's requeue delay and KillWait)
+/// and starts again, each start importing TensorFlow on every task; the weights are compared
+/// only after a real requeue, which nothing shorter shows.
 #[test]
 #[ignore = "needs the test cluster and TensorFlow: run tests/run.sh"]
 fn keras_fit_resumes_after_requeue_with_the_same_weights() {

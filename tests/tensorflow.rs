@@ -637,6 +637,10 @@ const PREEMPTIONS: &[(&str, &str, &str)] = &[
 /// (fail_fast ignores TensorFlow's preemption exit, so no task is cut short mid-checkpoint), the
 /// job is requeued, resumes from the checkpoint, and ends with exactly the weights of a run that
 /// was never interrupted.
+///
+/// Over a minute (65 s on 22.05, 60 s on 26.05, 2026-11-27): per way of interrupting, a job
+/// that starts, checkpoints, is requeued and starts again, each start importing TensorFlow on
+/// every task.
 #[test]
 #[ignore = "needs the test cluster and TensorFlow: run tests/run.sh"]
 fn preempted_training_resumes_after_requeue_with_the_same_weights() {
