@@ -28,8 +28,10 @@ cluster() { "$rootsh" exec "$root" bash "$repo/tests/cluster/cluster.sh" "$@"; }
 # Every suite runs even when one fails (a failure stops nothing but itself); the exit status says.
 failed=()
 # Each test's seconds go to the times file (tests/times.sh).
+# TFC_TESTS=NAME (with TFC_SUITES): only the tests whose names contain NAME.
 suite() {
-    cargo test --test "$@" -- --include-ignored --test-threads=1 | tests/times.sh suite "$release" "$1" \
+    # shellcheck disable=SC2086 # a filter of libtest's, or none
+    cargo test --test "$@" -- ${TFC_TESTS:-} --include-ignored --test-threads=1 | tests/times.sh suite "$release" "$1" \
         || failed+=("$1")
 }
 
