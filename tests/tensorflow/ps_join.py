@@ -7,7 +7,11 @@ is done, then exits with $TFC_CHIEF_EXIT (default 0).
 
 With TFC_FAIL=<type>:<index> and TFC_FAIL_DIR, that server fails mid-training: the chief trains
 half of its steps, writes TFC_FAIL_DIR/half, and waits for TFC_FAIL_DIR/failed, which the server
-writes just before it exits 3; then the chief trains the other half.
+writes just before it exits 3; then the chief trains the other half on the workers left, and
+ends with os._exit, as a program that loses a worker for good must (docs/user-guide.md): in
+TensorFlow 2.21 ClusterCoordinator's failure handler waits in update_server_def, holding the
+cluster's lock, for the lost worker to come back, and its destructor waits for that lock, so
+a plain exit hangs until the worker returns (Kubernetes restarts it; Slurm does not).
 """
 import os
 import sys
@@ -70,4 +74,7 @@ results += [coordinator.schedule(step) for _ in range(steps - steps // 2)]
 coordinator.join()
 final = float(results[-1].fetch())
 print(f"RESULT|{final:.6f}|{steps}|{time.time():.3f}", flush=True)
+if os.environ.get("TFC_FAIL"):
+    sys.stderr.flush()
+    os._exit(int(os.environ.get("TFC_CHIEF_EXIT", "0")))
 sys.exit(int(os.environ.get("TFC_CHIEF_EXIT", "0")))
