@@ -294,8 +294,8 @@ pub struct Settings {
     /// rest of the step. `auto`: when the spec has `ps` (parameter servers and
     /// ParameterServerStrategy's workers serve forever, so the step would run to its limit).
     pub end_with_chief: Switch,
-    /// When a trainer (any task but an evaluator) fails, end the rest of the step
-    /// ([`super::ending`]).
+    /// When a trainer (any task but an evaluator) fails, end the rest of the step; `auto`: not
+    /// for a worker of a spec with ps that the chief had connected to ([`super::ending`]).
     pub fail_fast: Switch,
     /// The exit code that means "checkpointed, preempted" (TensorFlow's
     /// `PreemptionCheckpointHandler` exits 42): never a failure.
