@@ -580,7 +580,8 @@ fn the_example_describes_every_setting() {
 
 /// The man page's SETTINGS entries, as `KEYS` renders them in roff.
 fn man_settings() -> String {
-    // Markdown's `code` and [text](link) become plain text.
+    // Markdown's `code` becomes plain text, and a [text](#section) link the admin guide's
+    // section of that name.
     let roff = |text: &str| {
         let mut out = text.replace('`', "").replace('\\', "\\e");
         while let Some(open) = out.find("](") {
@@ -589,7 +590,7 @@ fn man_settings() -> String {
             };
             let close = open + len;
             out = format!(
-                "{}{}{}",
+                "{}the admin guide's {} section{}",
                 &out[..start],
                 &out[start + 1..open],
                 &out[close + 1..]

@@ -184,7 +184,7 @@ pub const KEYS: &[Key] = &[
     } },
     Key { name: "isolate", per_job: false,
           default: "`no`", values: "`yes`, `no`", example: "`isolate=yes`",
-          meaning: "plugstack.conf only: each node of a step admits connections to the step's TensorFlow ports only from the job's uid on the step's nodes, at the node's own step address, through an nftables table its slurmstepd owns; needs libnftables on the nodes, and `port_range` covering tfcluster's own ports and `port_base` (Slurm's reserved ports need not be). The code's default is `no`; the packaged snippet turns it on ([Security](#security))",
+          meaning: "plugstack.conf only: each node of a step admits connections to the step's TensorFlow ports only from the job's uid on the step's nodes, at the node's own step address, through an nftables table its slurmstepd owns; needs libnftables on the nodes, and `port_range` covering tfcluster's own ports and `port_base` (Slurm's reserved ports need not be). The code's default is `no`; the packaged snippet turns it on (see [Security](#security))",
           set: |s, v| {
         s.isolate = yes_no(v).ok_or(YES_NO)?;
         Ok(())
