@@ -141,6 +141,23 @@ fn multi_worker_mirrored_strategy_trains_in_slurms_container() {
     assert_eq!(finals.len(), 1, "the tasks disagree: {finals:?}");
 }
 
+/// ps_join.py's chief's one `RESULT` record (loss, steps, unix time), whose loss shows that
+/// training converged.
+fn chief_result<'a>(what: &str, stdout: &'a str, stderr: &str) -> Vec<&'a str> {
+    let result = records(stdout, "RESULT");
+    assert_eq!(
+        result.len(),
+        1,
+        "{what}: the chief finished training\n{stdout}\n{stderr}"
+    );
+    let loss: f64 = result[0][0].parse().unwrap();
+    assert!(
+        loss < 0.5,
+        "{what}: training did not converge (loss {loss})"
+    );
+    result[0].clone()
+}
+
 /// One step of [`PS`].
 struct PsStep {
     what: &'static str,
@@ -195,17 +212,7 @@ fn parameter_server_strategy_trains_and_the_step_ends_with_the_chief() {
             .collect();
         seen.sort();
         assert_eq!(seen, *roles, "{what}");
-        let result = records(&stdout, "RESULT");
-        assert_eq!(
-            result.len(),
-            1,
-            "{what}: the chief finished training\n{stdout}\n{stderr}"
-        );
-        let loss: f64 = result[0][0].parse().unwrap();
-        assert!(
-            loss < 0.5,
-            "{what}: training did not converge (loss {loss})"
-        );
+        let result = chief_result(what, &stdout, &stderr);
         // A chief that fails is a failed task as srun counts it: before 23.11 srun may stop
         // waiting for the stopped tasks first and exit with the chief's own status (seen on
         // 22.05 with the machine busy).
@@ -214,14 +221,7 @@ fn parameter_server_strategy_trains_and_the_step_ends_with_the_chief() {
             (false, 0) => vec![release.stopped_step_status(0)],
             (false, _) => release.failed_step_statuses(*code),
         };
-        ended_with_the_chief(
-            what,
-            &stdout,
-            &stderr,
-            &statuses,
-            result[0][2],
-            "ps_join.py",
-        );
+        ended_with_the_chief(what, &stdout, &stderr, &statuses, result[2], "ps_join.py");
     }
 }
 
@@ -584,26 +584,9 @@ echo \"SRUN|$?|$(date +%s.%N)\""
                 release.printed(&stderr, &line),
                 "{what}: {line:?} in\n{stderr}"
             );
-            let result = records(&stdout, "RESULT");
-            assert_eq!(
-                result.len(),
-                1,
-                "{what}: the chief finished\n{stdout}\n{stderr}"
-            );
-            let loss: f64 = result[0][0].parse().unwrap();
-            assert!(
-                loss < 0.5,
-                "{what}: training did not converge (loss {loss})"
-            );
+            let result = chief_result(what, &stdout, &stderr);
             // srun's status is Slurm's: the highest of its tasks', the failed worker's 3 here.
-            ended_with_the_chief(
-                what,
-                &stdout,
-                &stderr,
-                &statuses,
-                result[0][2],
-                "ps_join.py",
-            );
+            ended_with_the_chief(what, &stdout, &stderr, &statuses, result[2], "ps_join.py");
         } else {
             let line = stop_line(&plan, *rank, 3 << 8, false).expect("the step is stopped");
             assert!(
