@@ -3,6 +3,8 @@
 //! not before; one more look finds a connection that is closing; the thread ends by itself once
 //! every worker is marked, or at its stop within one look, and says so.
 
+mod common;
+use common::cluster::within;
 use std::io::Read;
 use std::net::{TcpListener, TcpStream};
 use std::sync::mpsc;
@@ -22,17 +24,6 @@ fn ports() -> (TcpListener, u16, u16) {
     (listener, port, unused)
 }
 
-fn until(seconds: u64, mut done: impl FnMut() -> bool) -> bool {
-    let end = Instant::now() + Duration::from_secs(seconds);
-    while Instant::now() < end {
-        if done() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    done()
-}
-
 #[test]
 fn a_worker_is_marked_once_a_connection_to_its_port_is_seen() {
     let (listener, port, unused) = ports();
@@ -47,7 +38,7 @@ fn a_worker_is_marked_once_a_connection_to_its_port_is_seen() {
     let _client = TcpStream::connect(("127.0.0.1", port)).unwrap();
     let (_server, _) = listener.accept().unwrap();
     assert!(
-        until(5, || watcher.reached(7)),
+        within(5, || watcher.reached(7)),
         "the connection was not seen"
     );
     assert!(!watcher.reached(8), "a port without a connection");

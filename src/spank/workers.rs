@@ -5,7 +5,7 @@
 //! server, so a mark means the chief has reached it, and its failure from then on leaves the
 //! step running ([`crate::core::ending::WorkerSeen`]).
 //!
-//! The thread takes no lock the tasks' forks could inherit (only its own flags), ends by itself
+//! The thread shares no lock with the tasks' forks (only its own flags and stop), ends by itself
 //! once every worker is marked, and otherwise at slurmstepd's exit hook ([`Watcher::stop`]),
 //! which waits for it at most one look; it says when it ends, in slurmd's log at debug level.
 //! No thread, no mark: each worker's failure then ends the step, as `fail_fast=yes` does.
@@ -34,7 +34,7 @@ impl Watcher {
         workers: Vec<(u32, u16)>,
         look: impl Fn() -> Vec<u16> + Send + 'static,
         every: Duration,
-        say: impl Fn(&str) + Send + 'static,
+        say: impl Fn(&str) + Send + Sync + 'static,
     ) -> Option<Watcher> {
         if workers.is_empty() {
             return None;
@@ -47,18 +47,28 @@ impl Watcher {
         );
         let stop = Arc::new((Mutex::new(false), Condvar::new()));
         let (marks, stopped) = (workers.clone(), stop.clone());
-        let thread = std::thread::Builder::new()
+        let say = Arc::new(say);
+        let said = say.clone();
+        let spawned = std::thread::Builder::new()
             .name("tfcluster-workers".into())
             .spawn(move || {
                 let why = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     watch(&marks, &look, every, &stopped)
                 }))
                 .unwrap_or("it panicked");
-                say(&format!(
+                said(&format!(
                     "fail_fast=auto: stopped watching this node's workers for the chief's connection ({why})"
                 ));
-            })
-            .ok()?;
+            });
+        let thread = match spawned {
+            Ok(thread) => thread,
+            Err(e) => {
+                say(&format!(
+                    "fail_fast=auto: cannot watch this node's workers for the chief's connection ({e}); a worker's failure here ends the step"
+                ));
+                return None;
+            }
+        };
         Some(Watcher {
             workers,
             stop,
