@@ -1,0 +1,247 @@
+//! The rules `isolate=yes` writes (src/core/isolation.rs), in a kernel. Each node's tables are
+//! loaded through libnftables as slurmstepd loads them, in network namespaces that stand for the
+//! step's two nodes, a node outside it, and a network each node forwards and NATs to its own
+//! addresses (tests/cluster/firewall.sh); then every attempt the owner or another user can make
+//! is run in its namespace, as its uid, over IPv4 and IPv6.
+//!
+//! tests/isolation.rs compares the rules' text and runs them on the test cluster through Slurm.
+//! Here each rule earns its place: deleted, some row below fails (the audit of docs/testing.md,
+//! tests/release/mutations.sh). No Slurm runs: the test runs in each release's root, with the
+//! libnftables that root has (1.0.6 in Debian 12, 1.1 in Debian 13 and sid).
+
+mod common;
+use common::cluster::{dir, records, sh, sh_ok, tool};
+use common::{plan, step};
+use std::net::IpAddr;
+use tfcluster::core::StepPlan;
+
+/// The job's owner, and another user (numeric: `setpriv` needs no account).
+const OWNER_UID: u32 = 61001;
+const OTHER_UID: u32 = 61002;
+
+/// The step's nodes (index in the step, name, IPv4 and IPv6 address), as the nodes resolve them.
+const NODES: [(&str, &str, &str); 2] = [
+    ("n9", "10.77.0.11", "fd00::11"),
+    ("n10", "10.77.0.12", "fd00::12"),
+];
+
+/// What the nodes hold while the attempts are made.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Phase {
+    /// Both nodes run their tasks: each holds its step table.
+    Running,
+    /// n9's tasks have ended, n10's still run: n9 holds its ended table, n10 its step table.
+    N9Ended,
+    /// As `Running`, with n9 answering every attempt with a SYN cookie (`tcp_syncookies=2`):
+    /// an answer no socket sends.
+    SynCookies,
+}
+
+#[derive(Clone, Copy)]
+enum Who {
+    Owner,
+    Other,
+}
+
+/// Where an attempt dials.
+#[derive(Clone, Copy)]
+enum To {
+    /// A step node's address, by the node's name.
+    V4(&'static str),
+    V6(&'static str),
+    /// Another address: loopback, or one n9 has beside its step address.
+    At(&'static str),
+}
+
+const LOOPBACK: To = To::At("127.0.0.1");
+/// n9's other addresses on the step's network (tests/cluster/firewall.sh): TensorFlow listens
+/// on every address, so these reach its servers unless the rules say otherwise.
+const N9_SECOND_V4: To = To::At("10.77.0.250");
+const N9_SECOND_V6: To = To::At("fd00::250");
+
+/// One connection attempt to a step port and what it gets: open, refused (a reset), or no
+/// answer (its SYN-ACK dropped). In every phase the owner serves n9's first port and n10's, and
+/// another user serves n9's second port (bound before the owner's server: a squatter).
+struct Attempt {
+    what: &'static str,
+    phase: Phase,
+    who: Who,
+    /// The namespace it is made in: n9, n10, out (a node outside the step), nat-n9 or nat-n10
+    /// (a network NAT'd behind that node).
+    from: &'static str,
+    to: To,
+    /// The port: the step's port of that slot.
+    slot: usize,
+    gets: &'static str,
+}
+
+use Phase::{N9Ended, Running, SynCookies};
+use To::{At, V4, V6};
+use Who::{Other, Owner};
+
+#[rustfmt::skip]
+const ATTEMPTS: &[Attempt] = &[
+    Attempt { what: "the owner on n10, to n9",                           phase: Running,    who: Owner, from: "n10",    to: V4("n9"),  slot: 0, gets: "open" },
+    Attempt { what: "the owner on n10, to n9's IPv6",                    phase: Running,    who: Owner, from: "n10",    to: V6("n9"),  slot: 0, gets: "open" },
+    Attempt { what: "the owner on n9, over loopback",                    phase: Running,    who: Owner, from: "n9",     to: LOOPBACK,  slot: 0, gets: "open" },
+    Attempt { what: "another user on n10, to n9",                        phase: Running,    who: Other, from: "n10",    to: V4("n9"),  slot: 0, gets: "refused" },
+    Attempt { what: "another user on n10, to n9's IPv6",                 phase: Running,    who: Other, from: "n10",    to: V6("n9"),  slot: 0, gets: "refused" },
+    Attempt { what: "another user on n9, to n10",                        phase: Running,    who: Other, from: "n9",     to: V4("n10"), slot: 0, gets: "refused" },
+    Attempt { what: "another user on n9, to n10's IPv6",                 phase: Running,    who: Other, from: "n9",     to: V6("n10"), slot: 0, gets: "refused" },
+    Attempt { what: "another user on n9, over loopback",                 phase: Running,    who: Other, from: "n9",     to: LOOPBACK,  slot: 0, gets: "refused" },
+    Attempt { what: "another user on n10, to n9's second IPv4",         phase: Running,    who: Other, from: "n10",    to: N9_SECOND_V4, slot: 0, gets: "refused" },
+    Attempt { what: "another user on n10, to n9's second IPv6",         phase: Running,    who: Other, from: "n10",    to: N9_SECOND_V6, slot: 0, gets: "refused" },
+    Attempt { what: "another user outside the step, to n9",              phase: Running,    who: Other, from: "out",    to: V4("n9"),  slot: 0, gets: "refused" },
+    Attempt { what: "another user outside the step, to n9's IPv6",       phase: Running,    who: Other, from: "out",    to: V6("n9"),  slot: 0, gets: "refused" },
+    Attempt { what: "a network NAT'd behind n10, to n9",                 phase: Running,    who: Other, from: "nat-n10", to: V4("n9"), slot: 0, gets: "refused" },
+    Attempt { what: "a network NAT'd behind n10, to n9's IPv6",          phase: Running,    who: Other, from: "nat-n10", to: V6("n9"), slot: 0, gets: "refused" },
+    Attempt { what: "a network NAT'd behind n9, to n10",                 phase: Running,    who: Other, from: "nat-n9", to: V4("n10"), slot: 0, gets: "refused" },
+    Attempt { what: "a network NAT'd behind n9, to n10's IPv6",          phase: Running,    who: Other, from: "nat-n9", to: V6("n10"), slot: 0, gets: "refused" },
+    Attempt { what: "the owner on n10, to another user's server on n9",  phase: Running,    who: Owner, from: "n10",    to: V4("n9"),  slot: 1, gets: "no answer" },
+    Attempt { what: "n9 ended: the owner on n9, to n10",                 phase: N9Ended,    who: Owner, from: "n9",     to: V4("n10"), slot: 0, gets: "open" },
+    Attempt { what: "n9 ended: another user on n9, to n10",              phase: N9Ended,    who: Other, from: "n9",     to: V4("n10"), slot: 0, gets: "refused" },
+    Attempt { what: "n9 ended: another user on n9, to n10's IPv6",       phase: N9Ended,    who: Other, from: "n9",     to: V6("n10"), slot: 0, gets: "refused" },
+    Attempt { what: "n9 ended: a network NAT'd behind n9, to n10",       phase: N9Ended,    who: Other, from: "nat-n9", to: V4("n10"), slot: 0, gets: "refused" },
+    Attempt { what: "n9 ended: a network NAT'd behind n9, to n10's IPv6", phase: N9Ended,   who: Other, from: "nat-n9", to: V6("n10"), slot: 0, gets: "refused" },
+    Attempt { what: "n9 ended: the owner on n10, to the owner's server on n9", phase: N9Ended, who: Owner, from: "n10", to: V4("n9"),  slot: 0, gets: "open" },
+    Attempt { what: "n9 ended: the owner on n10, to another user's server on n9", phase: N9Ended, who: Owner, from: "n10", to: V4("n9"), slot: 1, gets: "no answer" },
+    Attempt { what: "a SYN cookie: the owner on n10, to n9",             phase: SynCookies, who: Owner, from: "n10",    to: V4("n9"),  slot: 0, gets: "no answer" },
+];
+
+/// The addresses the nodes resolve a step node's name to: both families.
+fn resolve(name: &str) -> Result<Vec<IpAddr>, String> {
+    let (_, v4, v6) = NODES
+        .iter()
+        .find(|(n, ..)| *n == name)
+        .ok_or(format!("unknown host {name}"))?;
+    Ok(vec![v4.parse().unwrap(), v6.parse().unwrap()])
+}
+
+fn address(to: To) -> &'static str {
+    let of = |node| NODES.iter().find(|(n, ..)| *n == node).unwrap();
+    match to {
+        V4(node) => of(node).1,
+        V6(node) => of(node).2,
+        At(address) => address,
+    }
+}
+
+fn uid(who: Who) -> u32 {
+    match who {
+        Owner => OWNER_UID,
+        Other => OTHER_UID,
+    }
+}
+
+/// The network of tests/cluster/firewall.sh, taken down whatever happens.
+struct Network;
+
+impl Network {
+    fn up() -> Network {
+        sh(&format!("bash {} down", tool("firewall.sh")));
+        sh_ok(&format!("bash {} up", tool("firewall.sh")));
+        Network
+    }
+}
+
+impl Drop for Network {
+    fn drop(&mut self) {
+        sh(&format!("bash {} down", tool("firewall.sh")));
+    }
+}
+
+/// Runs one phase: the nodes' tables held, the servers up, every attempt of the phase at once.
+/// Its stdout (`ATTEMPT|what|result` lines).
+fn run(plan: &StepPlan, phase: Phase) -> String {
+    let d = dir().join(format!("firewall-{phase:?}"));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    let mut tables = Vec::new();
+    for (node, (name, ..)) in NODES.iter().enumerate() {
+        let firewall = plan.isolation(12, 3, OWNER_UID, node).unwrap();
+        let (script, ended) = firewall.scripts(resolve).unwrap();
+        let held = if phase == N9Ended && *name == "n9" {
+            ended
+        } else {
+            script
+        };
+        let file = d.join(format!("{name}.nft"));
+        std::fs::write(&file, held).unwrap();
+        tables.push((name, file));
+    }
+    let tool = tool("firewall.py");
+    let d = d.display();
+    let as_uid = |who| format!("setpriv --reuid={0} --regid={0} --clear-groups", uid(who));
+    let mut lines = String::from("set -u\n");
+    if phase == SynCookies {
+        lines += "ip netns exec tfk-n9 sysctl -qw net.ipv4.tcp_syncookies=2\n";
+    }
+    for (name, file) in &tables {
+        lines += &format!("ip netns exec tfk-{name} python3 {tool} hold {d}/stop {} >{d}/ready.hold.{name} 2>&1 &\n", file.display());
+    }
+    let servers = [("n9", Owner, 0), ("n9", Other, 1), ("n10", Owner, 0)];
+    for (node, who, slot) in servers {
+        lines += &format!(
+            "ip netns exec tfk-{node} {} python3 {tool} serve {d}/stop {} >{d}/ready.serve.{node}.{slot} 2>&1 &\n",
+            as_uid(who),
+            plan.endpoints.port(slot)
+        );
+    }
+    lines += &format!(
+        "for i in $(seq 200); do [ \"$(cat {d}/ready.* | grep -c -e HELD -e SERVING)\" = 5 ] && break; sleep 0.05; done
+grep -H . {d}/ready.* >&2\n"
+    );
+    let mut attempts = String::from("pids=\n");
+    for a in ATTEMPTS.iter().filter(|a| a.phase == phase) {
+        attempts += &format!(
+            "(echo \"ATTEMPT|{}|$(ip netns exec tfk-{} {} python3 {tool} connect {} {})\") & pids=\"$pids $!\"\n",
+            a.what,
+            a.from,
+            as_uid(a.who),
+            address(a.to),
+            plan.endpoints.port(a.slot)
+        );
+    }
+    lines += &attempts;
+    lines += &format!("wait $pids\ntouch {d}/stop\nwait\n");
+    if phase == SynCookies {
+        lines += "ip netns exec tfk-n9 sysctl -qw net.ipv4.tcp_syncookies=1\n";
+    }
+    let out = sh(&lines);
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Every attempt gets what its row says, in each phase: the owner's connections open, over
+/// IPv4, IPv6 and loopback, and after its node's tasks ended; every other one refused or left
+/// without an answer, wherever it comes from (the step's nodes, a node outside it, a network
+/// behind a node), by either family; an answer from another user's server on a step port, or
+/// one no socket sends (a SYN cookie), never reaches the owner.
+#[test]
+#[ignore = "needs a release's root (nftables, network namespaces): run tests/run.sh"]
+fn each_rule_keeps_one_path_closed_or_the_owners_open() {
+    // n9 runs two tasks, n10 one: n9's ports are slots 0 and 1, n10's slot 0.
+    let plan = plan("worker:*", &["isolate=yes"], &step("n9,n10", "2,1", None));
+    let _network = Network::up();
+    let mut wrong = Vec::new();
+    for phase in [Running, N9Ended, SynCookies] {
+        let out = run(&plan, phase);
+        for a in ATTEMPTS.iter().filter(|a| a.phase == phase) {
+            let got: Vec<&str> = records(&out, "ATTEMPT")
+                .into_iter()
+                .filter(|r| r[0] == a.what)
+                .map(|r| r[1])
+                .collect();
+            if got != [a.gets] {
+                wrong.push(format!("{}: got {got:?}, not {}", a.what, a.gets));
+            }
+        }
+        if !wrong.is_empty() {
+            wrong.push(format!("(phase {phase:?}'s lines:\n{out})"));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
