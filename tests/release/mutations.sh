@@ -18,6 +18,7 @@ release=${1:-24.11}
 root=$(awk -v r="$release" '$1 == r {print $2}' "$repo/tests/releases.tsv")
 [ -n "$root" ] || { echo "release $release is not in tests/releases.tsv" >&2; exit 2; }
 scratch=$(mktemp -d /tmp/tfcluster-mutations.XXXXXX)
+chmod 755 "$scratch" # the tests run programs as other users from the cluster directory inside
 logs=$scratch/logs
 mkdir -p "$logs"
 git clone -q "$repo" "$scratch/repo"
