@@ -13,6 +13,7 @@ mod common;
 use common::cluster::{dir, records, sh, sh_ok, tool};
 use common::{plan, step};
 use std::net::IpAddr;
+use tfcluster::core::isolation::{ended_table_name, removal};
 use tfcluster::core::StepPlan;
 
 /// The job's owner, and another user (numeric: `setpriv` needs no account).
@@ -133,6 +134,9 @@ fn uid(who: Who) -> u32 {
     }
 }
 
+/// Prints `LEFT|node|count` of the step's tables each node still holds.
+const LEFT_TABLES: &str = "for n in n9 n10; do echo \"LEFT|$n|$(ip netns exec tfk-$n nft list tables | grep -c tfcluster_)\"; done\n";
+
 /// The network of tests/cluster/firewall.sh, taken down whatever happens.
 struct Network;
 
@@ -204,6 +208,15 @@ grep -H . {d}/ready.* >&2\n"
     }
     lines += &attempts;
     lines += &format!("wait $pids\ntouch {d}/stop\nwait\n");
+    // The owned tables went with their holders; an ended table is owned by no process (it
+    // outlives slurmstepd), so it is removed here, as the job's epilog would.
+    if phase == N9Ended {
+        lines += &format!(
+            "echo '{}' | ip netns exec tfk-n9 nft -f -\n",
+            removal(&ended_table_name(12, 3))
+        );
+    }
+    lines += LEFT_TABLES;
     if phase == SynCookies {
         lines += "ip netns exec tfk-n9 sysctl -qw net.ipv4.tcp_syncookies=1\n";
     }
@@ -238,6 +251,11 @@ fn each_rule_keeps_one_path_closed_or_the_owners_open() {
             if got != [a.gets] {
                 wrong.push(format!("{}: got {got:?}, not {}", a.what, a.gets));
             }
+        }
+        // Each phase starts from nodes that hold no table of the step.
+        let left: Vec<Vec<&str>> = records(&out, "LEFT");
+        if left != [["n9", "0"], ["n10", "0"]] {
+            wrong.push(format!("tables left after phase {phase:?}: {left:?}"));
         }
         if !wrong.is_empty() {
             wrong.push(format!("(phase {phase:?}'s lines:\n{out})"));
