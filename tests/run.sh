@@ -109,23 +109,14 @@ step_done virtualenvs
 # tfcluster itself there; two lanes in one directory would rebuild it for each other's release
 # at every suite).
 export TFC_PYTHON=$python TFC_PYTHON_2_15=$python_2_15 TFC_JAX_PYTHON=$jax_python
-# seed DIR: a target directory given the crates tfcluster uses as `cargo test` compiled them
-# here (their artifacts, build scripts' outputs and fingerprints; not tfcluster's own, which
+# Lane 2's and the other-release builds' target directories are given the crates tfcluster
+# uses as `cargo test` compiled them here (tests/release/seed.sh) (their artifacts, build scripts' outputs and fingerprints; not tfcluster's own, which
 # each release compiles against its headers), so that a lane's first build, and the first
 # build for another release, compile tfcluster alone (from nothing they took 2 minutes of
 # lane 2 on 2 cores, 2026-11-27). A directory that has a build already is left as it is.
-seed() {
-    local from=$root/target/debug to=$1/debug
-    [ -d "$from/deps" ] && [ ! -e "$to" ] || return 0
-    mkdir -p "$to/deps" "$to/build" "$to/.fingerprint"
-    find "$from/deps" -maxdepth 1 -name 'lib*' ! -name 'libtfcluster*' -exec cp -a -t "$to/deps" {} +
-    for d in build .fingerprint; do
-        find "$from/$d" -mindepth 1 -maxdepth 1 ! -name 'tfcluster-*' -exec cp -a -t "$to/$d" {} +
-    done
-}
-seed "$root/target/lane-2"
-seed "$root/target/another-release"
-seed "$root/target/lane-2/another-release"
+for to in lane-2 another-release lane-2/another-release; do
+    bash tests/release/seed.sh "$root/target" "$root/target/$to"
+done
 for lane in 1 2; do
     if [ "$lane" = 1 ]; then members=("${lane1[@]}"); else members=("${lane2[@]}"); fi
     [ ${#members[@]} -gt 0 ] || continue

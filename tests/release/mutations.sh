@@ -23,7 +23,10 @@ logs=$scratch/logs
 mkdir -p "$logs"
 git clone -q "$repo" "$scratch/repo"
 cd "$scratch/repo"
-export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$repo/target/mutations}
+# In the clone, where the cluster's slurmd (inside the root) finds the plugin; started from the
+# checkout's compiled crates.
+export CARGO_TARGET_DIR=$scratch/repo/target
+bash tests/release/seed.sh "$repo/target" "$CARGO_TARGET_DIR"
 export TFC_DIR=$scratch/cluster
 rows=tests/release/mutations.tsv
 source_file=src/core/isolation.rs
