@@ -109,8 +109,8 @@ step_done virtualenvs
 # tfcluster itself there; two lanes in one directory would rebuild it for each other's release
 # at every suite).
 export TFC_PYTHON=$python TFC_PYTHON_2_15=$python_2_15 TFC_JAX_PYTHON=$jax_python
-# Lane 2's and the other-release builds' target directories are given the crates tfcluster
-# uses as `cargo test` compiled them here (tests/release/seed.sh) (their artifacts, build scripts' outputs and fingerprints; not tfcluster's own, which
+# Lane 2's and the other-release builds' target directories start from the crates tfcluster
+# uses as `cargo test` compiled them here (tests/release/seed.sh; not tfcluster's own, which
 # each release compiles against its headers), so that a lane's first build, and the first
 # build for another release, compile tfcluster alone (from nothing they took 2 minutes of
 # lane 2 on 2 cores, 2026-11-27). A directory that has a build already is left as it is.
