@@ -4,7 +4,7 @@
 //! cannot isolate does, and that no rule outlives its job.
 
 mod common;
-use common::cluster::{dir, records, sh, sh_ok, tool, PlugStack, CLUSTER_PGREP};
+use common::cluster::{cluster_sh, dir, records, sh, sh_ok, tool, PlugStack, CLUSTER_PGREP};
 use common::*;
 use std::net::IpAddr;
 use tfcluster::core::claims::Owner;
@@ -873,10 +873,7 @@ const ENDED_FIRST: &[EndedFirst] = &[
 #[ignore = "needs the test cluster: run tests/run.sh"]
 fn a_node_whose_tasks_ended_first_keeps_other_users_away() {
     let probe = format!("/usr/bin/python3 {}", tool("isolation_probe.py"));
-    let cluster = format!(
-        "bash {}/tests/cluster/cluster.sh",
-        env!("CARGO_MANIFEST_DIR")
-    );
+    let cluster = cluster_sh();
     // The release's own unit, where its root has one (Debian's packages; SchedMD's sources
     // ship the same line in etc/slurmd.service.in), starts slurmd as the table says.
     let unit =
@@ -1560,10 +1557,7 @@ fn no_rule_outlives_its_job() {
 #[test]
 #[ignore = "needs the test cluster: run tests/run.sh"]
 fn the_job_epilog_runs_once_slurmd_has_restarted_with_the_plugin() {
-    let cluster = format!(
-        "bash {}/tests/cluster/cluster.sh",
-        env!("CARGO_MANIFEST_DIR")
-    );
+    let cluster = cluster_sh();
     let epilog_ran = || -> bool {
         let job = sh_ok(&format!(
             "runuser -u {OWNER} -- sbatch --parsable -p shared -w n9 -N1 -n1 -t 2 --wrap 'sleep 300'"

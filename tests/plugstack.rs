@@ -4,7 +4,7 @@
 //! Slurm release. Needs root and the test cluster; tests/run.sh runs it on every release.
 
 mod common;
-use common::cluster::{dir, plugin, sh, sh_ok, tool, PlugStack};
+use common::cluster::{cluster_sh, dir, plugin, sh, sh_ok, tool, PlugStack};
 use common::plugstack::{Case, Fault, Job, CASES};
 use common::release;
 use std::path::PathBuf;
@@ -190,10 +190,7 @@ impl Drop for Configured {
 #[ignore = "needs root and the test cluster: run tests/run.sh"]
 fn a_configless_node_loads_the_plugin_that_slurmctld_names() {
     let release = release::current();
-    let cluster = format!(
-        "bash {}/tests/cluster/cluster.sh",
-        env!("CARGO_MANIFEST_DIR")
-    );
+    let cluster = cluster_sh();
     let (etc, share) = (dir().join("etc"), dir().join("configless-share"));
     std::fs::create_dir_all(&share).unwrap();
     let line = format!("optional {}\n", plugin());

@@ -4,8 +4,8 @@
 
 mod common;
 use common::cluster::{
-    bundle, cluster_pgrep, dir, end_line, ended_with_the_chief, plugin, records, requeued_job,
-    resumed_at, sh, stop_line, tool, trained_together, PlugStack,
+    bundle, cluster_pgrep, cluster_sh, dir, end_line, ended_with_the_chief, plugin, records,
+    requeued_job, resumed_at, sh, stop_line, tool, trained_together, PlugStack,
 };
 use serde_json::{json, Value};
 use std::collections::HashSet;
@@ -602,6 +602,72 @@ echo \"SRUN|$?|$(date +%s.%N)\""
             let left = cluster_pgrep("[p]s_join.py");
             assert!(left.is_empty(), "{what}: tasks left behind: {left}");
         }
+    }
+}
+
+/// With `srun --no-kill` (`-k`), ParameterServerStrategy's training outlives a worker's node.
+/// Halfway through training, worker 1's node is lost: its link cut (so no reset reaches the
+/// chief: a node that loses power answers nothing), then its slurmd, slurmstepd, tasks and
+/// munged killed, and slurmctld told it is down, as slurmctld finds by itself once
+/// `SlurmdTimeout` passes (300 s by default). srun says "Node failure" and goes on; the chief
+/// finishes on the other two workers, and the step ends with the chief (`end_with_chief`). The
+/// node is brought back after.
+#[test]
+#[ignore = "needs the test cluster and TensorFlow: run tests/run.sh"]
+fn parameter_server_training_survives_a_lost_worker_node_with_no_kill() {
+    let release = common::release::current();
+    let _defaults = PlugStack::defaults();
+    let (spec, nodes, tasks_per_node) = ("chief:1,ps:1,worker:*", "n011,n012,n9,n10", "2,1(x3)");
+    let plan = common::plan(spec, &[], &common::step(nodes, tasks_per_node, None));
+    // Worker 1: rank 3.
+    let node = plan.hosts[common::where_is(&plan, 3).0].clone();
+    let program = format!("{} {}", python(), tool("ps_join.py"));
+    let d = dir().join("lost-node");
+    let d = d.display();
+    let _back = NodeBack(node.clone());
+    let out = sh(&format!(
+        "rm -rf {d}; mkdir -m 1777 {d}
+srun -k -t 5 -w {nodes} -N4 -n5 --export=ALL,TFC_FAIL=lost,TFC_FAIL_DIR={d} --tf-cluster={spec} {program} >{d}/out 2>{d}/err &
+step=$!
+for i in $(seq 1200); do [ -e {d}/half ] && break; kill -0 $step 2>/dev/null || break; sleep 0.1; done
+ip -n tfc-{node} link set eth0 down
+ip netns pids tfc-{node} | xargs -r kill -9
+scontrol update nodename={node} state=down reason=lost
+touch {d}/failed
+wait $step; echo \"SRUN|$?|$(date +%s.%N)\"
+cat {d}/out; cat {d}/err >&2"
+    ));
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    let what = "a worker's node lost mid-training";
+    assert!(
+        stderr.contains(&format!("Node failure on {node}")),
+        "{what}: srun says so\n{stderr}"
+    );
+    let result = chief_result(what, &stdout, &stderr);
+    ended_with_the_chief(
+        what,
+        &stdout,
+        &stderr,
+        &release.lost_node_statuses(),
+        result[2],
+        "ps_join.py",
+    );
+}
+
+/// Brings a node that a test took away back: its link up, slurmctld told it may run jobs, and
+/// its slurmd (and munged) started again.
+struct NodeBack(String);
+
+impl Drop for NodeBack {
+    fn drop(&mut self) {
+        let node = &self.0;
+        sh(&format!(
+            "ip -n tfc-{node} link set eth0 up; scontrol update nodename={node} state=resume; {} restart-slurmd {node} >&2",
+            cluster_sh()
+        ));
     }
 }
 

@@ -13,6 +13,15 @@ pub fn dir() -> PathBuf {
     PathBuf::from(std::env::var("TFC_DIR").unwrap_or_else(|_| "/tmp/tfcluster-cluster".into()))
 }
 
+/// The command that runs tests/cluster/cluster.sh (`restart-slurmd`, `prolog-flags`, ...) on the
+/// test's cluster.
+pub fn cluster_sh() -> String {
+    format!(
+        "bash {}/tests/cluster/cluster.sh",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
 /// The plugin the cluster loads (set by tests/run.sh).
 pub fn plugin() -> String {
     std::env::var("TFC_PLUGIN")

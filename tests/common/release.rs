@@ -220,6 +220,12 @@ impl Release {
         }
     }
 
+    /// srun's exit statuses when a `--no-kill` step loses a node and then ends with its chief
+    /// (tests/tensorflow.rs): TO BE MEASURED.
+    pub fn lost_node_statuses(&self) -> Vec<i32> {
+        vec![]
+    }
+
     /// srun's exit statuses when tfcluster stops a heterogeneous job's step after a task ended
     /// with `code` (0: the chief's success): as for a plain step ([`Self::stopped_step_status`],
     /// [`Self::failed_step_statuses`]), or, where the first component is signalled, 137 (its

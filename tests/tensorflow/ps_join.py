@@ -12,6 +12,8 @@ ends with os._exit, as a program that loses a worker for good must (docs/user-gu
 TensorFlow 2.21 ClusterCoordinator's failure handler waits in update_server_def, holding the
 cluster's lock, for the lost worker to come back, and its destructor waits for that lock, so
 a plain exit hangs until the worker returns (Kubernetes restarts it; Slurm does not).
+TFC_FAIL=lost (no server of that name): no server fails by itself; the chief waits, as above,
+for TFC_FAIL_DIR/failed, which the test writes once it has taken a worker's node away.
 """
 import os
 import sys
