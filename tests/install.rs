@@ -6,10 +6,13 @@
 //! command here (make, dpkg) runs on that release's system (the release's Debian root).
 
 mod common;
-use common::cluster::{dir, plugin, records, sh, tool, PlugStack};
+use common::cluster::{cluster_sh, dir, plugin, records, sh, tool, PlugStack};
 use common::release::{self, Install};
 use std::path::Path;
 use std::process::Command;
+use tfcluster::core::claims::{self, LOCK_FILE};
+use tfcluster::core::holding::{self, TOLD_FILE};
+use tfcluster::core::run_dir::RUN_DIR;
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -145,15 +148,24 @@ fn an_installed_plugin_runs_through_an_included_snippet() {
     let _ = std::fs::remove_dir_all(&prefix);
 }
 
-/// As the site installs it: Debian's Slurm gets tfcluster's .deb (dpkg -i, a step, dpkg -r); a
-/// Slurm built from source gets `make install`, which finds its plugin directory
-/// (/usr/local/lib/slurm), and `make uninstall`.
+/// The nodes the lifecycle test's jobs run on.
+const NODES: &str = "n011,n012";
+
+/// The admin guide's Operate section, in its order, as the site installs it: Debian's Slurm
+/// gets tfcluster's .deb (`dpkg -i`), a Slurm built from source `make install`, which finds its
+/// plugin directory (/usr/local/lib/slurm). Enabled (the packaged snippet: `optional ...
+/// isolate=yes`), slurmd restarted, a job runs; a newer build is installed while a job runs (the
+/// .deb repackaged at a higher version: dpkg's upgrade; `make install` again): the running job
+/// keeps its firewall and ends well; slurmd restarted, it says it loaded the plugin, and the
+/// next step runs through it; then removed in order (the plugstack line, slurmd restarted, the
+/// package), and nothing of tfcluster is left: no table on any node, no file under
+/// /run/tfcluster (removed as the guide says, once no job runs), no plugstack line.
 #[test]
 #[ignore = "needs root and the test cluster: run tests/run.sh"]
-fn the_sites_own_install_runs_and_removes() {
+fn install_upgrade_and_removal_in_the_documented_order() {
     let release = release::current();
     let plugin_var = format!("PLUGIN={}", plugin());
-    let (installed, install, remove) = match release.install {
+    let (installed, install, upgrade, remove) = match release.install {
         Install::DebianPackage => {
             let deb = make(&["deb", &plugin_var]);
             let deb = deb.trim().to_string();
@@ -177,35 +189,132 @@ fn the_sites_own_install_runs_and_removes() {
                     n = release.next()
                 )
             );
+            // A newer build: the same package at a higher version, which dpkg installs as an
+            // upgrade (each file unpacked beside the old one and renamed over it).
+            let newer = format!("{}.1+slurm{}", env!("CARGO_PKG_VERSION"), release.version);
+            let newer_deb = dir().join(format!("slurm-spank-tfcluster_{newer}_amd64.deb"));
+            let d = dir().join("newer-deb");
+            run(&format!(
+                "rm -rf {d}; dpkg-deb -R {deb} {d} && sed -i 's/^Version: .*/Version: {newer}/' {d}/DEBIAN/control && dpkg-deb -b {d} {n} >/dev/null",
+                d = d.display(),
+                n = newer_deb.display()
+            ));
             (
                 "/usr/lib/x86_64-linux-gnu/slurm-wlm/spank_tfcluster.so",
                 format!("dpkg -i {deb}"),
+                format!(
+                    "dpkg -i {} && test \"$(dpkg-query -W -f '${{Version}}' slurm-spank-tfcluster)\" = {newer}",
+                    newer_deb.display()
+                ),
                 "dpkg -r slurm-spank-tfcluster".to_string(),
             )
         }
-        Install::FromSource => (
-            "/usr/local/lib/slurm/spank_tfcluster.so",
-            format!("make -s -C {} install {plugin_var}", root().display()),
-            format!("make -s -C {} uninstall", root().display()),
-        ),
+        Install::FromSource => {
+            let install = format!("make -s -C {} install {plugin_var}", root().display());
+            (
+                "/usr/local/lib/slurm/spank_tfcluster.so",
+                install.clone(),
+                install,
+                format!("make -s -C {} uninstall", root().display()),
+            )
+        }
         // Built from the source tarball, installed and removed by tests/rpm.rs.
         Install::Rpm => return,
     };
+    let cluster = cluster_sh();
+    let nodes = NODES.replace(',', " ");
+    // 1. Install; 2. enable; 3. restart slurmd.
     run(&install);
     let ok = exists(installed);
     // Both install under /usr (make install's default PREFIX).
     let man = "/usr/share/man/man8/spank-tfcluster.8";
     let man_installed = exists(man);
     let stack = PlugStack::set("include /usr/share/tfcluster/tfcluster.conf");
+    run(&format!("{cluster} restart-slurmd {nodes}"));
+    // 4. A newer build installed while a job runs, which holds its firewall through it.
+    let d = dir().join("upgrade-while-running");
+    let d = d.display();
+    let during = run(&format!(
+        "rm -rf {d}; mkdir -m 1777 {d}
+srun -N2 -n2 -w {NODES} -t 2 --tf-cluster=worker:* bash -c 'touch {d}/ready.$SLURM_PROCID; for i in $(seq 300); do [ -e {d}/upgraded ] && break; sleep 0.1; done; echo \"TASK|$SLURM_PROCID|$TF_CONFIG\"' >{d}/out 2>&1 &
+step=$!
+for i in $(seq 300); do [ -e {d}/ready.0 ] && [ -e {d}/ready.1 ] && break; sleep 0.1; done
+{upgrade} >&2
+for n in {nodes}; do echo \"DURING|$n|$(nsenter --net=/run/netns/tfc-$n nft list tables | grep -c tfcluster_)\"; done
+touch {d}/upgraded; wait $step; echo \"STEP|$?\"; cat {d}/out"
+    ));
+    assert_eq!(records(&during, "STEP"), [["0"]], "{during}");
+    assert_eq!(records(&during, "TASK").len(), 2, "{during}");
+    assert_eq!(
+        records(&during, "DURING"),
+        [["n011", "1"], ["n012", "1"]],
+        "the running job's tables after the upgrade: {during}"
+    );
+    // 5. slurmd restarted: it says it loaded the plugin, and the next step runs through it.
+    let seen = slurmd_lines(&nodes);
+    run(&format!("{cluster} restart-slurmd {nodes}"));
+    let loaded = release.loaded_line();
+    for (node, from) in &seen {
+        let log = std::fs::read_to_string(dir().join(format!("log/slurmd-{node}.log"))).unwrap();
+        let new: String = log.lines().skip(*from).collect::<Vec<_>>().join("\n");
+        assert!(
+            new.contains(&loaded),
+            "{node}'s slurmd after the restart: {new}"
+        );
+    }
     let configs = step_tf_configs();
+    // 6. Removed in order: the plugstack line, slurmd restarted, the package; then
+    // /run/tfcluster, once no job runs.
     drop(stack);
+    run(&format!("{cluster} restart-slurmd {nodes}"));
     run(&remove);
+    let left = run(&format!(
+        "for n in $(sinfo -h -N -o %N | sort -u); do echo \"TABLES|$n|$(nsenter --net=/run/netns/tfc-$n nft list tables | grep -c tfcluster_)\"; done
+echo \"RUN|$(find {RUN_DIR} -type f 2>/dev/null | sort | paste -sd,)\"
+rm -rf {RUN_DIR}"
+    ));
     assert!(ok, "{install}: the plugin is in Slurm's plugin directory");
     assert!(man_installed, "{install}: {man}");
     assert!(!exists(man), "{remove} removes {man}");
     assert_eq!(configs.len(), 2, "{configs:?}");
     assert!(!exists(installed), "{remove} removes it");
     assert!(!exists("/usr/share/tfcluster/tfcluster.conf"), "{remove}");
+    assert!(
+        records(&left, "TABLES").iter().all(|r| r[1] == "0"),
+        "tables left: {left}"
+    );
+    // What step 6e removes: each node's lock of its port claims, and its note that slurmd's
+    // log has said once that nothing holds ended tables there (this cluster runs without
+    // `PrologFlags=Contain`); no step's or job's file.
+    let allowed: Vec<String> = nodes
+        .split(' ')
+        .flat_map(|n| {
+            [
+                format!("{}/{LOCK_FILE}", claims::node_dir(n)),
+                format!("{}/{TOLD_FILE}", holding::node_dir(n)),
+            ]
+        })
+        .collect();
+    let files = &records(&left, "RUN")[0][0];
+    assert!(
+        files
+            .split(',')
+            .filter(|f| !f.is_empty())
+            .all(|f| allowed.iter().any(|a| a == f)),
+        "left under {RUN_DIR}: {files}"
+    );
+}
+
+/// Each of `nodes`' slurmd log's line count now (the lines after it are a restart's).
+fn slurmd_lines(nodes: &str) -> Vec<(String, usize)> {
+    nodes
+        .split(' ')
+        .map(|n| {
+            let log = std::fs::read_to_string(dir().join(format!("log/slurmd-{n}.log")))
+                .unwrap_or_default();
+            (n.to_string(), log.lines().count())
+        })
+        .collect()
 }
 
 #[test]

@@ -82,11 +82,7 @@ fn the_runtime_names_follow_what_the_node_has() {
 #[test]
 #[ignore = "needs the test cluster: run tests/run.sh"]
 fn srun_v_and_slurmds_log_name_the_version() {
-    let line = format!(
-        "tfcluster: version {} loaded, built for Slurm {}",
-        env!("CARGO_PKG_VERSION"),
-        release::current().version
-    );
+    let line = release::current().loaded_line();
     let out = sh("srun -v -w n011 -N1 -n1 true");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains(&format!("srun: {line}")), "{stderr}");

@@ -220,6 +220,16 @@ impl Release {
         }
     }
 
+    /// The line `srun -v` and slurmd's log print for the plugin built for this release: its
+    /// version (Cargo.toml's, as the packages' and the tarball's) and this release.
+    pub fn loaded_line(&self) -> String {
+        format!(
+            "tfcluster: version {} loaded, built for Slurm {}",
+            env!("CARGO_PKG_VERSION"),
+            self.version
+        )
+    }
+
     /// srun's exit statuses when a `--no-kill` step loses a node and then ends with its chief
     /// (tests/tensorflow.rs): srun counts the lost node's tasks as failed with 1, so as for a
     /// task that failed with 1 ([`Self::failed_step_statuses`]; seen: 1 on 26.05, 137 on 22.05).
