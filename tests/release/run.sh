@@ -71,7 +71,8 @@ cargo test --test abi
 # Tasks that print and exit would be cut short by end_with_chief (on by default for specs with
 # ps): the cluster runs with it off, and the tests of it turn the default back on.
 cluster_up "$TFC_PLUGIN" end_with_chief=no
-suites=(placement heterogeneous options refusals ending containers install rpm isolation firewall ports plugstack)
+suites=(placement heterogeneous options refusals ending containers install rpm isolation ports plugstack)
+has firewall && suites+=(firewall)
 if has tensorflow; then
     : "${TFC_PYTHON:?the TensorFlow virtualenv python (tests/tensorflow/setup.sh)}"
     suites+=(tensorflow)
