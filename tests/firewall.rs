@@ -20,7 +20,7 @@ use tfcluster::core::StepPlan;
 const OWNER_UID: u32 = 61001;
 const OTHER_UID: u32 = 61002;
 
-/// The step's nodes (index in the step, name, IPv4 and IPv6 address), as the nodes resolve them.
+/// The step's nodes, in the step's order (name, IPv4 and IPv6 address), as the nodes resolve them.
 const NODES: [(&str, &str, &str); 2] = [
     ("n9", "10.77.0.11", "fd00::11"),
     ("n10", "10.77.0.12", "fd00::12"),
@@ -191,8 +191,9 @@ fn run(plan: &StepPlan, phase: Phase) -> String {
             plan.endpoints.port(slot)
         );
     }
+    let ready = tables.len() + servers.len();
     lines += &format!(
-        "for i in $(seq 200); do [ \"$(cat {d}/ready.* | grep -c -e HELD -e SERVING)\" = 5 ] && break; sleep 0.05; done
+        "for i in $(seq 200); do [ \"$(cat {d}/ready.* | grep -c -e HELD -e SERVING)\" = {ready} ] && break; sleep 0.05; done
 grep -H . {d}/ready.* >&2\n"
     );
     let mut attempts = String::from("pids=\n");

@@ -68,7 +68,8 @@ run() {
 }
 
 tests/release/root.sh up "$root" >/dev/null
-trap 'cp "$scratch/original.rs" "$scratch/repo/$source_file"; tests/release/root.sh down "$root" >/dev/null 2>&1 || true' EXIT
+# At the end the root is left and the clone (with its build) removed; the logs stay.
+trap 'tests/release/root.sh down "$root" >/dev/null 2>&1 || true; cd /; rm -rf "$scratch/repo"' EXIT
 survived=0
 for suite in firewall isolation; do
     # The unchanged tree passes each test the rows name.
