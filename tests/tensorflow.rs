@@ -657,16 +657,19 @@ cat {d}/out; cat {d}/err >&2"
     );
 }
 
-/// Brings a node that a test took away back: slurmctld told it may run jobs, and its slurmd (and
-/// munged) started again.
+/// Brings a node that a test took away back: slurmctld told it may run jobs, its slurmd (and
+/// munged) started again, and slurmctld restarted. Without that restart, after a node was taken
+/// out of a running job, 22.05's scheduler kept the next job that asked for those nodes pending
+/// (`Resources`, every node idle) for minutes: seen twice in full runs, 3 minutes and over
+/// 90 s, and ended at once by a restart of slurmctld (2026-11-27).
 struct NodeBack(String);
 
 impl Drop for NodeBack {
     fn drop(&mut self) {
         let node = &self.0;
+        let cluster = cluster_sh();
         sh(&format!(
-            "scontrol update nodename={node} state=resume; {} restart-slurmd {node} >&2",
-            cluster_sh()
+            "scontrol update nodename={node} state=resume; {cluster} restart-slurmd {node} >&2; {cluster} restart-slurmctld >&2"
         ));
     }
 }

@@ -13,6 +13,9 @@
 #                                             as they are (a slurmstepd that outlives it, a job's
 #                                             extern step, keeps its munged), started with OPTS
 #                                             (default -D; e.g. --systemd, as 23.11's unit does)
+#   tests/cluster/cluster.sh restart-slurmctld
+#                                             restart slurmctld (its jobs and nodes kept from its
+#                                             state files) and wait until every node is idle
 #   tests/cluster/cluster.sh configless NODE yes|no
 #                                             configless Slurm (SlurmctldParameters=
 #                                             enable_configless): restart slurmctld, and NODE's
@@ -409,6 +412,13 @@ restart_slurmctld() {
     die "slurmctld did not start again"
 }
 
+# restart_controller: see the usage above.
+restart_controller() {
+    restart_slurmctld
+    wait_ready
+    log "restarted slurmctld"
+}
+
 # prolog_flags FLAGS: see the usage above.
 prolog_flags() {
     local flags=${1?flags} conf=$DIR/etc/slurm.conf
@@ -584,6 +594,7 @@ case "${1:-}" in
     down) timed down ;;
     plugstack) set_plugstack "${2:?plugstack line}" ;;
     restart-slurmd) shift; timed restart_slurmd "$@" ;;
+    restart-slurmctld) timed restart_controller ;;
     configless) shift; timed configless "$@" ;;
     configured) shift; timed configured "$@" ;;
     prolog-flags) shift; timed prolog_flags "$@" ;;
