@@ -207,11 +207,12 @@ impl Release {
             .expect("two releases")
     }
 
-    /// srun's exit statuses when one task fails with `code` and tfcluster stops the others:
-    /// the failed task's from 23.11 (the stopped ones count as successful); before, 137 (srun
-    /// keeps the highest signal, and the stopped tasks were killed) unless the task's own
-    /// signal is higher (SEGV: 139), or the failed task's when srun stops waiting for the
-    /// others first (seen on 22.05 when a task fails in `task_init`).
+    /// srun's exit statuses when one task ends with `code` (a failure, or the chief's success:
+    /// 0) and tfcluster stops the others: that task's from 23.11 (the stopped ones count as
+    /// successful); before, 137 (srun keeps the highest signal, and the stopped tasks were
+    /// killed) unless the task's own signal is higher (SEGV: 139), or that task's when srun
+    /// stops waiting for the others first (seen on 22.05 when a task fails in `task_init`, and
+    /// for a ParameterServerStrategy chief that failed or succeeded with the machine busy).
     pub fn failed_step_statuses(&self, code: i32) -> Vec<i32> {
         if self.stopped_tasks_succeed {
             vec![code]
