@@ -551,8 +551,11 @@ pub fn trained_together(what: &str, stdout: &str, roles: &[&str]) {
 
 /// What a step that ends with its chief (end_with_chief) must show, from its output with a
 /// `SRUN|<status>|<unix time>` line after srun: srun's status is one of `statuses` (the chief's
-/// exit as this release reports a stopped step), srun returned within 30 s of `result_time`
-/// (the chief's unix time when it was done), and no task of `program` is left on any node.
+/// exit as this release reports a stopped step), srun returned within 120 s of `result_time`
+/// (the chief's unix time when it was done), well before the 5-minute time limit the tests'
+/// steps run with, which servers that join forever would otherwise reach (the bound is no
+/// speed claim: with the machine busy the end once took 33 s, 2026-11-27, 22.05), and no task
+/// of `program` is left on any node.
 pub fn ended_with_the_chief(
     what: &str,
     stdout: &str,
@@ -570,7 +573,7 @@ pub fn ended_with_the_chief(
     let delay = srun[1].parse::<f64>().unwrap() - result_time.parse::<f64>().unwrap();
     eprintln!("{what}: srun returned {delay:.2} s after the chief's result");
     assert!(
-        delay < 30.0,
+        delay < 120.0,
         "{what}: the step ran on {delay:.1} s after the chief was done"
     );
     let left = cluster_pgrep(&format!("[{}]{}", &program[..1], &program[1..]));
