@@ -327,6 +327,23 @@ fn the_docs_quote_srun_placeholder_tf_config() {
     }
 }
 
+/// README and the admin guide quote the line slurmd's log and `srun -v` print for the plugin
+/// loaded (`loaded_line`, up to the release it names, which the quotes give as an example): a
+/// changed text fails here, not in an admin's check after an install.
+#[test]
+fn the_docs_quote_the_loaded_line() {
+    let line = format!("tfcluster: {}", tfcluster::spank::hooks::loaded_line());
+    let (before_release, _) = line.rsplit_once(' ').unwrap();
+    let pages = pages();
+    for page in ["README.md", "docs/admin-guide.md"] {
+        let body = &pages[Path::new(page)];
+        assert!(
+            body.contains(&format!("{before_release} ")),
+            "{page} does not quote {before_release:?}"
+        );
+    }
+}
+
 /// The admin guide's table of what each plugin fault does is the one tests/plugstack.rs runs on
 /// every release (printed on failure, to paste).
 #[test]
