@@ -236,11 +236,11 @@ fn install_upgrade_and_removal_in_the_documented_order() {
     let d = d.display();
     let during = run(&format!(
         "rm -rf {d}; mkdir -m 1777 {d}
-srun -N2 -n2 -w {NODES} -t 2 --tf-cluster=worker:* bash -c 'touch {d}/ready.$SLURM_PROCID; for i in $(seq 300); do [ -e {d}/upgraded ] && break; sleep 0.1; done; echo \"TASK|$SLURM_PROCID|$TF_CONFIG\"' >{d}/out 2>&1 &
+srun -N2 -n2 -w {NODES} -t 2 --tf-cluster=worker:* bash -c 'echo $SLURM_JOB_ID >{d}/job; touch {d}/ready.$SLURM_PROCID; for i in $(seq 300); do [ -e {d}/upgraded ] && break; sleep 0.1; done; echo \"TASK|$SLURM_PROCID|$TF_CONFIG\"' >{d}/out 2>&1 &
 step=$!
 for i in $(seq 300); do [ -e {d}/ready.0 ] && [ -e {d}/ready.1 ] && break; sleep 0.1; done
 {upgrade} >&2
-for n in {nodes}; do echo \"DURING|$n|$(nsenter --net=/run/netns/tfc-$n nft list tables | grep -c tfcluster_)\"; done
+for n in {nodes}; do echo \"DURING|$n|$(nsenter --net=/run/netns/tfc-$n nft list tables | grep -c \"tfcluster_$(cat {d}/job)_\")\"; done
 touch {d}/upgraded; wait $step; echo \"STEP|$?\"; cat {d}/out"
     ));
     assert_eq!(records(&during, "STEP"), [["0"]], "{during}");
@@ -248,7 +248,7 @@ touch {d}/upgraded; wait $step; echo \"STEP|$?\"; cat {d}/out"
     assert_eq!(
         records(&during, "DURING"),
         [["n011", "1"], ["n012", "1"]],
-        "the running job's tables after the upgrade: {during}"
+        "the running job's own tables after the upgrade: {during}"
     );
     // 5. slurmd restarted: it says it loaded the plugin, and the next step runs through it.
     let seen = slurmd_lines(&nodes);
