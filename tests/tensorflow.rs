@@ -526,6 +526,10 @@ fn a_task_that_fails_at_start_ends_training() {
     }
 }
 
+/// The step the tests of a lost server train in: a chief and a ps on n011, one worker on each
+/// other node (spec, nodes, tasks per node), so that a worker's node holds that worker alone.
+const PS_TRAINING: (&str, &str, &str) = ("chief:1,ps:1,worker:*", "n011,n012,n9,n10", "2,1(x3)");
+
 /// One server of [`MID_TRAINING`], which fails (exits 3) once the chief has trained half of its
 /// steps (ps_join.py's `TFC_FAIL`), in a step of a chief, a ps and three workers.
 struct MidTraining {
@@ -552,7 +556,7 @@ const MID_TRAINING: &[MidTraining] = &[
 fn parameter_server_training_survives_a_workers_failure_and_not_a_ps() {
     let release = common::release::current();
     let _defaults = PlugStack::defaults();
-    let (spec, nodes, tasks_per_node) = ("chief:1,ps:1,worker:*", "n011,n012,n9,n10", "2,1(x3)");
+    let (spec, nodes, tasks_per_node) = PS_TRAINING;
     let plan = common::plan(spec, &[], &common::step(nodes, tasks_per_node, None));
     let program = format!("{} {}", python(), tool("ps_join.py"));
     for MidTraining {
@@ -621,7 +625,7 @@ echo \"SRUN|$?|$(date +%s.%N)\""
 fn parameter_server_training_survives_a_lost_worker_node_with_no_kill() {
     let release = common::release::current();
     let _defaults = PlugStack::defaults();
-    let (spec, nodes, tasks_per_node) = ("chief:1,ps:1,worker:*", "n011,n012,n9,n10", "2,1(x3)");
+    let (spec, nodes, tasks_per_node) = PS_TRAINING;
     let plan = common::plan(spec, &[], &common::step(nodes, tasks_per_node, None));
     // Worker 1: rank 3.
     let node = plan.hosts[common::where_is(&plan, 3).0].clone();
