@@ -38,7 +38,8 @@ perf_share() { # plugstack line, srun options... -> percent of all samples in th
     perf report -i "$data" --sort dso -F overhead,dso --stdio 2>/dev/null |
         awk -v so="$so" '$2 == so {sub("%", "", $1); p = $1} END {print p + 0}'
 }
-if perf record -q -a -o "$out/perf.data" -- true >/dev/null 2>&1; then
+# (Not with TFC_SCALE_MODES: a run of some modes alone.)
+if [ -z "${TFC_SCALE_MODES:-}" ] && perf record -q -a -o "$out/perf.data" -- true >/dev/null 2>&1; then
     size=$(sed -n 's/.*"tf_config_bytes":\([0-9]*\).*/\1/p' "$out/scale.jsonl")
     a=$(perf_share "$plugin" --tf-cluster=chief:1,ps:8,worker:*,end_with_chief=no)
     e=$(perf_share "$out/setenv_floor.so $size")

@@ -7,6 +7,7 @@ rel = list(dict.fromkeys(r["release"] for r in rows))
 def of(kind):
     return {r["release"]: r for r in rows if kind in r}
 w, c, m, p = of("launch"), of("cpu"), of("memory"), of("perf")
+pk = of("packaged_ms")
 size = next(iter(w.values()))["tf_config_bytes"]
 print("| `srun -N64 -n4096 true`, median of %d interleaved runs | " % next(iter(w.values()))["runs"]
       + " | ".join(f"Slurm {r}" for r in rel) + " |")
@@ -26,6 +27,10 @@ row("**(h) the default: `--tf-cluster=chief:1,ps:8,worker:*`, every setting at i
     [f"**{w[r]['default_ms']} ms**" if "default_ms" in w[r] else "-" for r in rel])
 row("(i) as (a), with `keras=3,tuner=yes` (JAX's, Keras's and Keras Tuner's variables too)",
     [f"{w[r]['jax_ms']} ms" if "jax_ms" in w[r] else "-" for r in rel])
+row("**(j) the packaged line: `optional PLUGIN isolate=yes`, `--tf-cluster=chief:1,ps:8,worker:*`**",
+    [f"**{pk[r]['packaged_ms']} ms**" if r in pk else "-" for r in rel])
+row("**machine CPU per launch, j/d** (the packaged line against exporting a variable of TF_CONFIG's size yourself)",
+    [f"**{pk[r]['cpu_packaged_over_d']:.3f}**" if r in pk else "-" for r in rel])
 row("a/c", [f"{w[r]['a_over_c']:.3f}" for r in rel])
 row("**a/d** (goal: within 1.02)", [f"**{w[r]['a_over_d']:.3f}**" for r in rel])
 row("**h/d**, the default against exporting a variable of TF_CONFIG's size yourself", [f"**{w[r]['h_over_d']:.3f}**" if "h_over_d" in w[r] else "-" for r in rel])

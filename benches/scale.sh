@@ -19,11 +19,16 @@
 #           Tuner's variables (a few dozen bytes: KERAS_DISTRIBUTION_JOB_ADDRESSES is rank 0's endpoint)
 #   isolate: as `option`, with isolate=yes in plugstack.conf: every node installs the step's
 #           firewall (4096 endpoints) before its tasks start and removes it as its slurmstepd exits
+#   packaged: the line the packages install (`optional PLUGIN isolate=yes`, the Makefile's
+#           snippet) and --tf-cluster=chief:1,ps:8,worker:*: what a site that installs the
+#           package gets, every setting at its default
 #   spank:  instead of tfcluster, benches/setenv_floor.c, which only hands every task a
 #           variable of that size with spank_setenv (what any per-task delivery through SPANK
 #           pays: Slurm's own setenv, per task); a/e is then tfcluster's own work
 # and slurmstepd's resident memory per node during such a step, with and without the option.
 # Output: JSON lines. Usage: benches/scale.sh PLUGIN.so [RUNS]
+# TFC_SCALE_MODES="packaged default floor" (any of the modes above) runs those alone, in turn,
+# and prints one line of their medians and each one against the floor (d) instead.
 set -euo pipefail
 plugin=${1:?usage: benches/scale.sh PLUGIN.so [RUNS]}
 runs=${2:-5}
@@ -65,6 +70,7 @@ run() { # mode -> prints "wall_ms cpu_ms"
     local s b
     case $1 in
         option|loaded|apptainer|default|jax) echo "required $plugin" > "$stack" ;;
+        packaged) echo "optional $plugin isolate=yes" > "$stack" ;;
         # port_range covers the ports the test cluster reserves (MpiParams), as a site's must.
         isolate) echo "required $plugin isolate=yes port_range=12000-32767" > "$stack" ;;
         none|floor) : > "$stack" ;;
@@ -74,7 +80,7 @@ run() { # mode -> prints "wall_ms cpu_ms"
     s=$(date +%s%N) b=$(busy_ms)
     case $1 in
         option|isolate) srun "${step[@]}" "$spec" true ;;
-        default) srun "${step[@]}" "$default_spec" true ;;
+        default|packaged) srun "${step[@]}" "$default_spec" true ;;
         apptainer) srun "${step[@]}" "$default_spec,apptainer_env=always" true ;;
         jax) srun "${step[@]}" "$spec,keras=3,tuner=yes" true ;;
         loaded|none|spank) srun "${step[@]}" true ;;
@@ -83,16 +89,35 @@ run() { # mode -> prints "wall_ms cpu_ms"
     echo $((($(date +%s%N) - s) / 1000000)) $(($(busy_ms) - b))
 }
 declare -A t c
+modes=${TFC_SCALE_MODES:-option loaded none floor spank apptainer isolate default jax packaged}
 for _ in $(seq "$runs"); do
-    for mode in option loaded none floor spank apptainer isolate default jax; do
+    for mode in $modes; do
         read -r wall cpu < <(run $mode)
         t[$mode]+="$wall " c[$mode]+="$cpu "
     done
 done
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", a / b}'; }
+if [ -n "${TFC_SCALE_MODES:-}" ]; then
+    # The chosen modes: medians, and each against the floor (d) where it ran.
+    line='{"some_modes":"srun -N64 -n4096 true","runs":'$runs',"tf_config_bytes":'$size
+    for mode in $modes; do
+        w=$(median <<<"${t[$mode]}") m=$(median <<<"${c[$mode]}")
+        line+=",\"$mode\":{\"wall_ms\":$w,\"cpu_ms\":$m,\"all_wall\":\"${t[$mode]% }\",\"all_cpu\":\"${c[$mode]% }\""
+        if [ -n "${t[floor]:-}" ] && [ "$mode" != floor ]; then
+            line+=",\"wall_over_d\":$(ratio "$w" "$(median <<<"${t[floor]}")"),\"cpu_over_d\":$(ratio "$m" "$(median <<<"${c[floor]}")")"
+        fi
+        line+="}"
+    done
+    echo "$line}"
+    echo "required $plugin" > "$stack"
+    exit 0
+fi
 o=$(median <<<"${t[option]}") l=$(median <<<"${t[loaded]}") n=$(median <<<"${t[none]}")
 f=$(median <<<"${t[floor]}") e=$(median <<<"${t[spank]}") ap=$(median <<<"${t[apptainer]}")
 g=$(median <<<"${t[isolate]}") h=$(median <<<"${t[default]}") i=$(median <<<"${t[jax]}")
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", a / b}'; }
+pk=$(median <<<"${t[packaged]}") cpk=$(median <<<"${c[packaged]}")
+printf '{"packaged_ms":%s,"packaged_over_d":%s,"cpu_packaged_ms":%s,"cpu_packaged_over_d":%s,"all":{"wall":"%s","cpu":"%s"}}\n' \
+    "$pk" "$(ratio "$pk" "$(median <<<"${t[floor]}")")" "$cpk" "$(ratio "$cpk" "$(median <<<"${c[floor]}")")" "${t[packaged]% }" "${c[packaged]% }"
 printf '{"launch":"srun -N64 -n4096 true","runs":%s,"tf_config_bytes":%s,"option_ms":%s,"loaded_ms":%s,"none_ms":%s,"floor_ms":%s,"spank_ms":%s,"apptainer_ms":%s,"isolate_ms":%s,"default_ms":%s,"a_over_c":%s,"a_over_d":%s,"a_over_e":%s,"e_over_d":%s,"f_over_a":%s,"g_over_a":%s,"h_over_a":%s,"h_over_d":%s,"jax_ms":%s,"i_over_a":%s,"all":{"a":"%s","b":"%s","c":"%s","d":"%s","e":"%s","f":"%s","g":"%s","h":"%s","i":"%s"}}\n' \
     "$runs" "$size" "$o" "$l" "$n" "$f" "$e" "$ap" "$g" "$h" "$(ratio "$o" "$n")" "$(ratio "$o" "$f")" "$(ratio "$o" "$e")" "$(ratio "$e" "$f")" "$(ratio "$ap" "$o")" "$(ratio "$g" "$o")" "$(ratio "$h" "$o")" "$(ratio "$h" "$f")" "$i" "$(ratio "$i" "$o")" \
     "${t[option]% }" "${t[loaded]% }" "${t[none]% }" "${t[floor]% }" "${t[spank]% }" "${t[apptainer]% }" "${t[isolate]% }" "${t[default]% }" "${t[jax]% }"

@@ -9,7 +9,7 @@
 # Seeds come from the table tests (fuzz/seeds.py); the growing corpus is kept in
 # fuzz/corpus/ (not committed). Prints executions, crashes and hangs (inputs over 5 s) per
 # target, and exits non-zero when any target crashed or hung; crashing inputs are saved in
-# fuzz/artifacts/TARGET/ to become table tests.
+# fuzz/artifacts/TARGET/ to become table tests. Builds in fuzz/target, or CARGO_TARGET_DIR.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here"
@@ -43,7 +43,7 @@ for t in "${targets[@]}"; do
     log=$(mktemp)
     mark=$(mktemp) # only artifacts newer than this are this run's
     set +e
-    "target/$host/release/$t" "$corpora/$t" "seeds/$t" "${budget[@]}" -timeout=5 \
+    "${CARGO_TARGET_DIR:-target}/$host/release/$t" "$corpora/$t" "seeds/$t" "${budget[@]}" -timeout=5 \
         -rss_limit_mb=2048 -max_len=4096 -print_final_stats=1 -artifact_prefix="artifacts/$t/" \
         >"$log" 2>&1
     rc=$?

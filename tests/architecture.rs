@@ -1,100 +1,171 @@
 //! The core's modules read bottom-up: no module uses one that uses it back, directly or through
-//! others (each `super::NAME` in the code of src/core/MODULE.rs, not its comments, is an edge).
+//! others (each `super::PATH` or `crate::core::PATH` in the code of a file of src/core, not its
+//! comments, is an edge to the module the path names). A directory module (src/core/NAME/) is a
+//! module of its own, `NAME`, with an edge to each of its files (`NAME::FILE`): what uses it may
+//! reach any of them.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-/// Each core module and the core modules it names with `super::`.
-fn core_modules() -> BTreeMap<String, BTreeSet<String>> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/core");
-    let mut graph = BTreeMap::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        let name = path.file_stem().unwrap().to_str().unwrap().to_string();
-        if name == "mod" {
-            continue;
+/// Every file of the core with its module's path (`isolation::rules` for
+/// src/core/isolation/rules.rs, `isolation` for its mod.rs; the core's own mod.rs is left out).
+fn core_files() -> Vec<(String, PathBuf)> {
+    fn walk(dir: &Path, module: &str, out: &mut Vec<(String, PathBuf)>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_stem().unwrap().to_str().unwrap().to_string();
+            let child = match module {
+                "" => name.clone(),
+                _ => format!("{module}::{name}"),
+            };
+            match (path.is_dir(), name.as_str()) {
+                (true, _) => walk(&path, &child, out),
+                (false, "mod") if module.is_empty() => {}
+                (false, "mod") => out.push((module.to_string(), path)),
+                (false, _) => out.push((child, path)),
+            }
         }
+    }
+    let mut out = Vec::new();
+    walk(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src/core"),
+        "",
+        &mut out,
+    );
+    out
+}
+
+/// Each core module and the core modules it names.
+fn core_modules() -> BTreeMap<String, BTreeSet<String>> {
+    let files = core_files();
+    let known: BTreeSet<String> = files.iter().map(|(m, _)| m.clone()).collect();
+    let mut graph = BTreeMap::new();
+    for (module, path) in &files {
         // Code only: a doc comment may point at any module.
-        let text: String = std::fs::read_to_string(&path)
+        let text: String = std::fs::read_to_string(path)
             .unwrap()
             .lines()
             .filter(|l| !l.trim_start().starts_with("//"))
             .collect::<Vec<_>>()
             .join("\n");
-        let uses = edges(&text, &name);
-        graph.insert(name, uses);
+        let mut uses = edges(&text, module, &known);
+        // A directory module reaches each of its files.
+        let children = known.iter().filter(|k| parent(k) == module.as_str());
+        uses.extend(children.cloned());
+        graph.insert(module.clone(), uses);
     }
     graph
 }
 
-/// The core modules `text` (the code of module `own`) names: `super::a::f`, `crate::core::a`,
-/// and each item of a group, `use super::{a, b::{C, D}}`.
-fn edges(text: &str, own: &str) -> BTreeSet<String> {
+/// The module `module` is a file of: `isolation` for `isolation::rules`, "" (the core) for
+/// `settings`.
+fn parent(module: &str) -> &str {
+    module.rsplit_once("::").map_or("", |(p, _)| p)
+}
+
+/// The core modules `text` (the code of module `own`) names: `super::a::f` (a sibling of
+/// `own`), `crate::core::a::b::f`, and each item of a group, `use super::{a, b::{C, D}}`, each
+/// as the longest of its prefixes that is a module of `known`.
+fn edges(text: &str, own: &str, known: &BTreeSet<String>) -> BTreeSet<String> {
     let mut used = BTreeSet::new();
-    for prefix in ["super::", "crate::core::"] {
+    for (prefix, base) in [("super::", parent(own)), ("crate::core::", "")] {
         for rest in text.split(prefix).skip(1) {
-            match rest.strip_prefix('{') {
-                Some(group) => used.extend(group_items(group)),
-                None => used.extend([first_name(rest)]),
+            for path in paths(rest) {
+                let full = match base {
+                    "" => path,
+                    _ => format!("{base}::{path}"),
+                };
+                let segments: Vec<&str> = full.split("::").collect();
+                let module = (1..=segments.len())
+                    .rev()
+                    .map(|n| segments[..n].join("::"))
+                    .find(|m| known.contains(m));
+                used.extend(module);
             }
         }
     }
-    used.retain(|u| !u.is_empty() && u != own && u != "super");
+    used.retain(|u| u != own);
     used
 }
 
-/// The first path segment of each top-level item of a `{...}` group (the text after `{`).
-fn group_items(group: &str) -> Vec<String> {
-    let (mut items, mut depth, mut start) = (Vec::new(), 0, true);
+/// The paths a `use` tree or an expression names from its start: `a::b::f` is one path,
+/// `a::{b, c::{D, E}}` three (`a::b`, `a::c::D`, `a::c::E`).
+fn paths(rest: &str) -> Vec<String> {
+    if let Some(group) = rest.strip_prefix('{') {
+        return group_items(group)
+            .iter()
+            .flat_map(|item| paths(item))
+            .collect();
+    }
+    let name: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect();
+    if name.is_empty() {
+        return Vec::new();
+    }
+    match rest[name.len()..].strip_prefix("::") {
+        Some(tail) => match paths(tail).as_slice() {
+            [] => vec![name],
+            more => more.iter().map(|p| format!("{name}::{p}")).collect(),
+        },
+        None => vec![name],
+    }
+}
+
+/// The text of each top-level item of a `{...}` group (the text after `{`).
+fn group_items(group: &str) -> Vec<&str> {
+    let (mut items, mut depth, mut start) = (Vec::new(), 0, None);
     for (at, c) in group.char_indices() {
         match c {
-            '{' => depth += 1,
-            '}' if depth == 0 => break,
-            '}' => depth -= 1,
-            ',' if depth == 0 => start = true,
-            c if start && !c.is_whitespace() => {
-                items.push(first_name(&group[at..]));
-                start = false;
+            '}' | ',' if depth == 0 => {
+                items.extend(start.take().map(|s| &group[s..at]));
+                if c == '}' {
+                    break;
+                }
             }
+            '{' => depth += 1,
+            '}' => depth -= 1,
+            c if start.is_none() && !c.is_whitespace() => start = Some(at),
             _ => {}
         }
     }
     items
 }
 
-fn first_name(rest: &str) -> String {
-    rest.chars()
-        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-        .collect()
-}
-
-/// How the check reads a module's code: (code, the modules it names).
+/// How the check reads a module's code: (the module, code, the modules it names).
 #[rustfmt::skip]
 #[test]
 fn each_way_of_naming_a_module_is_an_edge() {
-    let cases: &[(&str, &[&str])] = &[
-        ("use super::address::Endpoints;",             &["address"]),
-        ("let x = super::text::decimal(s);",           &["text"]),
-        ("use super::{address, text::decimal};",       &["address", "text"]),
-        ("use super::{error::{Error, Result}, layout};", &["error", "layout"]),
-        ("use super::{\n    gpus,\n    ports::Place,\n};",  &["gpus", "ports"]),
-        ("use crate::core::{spec::Spec, topology};",    &["spec", "topology"]),
-        ("use crate::core::het::Component;",            &["het"]),
-        ("use super::own::Thing;",                      &[]),
-        ("use std::collections::BTreeMap;",             &[]),
+    let known: BTreeSet<String> = ["address", "text", "error", "layout", "gpus", "ports", "spec",
+        "topology", "het", "own", "isolation", "isolation::rules", "isolation::tables"]
+        .iter().map(|s| s.to_string()).collect();
+    let cases: &[(&str, &str, &[&str])] = &[
+        ("own", "use super::address::Endpoints;",                      &["address"]),
+        ("own", "let x = super::text::decimal(s);",                    &["text"]),
+        ("own", "use super::{address, text::decimal};",                &["address", "text"]),
+        ("own", "use super::{error::{Error, Result}, layout};",        &["error", "layout"]),
+        ("own", "use super::{\n    gpus,\n    ports::Place,\n};",     &["gpus", "ports"]),
+        ("own", "use crate::core::{spec::Spec, topology};",            &["spec", "topology"]),
+        ("own", "use crate::core::het::Component;",                    &["het"]),
+        ("own", "use super::own::Thing;",                              &[]),
+        ("own", "use std::collections::BTreeMap;",                     &[]),
+        ("own", "use super::isolation::rules::StepFirewall;",          &["isolation::rules"]),
+        ("own", "isolation::rules::check_ports(range, ports)?; use super::isolation;", &["isolation"]),
+        ("isolation::rules", "use super::tables::{ended_table_name, table_name};", &["isolation::tables"]),
+        ("isolation::rules", "use crate::core::text::decimal;",        &["text"]),
+        ("isolation::tables", "use crate::core::isolation::{rules::OWNED, tables};", &["isolation::rules"]),
     ];
-    for (code, want) in cases {
+    for (own, code, want) in cases {
         let want: BTreeSet<String> = want.iter().map(|s| s.to_string()).collect();
-        assert_eq!(edges(code, "own"), want, "{code}");
+        assert_eq!(edges(code, own, &known), want, "{own}: {code}");
     }
 }
 
 /// The core never reaches up into the SPANK shell, by name or through its parent.
 #[test]
 fn the_core_never_names_the_shell() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/core");
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
+    for (_, path) in core_files() {
         let text = std::fs::read_to_string(&path).unwrap();
         for (n, line) in text.lines().enumerate() {
             let code = line.split("//").next().unwrap_or("");

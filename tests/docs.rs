@@ -445,3 +445,36 @@ fn the_build_knows_the_newest_tested_release() {
         last
     );
 }
+
+/// The admin guide's "Check every node" table has a row for each part of a node's line as
+/// `core::check` writes it (an all-well node's line, split at ` | `).
+#[test]
+fn the_admin_guide_names_each_part_of_the_checks_line() {
+    use tfcluster::core::check::{Isolation, NodeCheck, Slurmd};
+    use tfcluster::core::container::{ApptainerEnv, Runtimes};
+    let line = NodeCheck {
+        node: "n9",
+        copy: "0.11.0 24.11",
+        srun: Some("0.11.0 24.11"),
+        srun_isolates: Some(true),
+        slurmd: Slurmd::ThisFile,
+        claims: Ok(()),
+        settings: Ok(()),
+        isolation: Isolation::Works { held: true },
+        apptainer: (ApptainerEnv::Found, Runtimes::NONE),
+        oci: None,
+        run_dir: Vec::new(),
+    }
+    .verdict()
+    .line;
+    let guide = &pages()[Path::new("docs/admin-guide.md")];
+    let parts: Vec<&str> = line.split(" | ").collect();
+    assert!(parts.len() > 5, "{line}");
+    for part in &parts[1..parts.len() - 1] {
+        let head = part.split(':').next().unwrap_or(part);
+        assert!(
+            guide.contains(&format!("| `{head}")),
+            "docs/admin-guide.md's check table has no row for {head:?} (of {line})"
+        );
+    }
+}

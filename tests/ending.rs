@@ -6,7 +6,7 @@
 
 mod common;
 use common::cluster::{
-    cluster_pgrep, dir, end_line, sh, stop_line, tool, PlugStack, CLUSTER_SETTINGS,
+    cluster_pgrep, dir, end_line, hold_oom_count, sh, stop_line, tool, PlugStack, CLUSTER_SETTINGS,
 };
 use common::release;
 use common::{plan, step, tf_config};
@@ -204,7 +204,7 @@ fn task_ends() -> Vec<TaskEnd> {
         // One node: the test nodes share one kernel, whose OOM count every node would read (on
         // a real cluster each node counts its own).
         TaskEnd { what: "the OOM killer", spec: "worker:*", nodes: 1, tasks_per_node: 2,
-                  actions: &["worker:1=oom", "default=sleep 299"], status: Failed(128 + 9),
+                  actions: &["worker:1=oom {dir}", "default=sleep 299"], status: Failed(128 + 9),
                   stopped_by: Some((1, 9, true)), survived: None, lasts: 0.0, saves: false },
         TaskEnd { what: "a signal someone sent is not a failure", spec: "worker:*", nodes: 2, tasks_per_node: 2,
                   actions: &["worker:1=signal TERM", "default=sleep 3"], status: Exactly(128 + 15),
@@ -242,6 +242,8 @@ fn which_task_end_ends_the_step() {
             .iter()
             .map(|a| format!("'{}'", a.replace("{dir}", &dir().display().to_string())))
             .collect();
+        let oom_row = row.stopped_by.is_some_and(|(_, _, oom)| oom);
+        let _count = hold_oom_count(oom_row);
         let started = std::time::Instant::now();
         let out = sh(&format!(
             "srun {args} --tf-cluster={} {} {}",
@@ -305,7 +307,20 @@ fn which_task_end_ends_the_step() {
             "{what}: whether the chief saved\n{stderr}"
         );
     }
-    let _ = sh("rmdir /sys/fs/cgroup/memory/tfc-oom-* /sys/fs/cgroup/tfc-oom-* 2>/dev/null");
+    // This cluster's OOM cgroups (tests/cluster/ending.sh names them), once the killed task has
+    // left them (an rmdir while it is still exiting fails, and the cgroup stays: the next run's
+    // task of the same job ID was refused one, 2026-11-28).
+    let _ = sh(&format!(
+        "for cg in /sys/fs/cgroup/memory/tfc-oom-{lane}-* /sys/fs/cgroup/tfc-oom-{lane}-*; do
+             [ -d \"$cg\" ] || continue
+             for i in $(seq 50); do [ -n \"$(cat \"$cg/cgroup.procs\")\" ] || break; sleep 0.1; done
+             rmdir \"$cg\"
+         done 2>/dev/null",
+        lane = common::cluster::dir()
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+    ));
 }
 
 #[test]

@@ -1,4 +1,4 @@
-//! The rules `isolate=yes` writes (src/core/isolation.rs), in a kernel. Each node's tables are
+//! The rules `isolate=yes` writes (src/core/isolation/rules.rs), in a kernel. Each node's tables are
 //! loaded through libnftables as slurmstepd loads them, in network namespaces that stand for the
 //! step's two nodes, a node outside it, and a network each node forwards and NATs to its own
 //! addresses (tests/cluster/firewall.sh); then every attempt the owner or another user can make
@@ -13,7 +13,7 @@ mod common;
 use common::cluster::{dir, records, sh, sh_ok, tool};
 use common::{plan, step};
 use std::net::IpAddr;
-use tfcluster::core::isolation::{ended_table_name, removal};
+use tfcluster::core::isolation::tables::{ended_table_name, removal};
 use tfcluster::core::StepPlan;
 
 /// The job's owner, and another user (numeric: `setpriv` needs no account).

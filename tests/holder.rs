@@ -1,6 +1,6 @@
-//! The holder of ended tables (`isolate=yes`, the job's extern step: src/core/holding.rs says
+//! The holder of ended tables (`isolate=yes`, the job's extern step: src/core/isolation/holding.rs says
 //! why): first its lifecycle as the core decides it, a table of transitions from one look at
-//! its directory and the node's tables; then the real holder (src/spank/holder.rs, its thread,
+//! its directory and the node's tables; then the real holder (src/spank/isolation/holder.rs, its thread,
 //! inotify and files) on the host, with slurmstepd's real side of the handover, and the node's
 //! nftables and slurmctld passed in as stand-ins that behave as the kernel does: a table owned
 //! by a libnftables context goes when the context does. On the test cluster, the same holder
@@ -11,13 +11,13 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tfcluster::core::claims::Owner;
-use tfcluster::core::holding::{
-    holder_text, reinstalled_line, whose, Act, HolderFile, Holding, Look, Stage, StepKey,
-    HOLDER_FILE, UNLOADED_LINE,
+use tfcluster::core::isolation::handover::{holder_text, Stage, HOLDER_FILE};
+use tfcluster::core::isolation::holding::{
+    reinstalled_line, whose, Act, HolderFile, Holding, Look, StepKey, UNLOADED_LINE,
 };
-use tfcluster::core::isolation::ended_table_name;
-use tfcluster::spank::handover::{hand_over_in, Handed};
-use tfcluster::spank::holder::{start, Holder, Passed, Tables};
+use tfcluster::core::isolation::tables::ended_table_name;
+use tfcluster::spank::isolation::handover::{hand_over_in, Handed};
+use tfcluster::spank::isolation::holder::{start, Holder, Passed, Tables};
 use tfcluster::spank::process;
 
 use HolderFile::{Mine, NoneLive, OtherLive};
@@ -207,7 +207,7 @@ struct Node {
 /// What slurmstepd leaves for step 12.3: its ended table's script.
 const ENDED: &str = "table inet tfcluster_12_3_ended {\n\tchain output {\n\t}\n}\n";
 
-/// How often these holders ask slurmctld (a node asks every [`tfcluster::core::holding::ASK`]).
+/// How often these holders ask slurmctld (a node asks every [`tfcluster::core::isolation::holding::ASK`]).
 const ASK: Duration = Duration::from_millis(20);
 
 impl Node {

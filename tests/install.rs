@@ -11,7 +11,7 @@ use common::release::{self, Install};
 use std::path::Path;
 use std::process::Command;
 use tfcluster::core::claims::{CLAIMS_DIR, LOCK_FILE};
-use tfcluster::core::holding::{HELD_DIR, TOLD_FILE};
+use tfcluster::core::isolation::handover::{HELD_DIR, TOLD_FILE};
 use tfcluster::core::run_dir::RUN_DIR;
 
 fn root() -> &'static Path {

@@ -8,19 +8,22 @@ use common::cluster::{cluster_sh, dir, records, sh, sh_ok, tool, PlugStack, CLUS
 use common::*;
 use std::net::IpAddr;
 use tfcluster::core::claims::Owner;
-use tfcluster::core::holding::{
-    holder_of, holder_text, job_dir, legacy_slurmd_dir, next_to_ask, no_holder_line, node_dir,
-    stage_file, step_file, step_of, take_over, Stage, ASK, HELD_DIR, LEGACY_SLURMD_HOLDER,
-    TOLD_FILE, UNLOADED_LINE,
+use tfcluster::core::isolation::handover::{
+    holder_of, holder_text, job_dir, legacy_slurmd_dir, no_holder_line, node_dir, stage_file,
+    step_file, step_of, take_over, Stage, HELD_DIR, LEGACY_SLURMD_HOLDER, TOLD_FILE,
 };
-use tfcluster::core::isolation::{
-    check_syncookies, check_tables, ended_steps, ended_table_name, job_tables, other_tables,
-    persistent, removal, set_ports, table_name, OWNED, OWNED_PERSISTENT, SYNCOOKIES,
+use tfcluster::core::isolation::holding::{next_to_ask, ASK, UNLOADED_LINE};
+use tfcluster::core::isolation::rules::{
+    check_syncookies, persistent, OWNED, OWNED_PERSISTENT, SYNCOOKIES,
+};
+use tfcluster::core::isolation::tables::{
+    check_tables, ended_steps, ended_table_name, job_tables, other_tables, removal, set_ports,
+    table_name,
 };
 use tfcluster::core::topology::ConfFile::{self, Missing, Text, Unreadable};
 use tfcluster::core::Error;
 use tfcluster::core::StepInputs;
-use tfcluster::spank::nftables::LIBRARY;
+use tfcluster::spank::isolation::nftables::{Nft, LIBRARY};
 
 /// The test cluster's addresses (tests/cluster/cluster.sh), one IPv6 address, and a duplicate
 /// (a name listed twice in /etc/hosts).
@@ -335,12 +338,69 @@ fn a_node_that_answers_every_attempt_with_a_syn_cookie_refuses_the_step() {
     }
 }
 
+/// libnftables 1.0.6 calls `exit()` where it cannot open its netlink socket: with no descriptor
+/// free, the plugin does not call it, and says why (in a child process whose descriptors are all
+/// taken: this test's binary again, as [`NO_DESCRIPTOR`] says).
+#[test]
+fn libnftables_is_not_called_without_a_free_descriptor() {
+    if std::env::var_os(NO_DESCRIPTOR).is_some() {
+        // The lowest free descriptor: the limit set there leaves none free below it.
+        // SAFETY: dup and close of a descriptor this process holds (stdin).
+        let free = unsafe { libc::dup(0) };
+        assert!(free >= 0);
+        unsafe { libc::close(free) };
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: valid rlimits for this process.
+        assert_eq!(
+            unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) },
+            0
+        );
+        limit.rlim_cur = free as libc::rlim_t;
+        assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &limit) }, 0);
+        let error = Nft::open().err().expect("opened with no descriptor free");
+        println!("{NO_DESCRIPTOR}: {error}");
+        return;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "libnftables_is_not_called_without_a_free_descriptor",
+            "--nocapture",
+        ])
+        .args(["--test-threads=1"])
+        .env(NO_DESCRIPTOR, "1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = stdout
+        .lines()
+        .find(|l| l.contains(NO_DESCRIPTOR))
+        .unwrap_or_default();
+    assert!(
+        line.contains("cannot open a netfilter netlink socket") && line.contains("not called"),
+        "{stdout}"
+    );
+}
+
+/// Set for the child of [`libnftables_is_not_called_without_a_free_descriptor`].
+const NO_DESCRIPTOR: &str = "TFC_TEST_NO_DESCRIPTOR";
+
+/// Each node's address is resolved once, however many of its tasks (endpoints) the rules name.
+/// (Two nodes never share an address: `address=` needs `%h`, and a step names a node once.)
 #[test]
 fn an_address_is_resolved_once() {
     let plan = plan(
         "worker:*",
         &["isolate=yes", "address=%hgw"],
-        &step("n9,n10", "1,1", None),
+        &step("n9,n10", "3,3", None),
     );
     let mut asked = Vec::new();
     plan.firewall(1, 0, 0, 0, |a| {
@@ -1008,19 +1068,26 @@ cat {d}/step.err >&2",
         assert_eq!(names, expected, "{what}");
         assert_eq!(records(&stdout, "LEFT"), [["0"]], "{what}: rules left");
         let line = no_holder_line(job.parse().unwrap(), 0);
-        let told = [0, 1].map(|i| {
-            let log = std::fs::read(&logs[i]).unwrap_or_default();
-            let new = log.get(sizes[i] as usize..).unwrap_or_default();
-            String::from_utf8_lossy(new).matches(&line).count()
-        });
-        assert_eq!(told, *said, "{what}: slurmd's logs say: {line}");
-        let told = [0, 1].map(|i| {
-            let log = std::fs::read(&logs[i]).unwrap_or_default();
-            let new = log.get(sizes[i] as usize..).unwrap_or_default();
-            String::from_utf8_lossy(new).matches(UNLOADED_LINE).count()
-        });
+        // What each node's slurmd logged since the row began. The job's end (scancel) is
+        // logged as slurmd gets to it: with the machine busy, a line came after the tables had
+        // gone (2026-11-28, 23.11), so the logs are read until they say all (10 s at most).
+        let told = |line: &str| {
+            [0, 1].map(|i| {
+                let log = std::fs::read(&logs[i]).unwrap_or_default();
+                let new = log.get(sizes[i] as usize..).unwrap_or_default();
+                String::from_utf8_lossy(new).matches(line).count()
+            })
+        };
+        let started = std::time::Instant::now();
+        while (told(&line) != *said || told(UNLOADED_LINE) != *unloaded)
+            && started.elapsed().as_secs() < 10
+        {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+        assert_eq!(told(&line), *said, "{what}: slurmd's logs say: {line}");
         assert_eq!(
-            told, *unloaded,
+            told(UNLOADED_LINE),
+            *unloaded,
             "{what}: slurmd's logs say: {UNLOADED_LINE}"
         );
     }
@@ -1339,6 +1406,122 @@ impl NoLibnftablesOn {
 impl Drop for NoLibnftablesOn {
     fn drop(&mut self) {
         sh_ok(&self.0);
+    }
+}
+
+/// What is made wrong on the test cluster for one row of the check.
+#[derive(Debug, Clone, Copy)]
+enum Wrong {
+    Nothing,
+    /// `tcp_syncookies=2` in the node's network namespace.
+    SynCookiesAlways(&'static str),
+    /// libnftables hidden from the node's slurmd (and its slurmstepds).
+    NoLibnftables(&'static str),
+    /// The plugin's file replaced (by rename, as a package upgrade does) and slurmd not
+    /// restarted: every slurmd runs the replaced file.
+    PluginReplaced,
+    /// A file of another user under /run/tfcluster (shared by the test cluster's nodes).
+    ForeignFile,
+}
+
+/// A row of the check: what is wrong, what each node's line then says, whether srun fails.
+struct CheckRow<'a> {
+    wrong: Wrong,
+    /// `(node, what its line says)`; a node named here says `NOT OK` when the row fails, and
+    /// every other node's line ends `| ok`.
+    says: &'a [(&'a str, &'a str)],
+    fails: bool,
+}
+
+/// Undoes a [`Wrong`] when dropped.
+enum Undo {
+    Nothing,
+    SynCookies(#[allow(dead_code)] SynCookies),
+    NoLibnftables(#[allow(dead_code)] NoLibnftablesOn),
+    /// The plugin's original file, kept by a hard link, renamed back.
+    Plugin(String),
+    File(String),
+}
+
+impl Wrong {
+    fn make(self) -> Undo {
+        match self {
+            Wrong::Nothing => Undo::Nothing,
+            Wrong::SynCookiesAlways(node) => Undo::SynCookies(SynCookies::set(&[node], 2)),
+            Wrong::NoLibnftables(node) => Undo::NoLibnftables(NoLibnftablesOn::node(node)),
+            Wrong::PluginReplaced => {
+                let p = common::cluster::plugin();
+                sh_ok(&format!(
+                    "ln -f {p} {p}.kept && cp {p} {p}.new && mv {p}.new {p}"
+                ));
+                Undo::Plugin(p)
+            }
+            Wrong::ForeignFile => {
+                let f = format!("{}/check-foreign", tfcluster::core::run_dir::RUN_DIR);
+                sh_ok(&format!(
+                    "mkdir -p $(dirname {f}) && touch {f} && chown {OTHER} {f}"
+                ));
+                Undo::File(f)
+            }
+        }
+    }
+}
+
+impl Drop for Undo {
+    fn drop(&mut self) {
+        match self {
+            Undo::Plugin(p) => drop(sh_ok(&format!("mv {p}.kept {p}"))),
+            Undo::File(f) => drop(sh_ok(&format!("rm -f {f}"))),
+            _ => {}
+        }
+    }
+}
+
+/// `srun --tf-cluster=check` on n9 and n10 under the packaged line (`optional`, isolate=yes):
+/// one line per node, `| ok` where all is well, and srun fails when a node would refuse a step
+/// or run one unprotected, with that node's line naming why. One row per way a node is made
+/// wrong; the test cluster has no `PrologFlags=Contain`, so ended tables are held by no process.
+/// Both slurmd are restarted first: earlier tests replace the plugin's file or take it out of
+/// plugstack.conf, and a slurmd that has not been restarted since is what the check names.
+#[rustfmt::skip]
+#[test]
+#[ignore = "needs the test cluster: run tests/run.sh"]
+fn the_check_names_what_is_wrong_with_each_node() {
+    let _plugstack = PlugStack::isolated_as("optional", "");
+    sh_ok(&format!("{} restart-slurmd n9 n10 >&2", cluster_sh()));
+    let syncookies = Error::SynCookiesAlways.to_string();
+    let syncookies = syncookies.as_str();
+    let rows = [
+        CheckRow { wrong: Wrong::Nothing,
+                   says: &[("n9", "srun: the same | slurmd: this file | isolate=yes: works; ended tables held by no process")], fails: false },
+        CheckRow { wrong: Wrong::SynCookiesAlways("n9"),  says: &[("n9", syncookies)], fails: true },
+        CheckRow { wrong: Wrong::NoLibnftables("n10"),    says: &[("n10", LIBRARY)], fails: true },
+        CheckRow { wrong: Wrong::PluginReplaced,          says: &[("n9", "NOT OK: slurmd runs another copy: restart slurmd"),
+                                                                  ("n10", "NOT OK: slurmd runs another copy: restart slurmd")], fails: true },
+        CheckRow { wrong: Wrong::ForeignFile,             says: &[("n9", "check-foreign belongs to uid"), ("n10", "check-foreign belongs to uid")], fails: true },
+    ];
+    for row in rows {
+        let undo = row.wrong.make();
+        let out = sh("srun -p shared -w n9,n10 -N2 --ntasks-per-node=1 -t 1 --tf-cluster=check true");
+        drop(undo);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let what = format!("{:?}: srun {:?}\n{stderr}", row.wrong, out.status.code());
+        assert_eq!(!out.status.success(), row.fails, "{what}");
+        for node in ["n9", "n10"] {
+            let head = format!("check {node}: ");
+            let lines: Vec<&str> = stderr.lines().filter(|l| l.contains(&head)).collect();
+            assert!(!lines.is_empty(), "no line of {node}: {what}");
+            let named: Vec<&str> = row.says.iter().filter(|(n, _)| *n == node).map(|(_, s)| *s).collect();
+            let not_ok = row.fails && !named.is_empty();
+            // Each copy of the line (a release may forward a failing task's error twice).
+            for line in lines {
+                for says in &named {
+                    assert!(line.contains(says), "{node} does not say {says:?}: {what}");
+                }
+                assert_eq!(line.contains("NOT OK"), not_ok, "{node}: {what}");
+                assert_eq!(line.ends_with("| ok"), !not_ok, "{node}: {what}");
+            }
+        }
     }
 }
 

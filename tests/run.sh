@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Every test of tfcluster, on a fresh Debian 12 as root:
 #   1. installs what is missing (tests/setup.sh);
-#   2. starts preparing, in the background and in test order, the root of every Slurm release
-#      of tests/releases.tsv: first the Debian roots of 22.05, 24.11 and 26.05, then Debian 12
-#      roots in which SchedMD's sources of 23.02, 23.11, 24.05, 25.05 and 25.11 are built (each
-#      made once per machine, then cached; tests/release/root.sh);
+#   2. starts preparing, in the background and in the order the lanes come to them, the root
+#      of every Slurm release of tests/releases.tsv: the Debian roots of 22.05, 24.11 and 26.05,
+#      and beside them Debian 12 roots in which SchedMD's sources of 25.05, 25.11, 23.02, 23.11
+#      and 24.05 are built (each made once per machine, then cached; tests/release/root.sh);
 #   3. lints (rustfmt, clippy) where those tools are installed;
 #   4. unit, table, property, ABI and symbol tests (cargo test), and a deterministic short run
 #      of every fuzz target (fuzz/run.sh smoke, beside the steps after it; `make fuzz` is the
@@ -14,10 +14,11 @@
 #      plugin from the release's headers, checks our header against them, brings up a real
 #      4-node cluster of that release and runs the end-to-end, lifecycle, install/packaging and
 #      topology tests on it (and TensorFlow, node-rank and scale tests where the table says),
-#      then tears it down (tests/release/run.sh). The releases run in two lanes at once (the
-#      table's fourth column; tests/release/lane.sh), each lane in a network namespace, a
-#      state directory (TFC_DIR) and a cargo target directory of its own; TFC_LANES=1 runs
-#      every release in one lane, one after another.
+#      then tears it down (tests/release/run.sh). The releases run in the three lanes of
+#      tests/lanes.tsv at once (tests/release/lane.sh), each lane in a network namespace, a
+#      CPU cgroup, a state directory (TFC_DIR) and a cargo target directory of its own, the
+#      real TensorFlow of two releases in one lane beside the other suites of all eight in two;
+#      TFC_LANES=1 runs every release whole in one lane, one after another.
 # A source release whose tarball is not in TFC_SLURM_SRC (default ../shared/slurm-src) is
 # reported as skipped, by name. TFC_RELEASES="25.11" (space separated) runs step 6 on those
 # releases only; "none" skips it.
@@ -37,34 +38,103 @@ step_done() { tests/times.sh add host "$1" "$1" "$((SECONDS - step_start))"; ste
 releases=${TFC_RELEASES:-$(awk '!/^#/ && NF {print $1}' tests/releases.tsv)}
 [ "$releases" = none ] && releases=
 root_of() { awk -v r="$1" '$1 == r {print $2}' tests/releases.tsv; }
-lane_of() { if [ "${TFC_LANES:-2}" = 1 ]; then echo 1; else awk -v r="$1" '$1 == r {print $4}' tests/releases.tsv; fi; }
-# The releases of each lane, in the table's order (a source release without its tarball is
-# skipped: the summary says so).
-lane1=() lane2=()
+# The releases chosen (a source release without its tarball is skipped: the summary says so).
+chosen=()
 for release in $releases; do
     r=$(root_of "$release")
     [ -n "$r" ] || { echo "tfcluster: release $release is not in tests/releases.tsv" >&2; exit 2; }
+    grep -v '^#' tests/lanes.tsv | grep -qE "[[:space:]]$release(:|[[:space:]]|$)" \
+        || { echo "tfcluster: release $release is in no lane of tests/lanes.tsv" >&2; exit 2; }
     [[ $r != slurm-* ]] || tests/release/root.sh source "$r" >/dev/null 2>&1 || continue
-    if [ "$(lane_of "$release")" = 2 ]; then lane2+=("$release"); else lane1+=("$release"); fi
+    chosen+=("$release")
 done
-# The roots in the order the lanes need them: Debian's first (a minute each), then the source
-# builds (minutes each) by their place in their lane, so that the builds run in the background
-# behind the tests instead of holding them up. Each release's run waits for its own root.
-tested=()
-for i in $(seq 0 $(( (${#lane1[@]} > ${#lane2[@]} ? ${#lane1[@]} : ${#lane2[@]}) - 1 ))); do
-    tested+=(${lane1[$i]:+"${lane1[$i]}"} ${lane2[$i]:+"${lane2[$i]}"})
-done
-prepare=
+# Each lane's name and what it runs (tests/lanes.tsv), of the releases chosen; TFC_LANES=1: one
+# lane, every chosen release whole, in the table's order.
+lane_names=() lane_units=()
+if [ "${TFC_LANES:-}" = 1 ]; then
+    lane_names=(1) lane_units=("${chosen[*]}")
+else
+    while read -r lane units; do
+        kept=()
+        for unit in $units; do
+            [[ " ${chosen[*]} " != *" ${unit%%:*} "* ]] || kept+=("$unit")
+        done
+        lane_names+=("$lane") lane_units+=("${kept[*]}")
+    done < <(grep -v '^#' tests/lanes.tsv | awk 'NF')
+fi
+# The roots in the order the lanes need them: the container image every release's root links
+# in (bundle) and Debian's (a minute each) first, then the source builds (minutes each) by when
+# their lane comes to them, so that the builds run in the background behind the tests instead of
+# holding them up. Each release's run waits for its own root. When a lane comes to a release is
+# counted in what runs before it in its lane, a release or part with real TensorFlow counting
+# three (it takes about three times as long: 1129-1459 s against 284-607 s, docs/testing.md): from nothing, in
+# the lanes' interleaved order, lane 2 came to 25.11 before the builds did and built it itself
+# (1012 s instead of 416, 2026-11-27).
+marked() { awk -v r="$1" '$1 == r {print "," $3 ","}' tests/releases.tsv | grep -q ",$2,"; }
+tested=($(
+    for units in "${lane_units[@]}"; do
+        at=0
+        for unit in $units; do
+            echo "$at ${unit%%:*}"
+            if [[ $unit == *:tensorflow ]] || { [[ $unit != *:* ]] && marked "$unit" tensorflow; }; then
+                at=$((at + 3))
+            else
+                at=$((at + 1))
+            fi
+        done
+    done | sort -s -n -k1,1 | cut -d' ' -f2 | awk '!seen[$0]++'
+))
+prepare= prepare_builds=
+fetched=
 if [ ${#tested[@]} -gt 0 ]; then
     roots=$(for release in "${tested[@]}"; do root_of "$release"; done)
-    setsid bash -c 'for r in "$@"; do tests/release/root.sh make "$r" || echo "tfcluster: could not make the $r root" >&2; done' \
-        prepare $(grep -v '^slurm-' <<<"$roots") $(grep '^slurm-' <<<"$roots") >"$logs/prepare" 2>&1 </dev/null &
+    # The roots mmdebstrap makes, which need the network: the container image first, then in
+    # the order the lanes need them.
+    fetched=$(for r in bundle $roots; do tests/release/root.sh fetched "$r"; done | awk '!seen[$0]++' | tr '\n' ' ')
+    # Two chains at once: the roots mmdebstrap fetches (the network's time), and the build hosts
+    # then the source builds (the CPU's): from nothing, the builds in one chain behind the
+    # fetches kept a lane waiting for its release's build (25.05: 710 s instead of 286).
+    make_roots='for r in "$@"; do tests/release/root.sh make "$r" || echo "tfcluster: could not make the $r root" >&2; done'
+    setsid bash -c "$make_roots" prepare $(tr ' ' '\n' <<<"$fetched" | grep -v '^build-') \
+        >"$logs/prepare" 2>&1 </dev/null &
     prepare=$!
+    setsid bash -c "$make_roots" prepare $(tr ' ' '\n' <<<"$fetched" | grep '^build-') $(grep '^slurm-' <<<"$roots") \
+        >"$logs/prepare-builds" 2>&1 </dev/null &
+    prepare_builds=$!
 fi
 lanes=()
+# Each lane in a CPU cgroup of its own, of equal weight (cgroup v2, or v1's cpu hierarchy where
+# the machine has that); printed, or nothing where none can be made. Without it the kernel
+# shares the cores per session (autogroup), and every task is a session: a lane's 4096 tasks
+# (tests/scale.rs) took nearly all of both cores, the other lane's slurmstepd did not get
+# through its end of a step within UnkillableStepTimeout, and Slurm drained its node
+# (2026-11-28: 14 tests then waited out their limits). With it each lane has an equal share
+# whenever they all want more.
+lane_cgroups=()
+lane_cgroup() {
+    local base=/sys/fs/cgroup
+    if [ -f $base/cgroup.subtree_control ]; then
+        grep -qw cpu $base/cgroup.subtree_control || echo +cpu >$base/cgroup.subtree_control 2>/dev/null || return 0
+    elif [ -d $base/cpu ]; then
+        base=$base/cpu
+    else
+        return 0
+    fi
+    mkdir -p "$base/tfcluster-lane-$1" 2>/dev/null && echo "$base/tfcluster-lane-$1"
+}
+# Removes the lanes' cgroups (once their processes are gone: `down` ended the clusters').
+remove_lane_cgroups() {
+    local c
+    for c in "${lane_cgroups[@]}"; do
+        rmdir "$c" 2>/dev/null || echo "tfcluster: $c still has processes: left as it is" >&2
+    done
+    lane_cgroups=()
+}
 cleanup() {
     [ -n "$prepare" ] && kill -- -"$prepare" 2>/dev/null || true
+    [ -n "$prepare_builds" ] && kill -- -"$prepare_builds" 2>/dev/null || true
     for pid in "${lanes[@]}"; do kill -- -"$pid" 2>/dev/null || true; done
+    remove_lane_cgroups
     [ -z "${fuzz:-}" ] || kill "$fuzz" 2>/dev/null || true
     rm -rf "$logs"
 }
@@ -74,24 +144,26 @@ if cargo fmt --version >/dev/null 2>&1; then cargo fmt --all -- --check; fi
 if cargo clippy --version >/dev/null 2>&1; then cargo clippy --all-targets --quiet -- -D warnings; fi
 step_done lint
 
-passed() { sed -n 's/^test result: [a-zA-Z]*\. \([0-9]*\) passed.*/\1/p' "$1" | awk '{s += $1} END {print s + 0}'; }
-failed() { sed -n 's/^test result: .* \([0-9]*\) failed;.*/\1/p' "$1" | awk '{s += $1} END {print s + 0}'; }
+passed() { sed -n 's/^test result: [a-zA-Z]*\. \([0-9]*\) passed.*/\1/p' "$@" | awk '{s += $1} END {print s + 0}'; }
+failed() { sed -n 's/^test result: .* \([0-9]*\) failed;.*/\1/p' "$@" | awk '{s += $1} END {print s + 0}'; }
 
 cargo test 2>&1 | tee "$logs/host"
 step_done cargo-test
 # The fuzz smoke runs beside the rest (it needs no cluster, and the lanes leave a core idle
-# while their clusters wait); its lines and its status come at the end.
+# while their clusters wait); its lines and its status come at the end. It builds where the
+# last run did (TFC_FUZZ_TARGET), so that libFuzzer's C++ and the crates are compiled once per
+# machine, not in every fresh clone. Alone on the 2 cores (2026-11-28): 175 s of CPU (93 s)
+# from nothing, 47 s (31 s) in another clone once they were built.
 fuzz_start=$SECONDS
 (
     status=0
-    bash fuzz/run.sh smoke >"$logs/fuzz" 2>&1 || status=$?
+    CARGO_TARGET_DIR=${TFC_FUZZ_TARGET:-/var/cache/tfcluster/fuzz-target} bash fuzz/run.sh smoke >"$logs/fuzz" 2>&1 || status=$?
     tests/times.sh add host fuzz-smoke fuzz-smoke "$((SECONDS - fuzz_start))"
     exit "$status"
 ) &
 fuzz=$!
 # The TensorFlow virtualenvs the chosen releases need (made once per machine).
 python= python_2_15= jax_python=
-marked() { awk -v r="$1" '$1 == r {print "," $3 ","}' tests/releases.tsv | grep -q ",$2,"; }
 for release in "${tested[@]}"; do
     if marked "$release" tensorflow && [ -z "$python" ]; then
         python=$(bash tests/tensorflow/setup.sh)
@@ -104,30 +176,54 @@ for release in "${tested[@]}"; do
     fi
 done
 step_done virtualenvs
-# The two lanes at once, each in a network namespace of its own (tests/release/lane.sh), with
-# its own cluster state directory and cargo target directory (each release rebuilds only
-# tfcluster itself there; two lanes in one directory would rebuild it for each other's release
-# at every suite).
+# The lanes at once, each in a network namespace of its own (tests/release/lane.sh), with its
+# own cluster state directory and cargo target directory (each release rebuilds only tfcluster
+# itself there; two lanes in one directory would rebuild it for each other's release at every
+# suite).
 export TFC_PYTHON=$python TFC_PYTHON_2_15=$python_2_15 TFC_JAX_PYTHON=$jax_python
-# Lane 2's and the other-release builds' target directories start from the crates tfcluster
+# The other lanes' and the other-release builds' target directories start from the crates tfcluster
 # uses as `cargo test` compiled them here (tests/release/seed.sh; not tfcluster's own, which
 # each release compiles against its headers), so that a lane's first build, and the first
 # build for another release, compile tfcluster alone (from nothing they took 2 minutes of
 # lane 2 on 2 cores, 2026-11-27). A directory that has a build already is left as it is.
-for to in lane-2 another-release lane-2/another-release; do
-    bash tests/release/seed.sh "$root/target" "$root/target/$to"
+for lane in "${lane_names[@]}"; do
+    to=lane-$lane/
+    [ "$lane" != 1 ] || to=
+    for dir in "${to%/}" "${to}another-release"; do
+        [ -z "$dir" ] || bash tests/release/seed.sh "$root/target" "$root/target/$dir"
+    done
 done
-for lane in 1 2; do
-    if [ "$lane" = 1 ]; then members=("${lane1[@]}"); else members=("${lane2[@]}"); fi
+# The roots mmdebstrap makes, made here if the background has not made them yet (or waited for
+# while it makes them): it needs the network, and the lanes run in network namespaces with none
+# (a run from nothing lost every release whose lane came to make one first, 2026-11-27). So
+# does every crate Cargo.lock names, for any platform, which `make dist` vendors in a lane (the
+# build fetched only those it compiles: from nothing, the RPM's tests failed without the rest).
+if [ ${#tested[@]} -gt 0 ]; then
+    cargo fetch --locked --quiet
+    for r in $fetched; do
+        tests/release/root.sh make "$r" >/dev/null || echo "tfcluster: could not make the $r root" >&2
+    done
+    step_done debian-roots
+fi
+for i in "${!lane_names[@]}"; do
+    lane=${lane_names[$i]}
+    read -ra members <<<"${lane_units[$i]}"
     [ ${#members[@]} -gt 0 ] || continue
     target=$root/target
     [ "$lane" = 1 ] || target=$root/target/lane-$lane
-    CARGO_TARGET_DIR=$target TFC_DIR=/tmp/tfcluster-cluster-lane-$lane \
+    cgroup=$(lane_cgroup "$lane")
+    if [ -n "$cgroup" ]; then
+        lane_cgroups+=("$cgroup")
+    else
+        echo "tfcluster: no CPU cgroup could be made for lane $lane: it shares the cores per session" >&2
+    fi
+    CARGO_TARGET_DIR=$target TFC_DIR=/tmp/tfcluster-cluster-lane-$lane TFC_LANE_CGROUP=$cgroup \
         setsid unshare --net -- bash tests/release/lane.sh "$logs" "${members[@]}" </dev/null &
     lanes+=($!)
 done
 for pid in "${lanes[@]}"; do wait "$pid" || true; done
 lanes=()
+remove_lane_cgroups
 fuzz_status=0
 wait "$fuzz" || fuzz_status=$?
 fuzz=
@@ -140,20 +236,33 @@ for release in $releases; do
 done
 if [ -n "$prepare" ]; then
     wait "$prepare" || true
-    prepare=
-    sed 's/^/prepare: /' "$logs/prepare"
+    wait "$prepare_builds" || true
+    prepare= prepare_builds=
+    sed 's/^/prepare: /' "$logs/prepare" "$logs/prepare-builds"
 fi
 
 echo
 echo "host (no cluster): $(passed "$logs/host") passed, $(failed "$logs/host") failed"
 total_passed=$(passed "$logs/host") total_failed=$(failed "$logs/host")
 for release in $releases; do
-    if [ -f "$logs/$release.seconds" ]; then
-        echo "Slurm $release: $(passed "$logs/$release") passed, $(failed "$logs/$release") failed ($(cat "$logs/$release.seconds") s)"
-        # Why a release stopped or retried, where its own lines say (they scroll far up).
-        grep -E '^== Slurm .*: (FAILED|RETRY)|^(cluster|root): error' "$logs/$release" | sed 's/^/    /' || true
-        total_passed=$((total_passed + $(passed "$logs/$release")))
-        total_failed=$((total_failed + $(failed "$logs/$release")))
+    # The release's logs: one, or one per part it ran in (tests/lanes.tsv), and their seconds.
+    ran=() seconds=()
+    for log in "$logs/$release" "$logs/$release:"*; do
+        [ -f "$log.seconds" ] || continue
+        ran+=("$log")
+        part=${log##*/}
+        part=${part#"$release"}
+        part=${part#:}
+        seconds+=("${part:+$part }$(cat "$log.seconds") s")
+    done
+    if [ ${#ran[@]} -gt 0 ]; then
+        printf -v took '%s, ' "${seconds[@]}"
+        echo "Slurm $release: $(passed "${ran[@]}") passed, $(failed "${ran[@]}") failed (${took%, })"
+        # Why a release stopped, retried or found a node out of service, where its own lines say (they
+        # scroll far up).
+        grep -hE '^== Slurm .*: (FAILED|RETRY|UNWELL)|^(cluster|root): error' "${ran[@]}" | sed 's/^/    /' || true
+        total_passed=$((total_passed + $(passed "${ran[@]}")))
+        total_failed=$((total_failed + $(failed "${ran[@]}")))
     else
         echo "Slurm $release: skipped: its source $(root_of "$release").tar.xz is not in ${TFC_SLURM_SRC:-../shared/slurm-src}"
     fi

@@ -9,7 +9,8 @@
 #   tests/times.sh add RELEASE WHAT NAME SECONDS
 #                                             appends one row: a cluster start or restart (WHAT
 #                                             `cluster`), a step of tests/run.sh (RELEASE `host`),
-#                                             or a release's whole time (WHAT `wall`)
+#                                             or the time of a release or of a part of it (WHAT
+#                                             `wall`; a release's parts add up)
 #   tests/times.sh report [N]                 one line per release: its wall time and each
 #                                             suite's seconds; and (N > 0) the N slowest tests
 #                                             and cluster starts and restarts
@@ -47,7 +48,7 @@ case ${1:-} in
         awk -F'\t' '$1 == "all" {printf "  the test command: %d s\n", $4}' "$file"
         # One line per release (host first): its wall time, then each suite's, the largest first.
         awk -F'\t' '$1 == "all" {next}
-            $2 == "wall" {wall[$1] = $4; next}
+            $2 == "wall" {wall[$1] += $4; next}
             $1 == "host" {wall["host"] += $4}
             {s[$1 "\t" $2] += $4; seen[$1] = 1}
             END {for (r in wall) seen[r] = 1

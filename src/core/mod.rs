@@ -5,13 +5,13 @@
 #![forbid(unsafe_code)]
 
 pub mod address;
+pub mod check;
 pub mod claims;
 pub mod container;
 pub mod ending;
 pub mod error;
 pub mod gpus;
 pub mod het;
-pub mod holding;
 pub mod hostlist;
 pub mod isolation;
 pub mod jax;

@@ -13,7 +13,7 @@ use super::error::{Error, Result};
 use super::gpus::{self, GpuAction, GpuInputs, GpuSpread};
 use super::het::HetLayout;
 use super::hostlist;
-use super::isolation::StepFirewall;
+use super::isolation::rules::StepFirewall;
 use super::jax::JaxStep;
 use super::keras::{self, Keras};
 use super::layout::{Distribution, Layout, TaskCounts, TASK_HOSTS_VAR};

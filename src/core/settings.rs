@@ -373,7 +373,7 @@ impl Settings {
             let busiest = tasks.div_ceil(nodes.max(1));
             check_base(base, busiest as usize)?;
             if self.isolate {
-                isolation::check_ports(self.port_range, base..base + busiest)?;
+                isolation::rules::check_ports(self.port_range, base..base + busiest)?;
             }
         }
         Ok(())

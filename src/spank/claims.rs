@@ -32,11 +32,9 @@ impl Claimant<'_> {
     pub fn claim(&self) -> Result<Claimed, String> {
         // The step's own job: the first component's in a heterogeneous job.
         let job_id = self.jobs.first().copied().unwrap_or_default();
-        let dir = PathBuf::from(claims::node_dir(self.node));
-        let io = |what: &str, e: std::io::Error| format!("cannot {what} {}: {e}", dir.display());
-        run_dir::private(&dir)?;
         // Held until `lock` is dropped (closed), also when slurmstepd dies meanwhile.
-        let lock = run_dir::lock(&dir.join(claims::LOCK_FILE), claims::LOCK_WAIT)?;
+        let (dir, lock) = lock_node(self.node)?;
+        let io = |what: &str, e: std::io::Error| format!("cannot {what} {}: {e}", dir.display());
         let live = live_claims(&dir);
         claims::check_free(self.ports, self.jobs, &live, &sock_diag::listening())
             .map_err(|e| e.to_string())?;
@@ -53,6 +51,15 @@ impl Claimant<'_> {
         drop(lock);
         Ok(Claimed { path })
     }
+}
+
+/// The node's claims directory, made root's alone, and its lock, taken within its deadline
+/// (held until the file is dropped). `--tf-cluster=check` takes it too ([`crate::spank::check`]).
+pub fn lock_node(node: &str) -> Result<(PathBuf, fs::File), String> {
+    let dir = PathBuf::from(claims::node_dir(node));
+    run_dir::private(&dir)?;
+    let lock = run_dir::lock(&dir.join(claims::LOCK_FILE), claims::LOCK_WAIT)?;
+    Ok((dir, lock))
 }
 
 impl Drop for Claimed {

@@ -1,17 +1,16 @@
 //! The SPANK shell: turns Slurm's world into core inputs and core outputs back into the task's
 //! environment. The only module with `unsafe` (FFI calls and the exported symbols' wrappers).
 
+pub mod check;
 pub mod claims;
 pub mod error;
 pub mod ffi;
 pub mod guard;
 pub mod handle;
-pub mod handover;
 pub mod het;
-pub mod holder;
 pub mod hooks;
+pub mod isolation;
 pub mod log;
-pub mod nftables;
 pub mod oci;
 pub mod oom;
 pub mod process;
@@ -22,6 +21,6 @@ pub mod slurm;
 pub mod sock_diag;
 pub mod start_env;
 pub mod step;
+pub mod stop;
 pub mod topology;
-pub mod watch;
 pub mod workers;

@@ -31,6 +31,9 @@
 #                                             restart slurmctld and every node's slurmd (a node
 #                                             left on the old flags takes the new ones at the
 #                                             next `scontrol reconfigure`, mid-job)
+#   tests/cluster/cluster.sh unwell           the nodes out of service (down, drained, draining,
+#                                             not responding), a line each: NODE STATE (REASON);
+#                                             the down and drained ones are returned to service
 #   tests/cluster/cluster.sh down             stop everything this script started, undo all
 #   tests/cluster/cluster.sh status
 #
@@ -167,6 +170,11 @@ write_config() {
         echo "ReturnToService=2"
         echo "MinJobAge=10"
         echo "KillWait=5"
+        # A node here has 1/64 to 1/4 of 2 cores, shared with another lane's cluster: once a
+        # step's tasks end, each slurmstepd walks /proc for what is left, and at 64 nodes x 64
+        # tasks, with the other lane busy, 4 of them took past the default 60 s and Slurm drained
+        # their nodes "Kill task failed" (2026-11-28).
+        echo "UnkillableStepTimeout=300"
         echo "InactiveLimit=0"
         # Heterogeneous jobs are scheduled by the backfill scheduler alone: every second, not 30.
         echo "SchedulerParameters=bf_interval=1"
@@ -419,6 +427,22 @@ restart_controller() {
     log "restarted slurmctld"
 }
 
+# unwell: see the usage above. A step whose processes outlive UnkillableStepTimeout drains its
+# node ("Kill task failed"), and every later job that asks for that node waits: a CI run lost 70
+# minutes so, 14 tests each waiting out its 5-minute limit (2026-11-28). The tests call this
+# after each suite, and when a command runs into its limit, to say so and go on.
+unwell() {
+    local node state reason
+    sinfo -h -N -o '%N|%T|%E' | sort -u | while IFS='|' read -r node state reason; do
+        case $state in
+            *drain*|*down*|*fail*) scontrol update nodename="$node" state=resume >/dev/null 2>&1 || true ;;
+            *'*') ;;
+            *) continue ;;
+        esac
+        echo "$node $state ($reason)"
+    done
+}
+
 # prolog_flags FLAGS: see the usage above.
 prolog_flags() {
     local flags=${1?flags} conf=$DIR/etc/slurm.conf
@@ -598,6 +622,7 @@ case "${1:-}" in
     configless) shift; timed configless "$@" ;;
     configured) shift; timed configured "$@" ;;
     prolog-flags) shift; timed prolog_flags "$@" ;;
+    unwell) unwell ;;
     status) sinfo -N; cat "$DIR/etc/plugstack.conf" ;;
-    *) echo "usage: $0 up [PLUGIN.so [WORD...]] | plugstack LINE | down | status" >&2; exit 2 ;;
+    *) echo "usage: $0 up [PLUGIN.so [WORD...]] | plugstack LINE | unwell | down | status" >&2; exit 2 ;;
 esac

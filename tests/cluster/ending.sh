@@ -3,7 +3,8 @@
 # Each task finds its role and index in TF_CONFIG and does the first matching ACTION:
 #   exit N         after 1 s, exit N
 #   signal SIG     after 1 s, kill itself with SIG
-#   oom            after 1 s, be killed by the OOM killer (a 64 MB memory cgroup, then tail /dev/zero)
+#   oom DIR        after 1 s, be killed by the OOM killer (a 64 MB memory cgroup named after the
+#                  cluster's state directory DIR, then tail /dev/zero)
 #   save S FILE    a chief writing its checkpoint: after S s, write FILE, then exit 42
 #   sleep S        sleep S s, then exit 0 (a stand-in for a server, or for training)
 #   serve N        a worker's server: listen on its TF_CONFIG port, take one connection, hold it
@@ -22,13 +23,16 @@ case "$1" in
     signal) sleep 1; kill -s "$2" $$ ;;
     oom)
         sleep 1
-        name=tfc-oom-$SLURM_JOB_ID-$SLURM_PROCID
+        # Named by the cluster's state directory DIR too: the test command's two clusters share
+        # the machine's cgroups and give the same job IDs (one left by a run stopped mid-test
+        # then refused the next run's, 2026-11-28); one left by an earlier run is used again.
+        name=tfc-oom-$(basename "$2")-$SLURM_JOB_ID-$SLURM_PROCID
         if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
             cg=/sys/fs/cgroup/$name
-            mkdir "$cg" && echo 64M > "$cg/memory.max" && echo 0 > "$cg/memory.swap.max"
+            mkdir -p "$cg" && echo 64M > "$cg/memory.max" && echo 0 > "$cg/memory.swap.max"
         else
             cg=/sys/fs/cgroup/memory/$name
-            mkdir "$cg" && echo 64M > "$cg/memory.limit_in_bytes"
+            mkdir -p "$cg" && echo 64M > "$cg/memory.limit_in_bytes"
         fi || { echo "ending.sh: cannot make a memory cgroup at $cg" >&2; exit 99; }
         echo $$ > "$cg/cgroup.procs" || exit 99
         exec tail /dev/zero ;;

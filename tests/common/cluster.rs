@@ -6,6 +6,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Once;
+use std::time::{Duration, Instant};
 use tfcluster::core::ending::WorkerSeen;
 
 /// The cluster's state directory (TFC_DIR, as for cluster.sh).
@@ -60,12 +61,67 @@ pub fn tool(name: &str) -> String {
     tools.join(name).display().to_string()
 }
 
-/// Runs a shell command line (bounded in time) from a directory every user can enter, inside
-/// the Debian root of the Slurm release under test when there is one (TFC_ROOT, set by
-/// tests/release/run.sh): srun, sbatch, make and dpkg are that release's.
+/// The kernel's OOM-kill count (/proc/vmstat), which tfcluster reads to tell the OOM killer's
+/// SIGKILL from Slurm's (src/spank/oom.rs), is one for the whole machine: every node of both of
+/// the test command's clusters reads it. A step that makes the OOM killer act while the other
+/// cluster's plugin judges a task Slurm killed makes that one blame the OOM killer too (seen in
+/// CI, 2026-11-28: an abort's step on 23.02 printed a second stop line, for a task Slurm had
+/// stopped, while 24.11 ran its OOM row). A test whose lines depend on the count holds this:
+/// `exclusive` while its step makes the OOM killer act, shared while the plugin judges; the
+/// lock is released when the value is dropped.
+pub struct OomCount(std::fs::File);
+
+/// Holds the machine's OOM-kill count ([`OomCount`]), waiting for the other cluster's hold.
+pub fn hold_oom_count(exclusive: bool) -> OomCount {
+    use std::os::fd::AsRawFd;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open("/tmp/tfcluster-oom-count.lock")
+        .unwrap();
+    let how = if exclusive {
+        libc::LOCK_EX
+    } else {
+        libc::LOCK_SH
+    };
+    // SAFETY: flock on a descriptor this value owns; it is released when the file is closed.
+    let held = unsafe { libc::flock(file.as_raw_fd(), how) };
+    assert_eq!(held, 0, "flock /tmp/tfcluster-oom-count.lock");
+    OomCount(file)
+}
+
+/// How long a line given to [`sh`] may run.
+const SH_LIMIT: Duration = Duration::from_secs(300);
+
+/// Runs a shell command line (bounded in time: [`SH_LIMIT`]) from a directory every user can
+/// enter, inside the Debian root of the Slurm release under test when there is one (TFC_ROOT,
+/// set by tests/release/run.sh): srun, sbatch, make and dpkg are that release's. A line that
+/// runs into the limit gets, at the end of its stderr, the nodes that were out of service then
+/// (`cluster.sh unwell`, which returns them to service): a job waiting for a drained node is
+/// the usual reason, and the tests after it then find the node back.
 pub fn sh(line: &str) -> Output {
+    let started = Instant::now();
+    let mut out = bounded(line);
+    if started.elapsed() >= SH_LIMIT {
+        // bounded, not sh: a cluster too slow to answer this within the limit ends here.
+        let unwell = bounded(&format!("{} unwell", cluster_sh()));
+        out.stderr.extend(
+            format!(
+                "\ntests: this line ran into its {} s limit; nodes out of service then (returned to it): {}\n",
+                SH_LIMIT.as_secs(),
+                String::from_utf8_lossy(&unwell.stdout).trim()
+            )
+            .bytes(),
+        );
+    }
+    out
+}
+
+/// [`sh`] without the look at the nodes.
+fn bounded(line: &str) -> Output {
     let mut cmd = Command::new("timeout");
-    cmd.arg("300");
+    cmd.arg(SH_LIMIT.as_secs().to_string());
     if let Ok(root) = std::env::var("TFC_ROOT") {
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/release/root.sh");
         cmd.arg(script).args(["exec", &root]);
@@ -462,7 +518,9 @@ pub fn requeued_job(what: &str, script: &Path, nodes: &str, out: &Path, interrup
     // seconds, so a start within it is refused ("Job credential revoked") and the job
     // fails (seen on 22.05 in 3 runs of 10). The start time is set again as long as the
     // job is pending, in case slurmctld sets its own once the job has finished completing.
-    wait_for(what, 60, || job_field(&job, "JobState") == "PENDING");
+    // Up to 180 s: the tasks checkpoint and exit, then the job completes before it is pending,
+    // and on 22.05 with the machine busy (three lanes) that once took past 60 s (2026-11-28).
+    wait_for(what, 180, || job_field(&job, "JobState") == "PENDING");
     std::thread::sleep(std::time::Duration::from_secs(2));
     let mut states: Vec<String> = Vec::new();
     let completed = within(180, || {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The audit of isolate=yes's rules and flags: tests/release/mutations.sh [RELEASE]
-# Each row of tests/release/mutations.tsv changes one rule or flag of src/core/isolation.rs, in a
+# Each row of tests/release/mutations.tsv changes one rule or flag of src/core/isolation/rules.rs, in a
 # scratch clone of the checkout's HEAD; the test the row names must then fail:
 #   - tests/firewall.rs (the rules in a kernel: network namespaces in RELEASE's root, no cluster);
 #   - a test of tests/isolation.rs on the test cluster (tests/release/lane.sh with TFC_SUITES and
@@ -29,7 +29,7 @@ export CARGO_TARGET_DIR=$scratch/repo/target
 bash tests/release/seed.sh "$repo/target" "$CARGO_TARGET_DIR"
 export TFC_DIR=$scratch/cluster
 rows=tests/release/mutations.tsv
-source_file=src/core/isolation.rs
+source_file=src/core/isolation/rules.rs
 cp "$source_file" "$scratch/original.rs"
 
 # The row's fields, tab-separated (empty ones kept): what, suite, test, occurrence, text, replacement.

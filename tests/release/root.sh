@@ -13,6 +13,8 @@
 #   tests/release/root.sh include NAME    print the include directory of its Slurm headers
 #   tests/release/root.sh source NAME     print the source tarball a slurm-X.Y.Z root is built
 #                                         from (exit 1, saying so, when it is not there)
+#   tests/release/root.sh fetched NAME    print the roots NAME needs that mmdebstrap makes (they
+#                                         need the network; a source build then needs none)
 #
 # NAME is the second column of tests/releases.tsv:
 # - a Debian suite (bookworm, trixie, sid): that suite's own Slurm packages, munge and what the
@@ -206,6 +208,8 @@ make_debian_root() {
     rm -rf "$dir.new"
     mkdir -p "$ROOTS"
     # The sid index served here can be older than its Valid-Until; it is only a test root.
+    # mmdebstrap needs the network: tests/run.sh makes these roots before the lanes, which have
+    # none.
     mmdebstrap --quiet --variant=minbase --include="$packages" \
         --aptopt='Acquire::Check-Valid-Until "false"' "$suite" "$dir.new" >&2 \
         || die "mmdebstrap $suite failed"
@@ -333,6 +337,15 @@ case $cmd in
         src=$(source_of "$name")
         [ -f "$src" ] || { log "$src is missing"; exit 1; }
         echo "$src"
+        ;;
+    fetched)
+        # `up` links the container image (bundle) into every release root.
+        case $name in
+            bare|bundle) echo "$name" ;;
+            slurm-*-rpm) printf '%s\n' build-bookworm-rpm bundle ;;
+            slurm-*) printf '%s\n' build-bookworm bundle ;;
+            *) printf '%s\n' "$name" bundle ;;
+        esac
         ;;
     up) up "$name" ;;
     exec) shift 2; in_root "$name" "$@" ;;

@@ -33,6 +33,11 @@ suite() {
     # shellcheck disable=SC2086 # a filter of libtest's, or none
     cargo test --test "$@" -- ${TFC_TESTS:-} --include-ignored --test-threads=1 | tests/times.sh suite "$release" "$1" \
         || failed+=("$1")
+    # A node the suite left out of service is named (tests/run.sh's summary repeats the line) and
+    # returned to service, so that the suites after it are not kept waiting for it.
+    local unwell
+    unwell=$(cluster unwell | paste -sd, -) || true
+    [ -z "$unwell" ] || echo "== Slurm $release: UNWELL after the $1 suite, returned to service: $unwell" >&2
 }
 
 # A step of this script that fails (not a suite: suites are counted) stops the release; this
@@ -96,7 +101,24 @@ if [ -n "${TFC_SUITES:-}" ]; then
     [ ${#failed[@]} -eq 0 ] || { echo "== Slurm $release: FAILED: ${failed[*]}" >&2; exit 1; }
     exit 0
 fi
-for t in "${suites[@]}"; do suite "$t"; done
+# TFC_PART (tests/lanes.tsv, which tests/run.sh's lanes follow): `tensorflow` runs only the
+# suites with real TensorFlow, Keras, JAX and Apptainer, `cluster` every other suite and the
+# topology and scale clusters after them; unset, all of them.
+tf_suites=" tensorflow keras jax apptainer "
+in_part() {
+    case ${TFC_PART:-} in
+        tensorflow) [[ $tf_suites == *" $1 "* ]] ;;
+        cluster) [[ $tf_suites != *" $1 "* ]] ;;
+        *) true ;;
+    esac
+}
+for t in "${suites[@]}"; do
+    if in_part "$t"; then suite "$t"; fi
+done
+if [ "${TFC_PART:-}" = tensorflow ]; then
+    [ ${#failed[@]} -eq 0 ] || { echo "== Slurm $release: FAILED: ${failed[*]}" >&2; exit 1; }
+    exit 0
+fi
 
 # The same cluster with a tree topology whose leaf switches interleave the nodes: from 26.05
 # Slurm places block steps in switch order (tests/topology.rs).

@@ -7,7 +7,7 @@ is done, then exits with $TFC_CHIEF_EXIT (default 0).
 
 With TFC_FAIL=<type>:<index> and TFC_FAIL_DIR, that server fails mid-training: the chief trains
 half of its steps, writes TFC_FAIL_DIR/half, and waits for TFC_FAIL_DIR/failed, which the server
-writes just before it exits 3; then the chief trains the other half on the workers left, and
+writes 3 s later, just before it exits 3; then the chief trains the other half on the workers left, and
 ends with os._exit, as a program that loses a worker for good must (docs/user-guide.md): in
 TensorFlow 2.21 ClusterCoordinator's failure handler waits in update_server_def, holding the
 cluster's lock, for the lost worker to come back, and its destructor waits for that lock, so
@@ -36,6 +36,11 @@ if resolver.task_type in ("ps", "worker"):
         half = os.path.join(os.environ["TFC_FAIL_DIR"], "half")
         while not os.path.exists(half):
             time.sleep(0.1)
+        # Three of the node's looks for the chief's connection (fail_fast=auto looks every second,
+        # src/spank/workers.rs): this server stands for one that fails well into training, and
+        # one that fails within a look of the chief's first connection may still end the step
+        # (half the steps once took under a second: 2026-11-28).
+        time.sleep(3)
         open(os.path.join(os.environ["TFC_FAIL_DIR"], "failed"), "w").close()
         os._exit(3)
     server.join()

@@ -5,9 +5,9 @@
 use crate::core::isolation;
 use crate::core::Settings;
 use crate::spank::handle::{Spank, U32Item};
-use crate::spank::handover;
+use crate::spank::isolation::handover;
+use crate::spank::isolation::nftables::Nft;
 use crate::spank::log;
-use crate::spank::nftables::Nft;
 use std::ffi::c_int;
 
 /// Waits until a 0.7.0 slurmd's holder has let go of `tables` ([`handover::forget`]: it owns
@@ -19,7 +19,7 @@ fn released(nft: &mut Nft, tables: &[String]) {
         let Ok(listing) = nft.run("list tables") else {
             return;
         };
-        if !isolation::listed(&listing).any(|t| tables.iter().any(|held| held == t)) {
+        if !isolation::tables::listed(&listing).any(|t| tables.iter().any(|held| held == t)) {
             return;
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
@@ -44,10 +44,10 @@ pub fn job_epilog(sp: &Spank, args: &[String]) -> c_int {
     released(&mut nft, &held);
     let removed = nft.run("list tables").and_then(|listing| {
         // One transaction per table: a table its slurmstepd removed meanwhile is no failure.
-        for table in isolation::job_tables(&listing, job_id) {
-            if let Err(e) = nft.run(&isolation::removal(table)) {
+        for table in isolation::tables::job_tables(&listing, job_id) {
+            if let Err(e) = nft.run(&isolation::tables::removal(table)) {
                 let now = nft.run("list tables")?;
-                if isolation::listed(&now).any(|t| t == table) {
+                if isolation::tables::listed(&now).any(|t| t == table) {
                     return Err(e);
                 }
             }
@@ -62,7 +62,7 @@ pub fn job_epilog(sp: &Spank, args: &[String]) -> c_int {
             log::error(&format!(
                 "isolate=yes: could not remove job {job_id}'s firewall tables \
                  (inet {}{job_id}_*): {e}",
-                isolation::TABLE_PREFIX
+                isolation::tables::TABLE_PREFIX
             ));
             -1
         }

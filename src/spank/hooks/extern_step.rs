@@ -1,21 +1,21 @@
 //! The job's extern slurmstepd (slurm.conf `PrologFlags=Contain`), with `isolate=yes`: it holds
 //! the tables of the job's steps whose tasks ended first on its node, from its `init` to its
-//! `exit` ([`crate::spank::holder`]), and, should Slurm unload the plugin without calling that
-//! `exit`, to the unload (where a step's watcher of its workers, [`crate::spank::workers`],
-//! stops too).
+//! `exit` ([`crate::spank::isolation::holder`]), and, should Slurm unload the plugin without
+//! calling that `exit`, to the unload (where a step's watcher of its workers,
+//! [`crate::spank::workers`], stops too).
 
 use crate::spank::ffi;
 use crate::spank::handle::{self, Spank};
 
 /// The job's extern slurmstepd (slurm.conf `PrologFlags=Contain`), with `isolate=yes`: hold the
 /// tables of the job's steps on this node whose tasks ended first, until slurmctld says each
-/// step has ended ([`crate::spank::holder`]). Any other step: nothing.
+/// step has ended ([`crate::spank::isolation::holder`]). Any other step: nothing.
 pub fn start(sp: &Spank) {
     let step = sp.item_u32(handle::U32Item::StepId);
     let job = sp.item_u32(handle::U32Item::JobId);
     if let (Ok(step), Ok(job)) = (step, job) {
         if i64::from(step) == ffi::TFC_SLURM_EXTERN_CONT {
-            super::state().holder = crate::spank::holder::start_for_job(job);
+            super::state().holder = crate::spank::isolation::holder::start_for_job(job);
         }
     }
 }

@@ -3,13 +3,13 @@
 //! | process (context)   | hook                         | work                                          |
 //! |---------------------|------------------------------|-----------------------------------------------|
 //! | srun, sbatch, salloc, slurmstepd | `init`          | read plugstack.conf settings, register `--tf-cluster` (slurmd: log the version loaded, nothing more); with `isolate=yes`, the job's extern slurmstepd (`PrologFlags=Contain`): start holding the tables of steps whose tasks ended first on the node ([`extern_step`]) |
-//! | same                | option callback              | parse the spec: a syntax error fails srun/sbatch before submission |
+//! | same                | option callback              | parse the spec: a syntax error fails srun/sbatch before submission; `check` (srun: with its own copy and `isolate` for the nodes to compare) |
 //! | srun (1/component)  | `init_post_opt`              | count the step's components |
 //! | srun                | `local_user_init`            | say the version loaded (`-v`); fit the spec to the step: a mismatch fails srun before launch ([`srun`]); a heterogeneous step's counts are checked on the nodes |
-//! | slurmstepd (1/node) | `init_post_opt`              | plan the whole step once, check it against Slurm's own ids for this node, record the node's GPUs ([`stepd`]); claim the node's step ports ([`crate::spank::claims`]); with `isolate=yes`, install the step's firewall ([`isolation`]); a node that cannot keeps every task from starting (`task_init` ends each, the first says why); with `fail_fast=auto` and ps, start watching its workers' server ports for the chief's connection ([`crate::spank::workers`]) |
-//! | task (1/task)       | `task_init`                  | `spank_setenv` every variable the plan gives this task (TF_CONFIG, its GPUs, ...) |
+//! | slurmstepd (1/node) | `init_post_opt`              | with `check`, look at the node as a step would and nothing else ([`crate::spank::check`]); otherwise plan the whole step once, check it against Slurm's own ids for this node, record the node's GPUs ([`stepd`]); claim the node's step ports ([`crate::spank::claims`]); with `isolate=yes`, install the step's firewall ([`crate::spank::isolation::firewall`]); a node that cannot keeps every task from starting (`task_init` ends each, the first says why); with `fail_fast=auto` and ps, start watching its workers' server ports for the chief's connection ([`crate::spank::workers`]) |
+//! | task (1/task)       | `task_init`                  | `spank_setenv` every variable the plan gives this task (TF_CONFIG, its GPUs, ...); with `check`, the node's first task prints the node's line instead and fails when it says NOT OK |
 //! | slurmstepd          | `task_exit`                  | when the chief (or worker 0) ends (`end_with_chief`), or another trainer fails (`fail_fast`), say which and end the step (from a thread, once the task's own status is on its way to srun); a worker the chief had reached: say so, and the step goes on |
-//! | slurmstepd          | `exit`                       | stop the workers' watcher; wait for the stop's thread: the stop must go out even when the node's last task has ended; remove the step's firewall, leaving the table for the step's other nodes (handed to the extern step's holder: [`crate::spank::handover`]); the extern step: stop holding ([`extern_step`], which also stops it should Slurm unload the plugin without this hook) |
+//! | slurmstepd          | `exit`                       | stop the workers' watcher; wait for the stop's thread: the stop must go out even when the node's last task has ended; remove the step's firewall, leaving the table for the step's other nodes (handed to the extern step's holder: [`crate::spank::isolation::handover`]); the extern step: stop holding ([`extern_step`], which also stops it should Slurm unload the plugin without this hook) |
 //! | slurmd's epilog (1/node/job) | `job_epilog`        | with `isolate=yes`: remove every firewall table the job's steps left on the node (a slurmstepd killed with SIGKILL runs no `exit`: [`epilog`]) |
 //!
 //! Without `--tf-cluster` every hook returns at once and nothing changes (with `isolate=yes`, the
@@ -22,10 +22,8 @@
 
 mod epilog;
 mod extern_step;
-mod isolation;
 mod srun;
 mod stepd;
-mod stop;
 
 pub use epilog::job_epilog;
 pub use srun::local_user_init;
@@ -35,7 +33,7 @@ use super::error::ShellError;
 use super::ffi;
 use super::handle::{self, Context, Spank};
 use super::log;
-use crate::core::{Error, Settings, Spec};
+use crate::core::{check, Error, Settings, Spec};
 use std::ffi::{c_char, c_int};
 use std::sync::{Mutex, MutexGuard};
 
@@ -63,16 +61,21 @@ struct State {
     /// ([`crate::spank::workers`]), stopped by `exit` or at the unload.
     workers: Option<crate::spank::workers::Watcher>,
     /// slurmstepd: the step's one stop, built before planning, whatever the plan then says.
-    stop: Option<stop::Stop>,
+    stop: Option<crate::spank::stop::Stop>,
     /// srun: the step's components, one per `init_post_opt` (more than one: a heterogeneous
     /// step or `--het-group` list).
     components: u32,
+    /// `--tf-cluster=check` was given: the check runs instead of a step's variables
+    /// ([`crate::core::check`]).
+    check: bool,
+    /// slurmstepd, with `check`: this node's line, printed by its first task.
+    check_verdict: Option<crate::core::check::Verdict>,
     /// How many times the option callback ran: in srun, once for a value from the job's
     /// environment alone (`#SBATCH --tf-cluster`), again for one on srun's own line.
     option_calls: u32,
     /// The job's extern slurmstepd, or slurmd, with `isolate=yes`: the holder of ended tables
-    /// ([`crate::spank::holder`]).
-    holder: Option<crate::spank::holder::Holder>,
+    /// ([`crate::spank::isolation::holder`]).
+    holder: Option<crate::spank::isolation::holder::Holder>,
 }
 
 static STATE: Mutex<State> = Mutex::new(State {
@@ -83,6 +86,8 @@ static STATE: Mutex<State> = Mutex::new(State {
     workers: None,
     stop: None,
     components: 0,
+    check: false,
+    check_verdict: None,
     option_calls: 0,
     holder: None,
 });
@@ -174,6 +179,28 @@ pub fn option(optarg: Option<String>, remote: bool) -> c_int {
     let mut state = state();
     let optarg = Spec::slurm_arg(optarg.as_deref());
     state.option_calls += 1;
+    state.check = check::asked(optarg);
+    if state.check {
+        // The check instead of a step: no spec, and srun's copy for the nodes to compare.
+        state.option = None;
+        state.bare = false;
+        if !remote {
+            let copy = check::copy(env!("CARGO_PKG_VERSION"), ffi::SLURM_RELEASE);
+            let isolates = match settings(&state).is_ok_and(|s| s.isolate) {
+                true => "yes",
+                false => "no",
+            };
+            for (name, value) in [
+                (check::SRUN_VAR, copy.as_str()),
+                (check::SRUN_ISOLATE_VAR, isolates),
+            ] {
+                if let Err(e) = handle::set_srun_env(name, value) {
+                    log::debug(&format!("cannot set {name} in srun's environment: {e}"));
+                }
+            }
+        }
+        return 0;
+    }
     if Spec::is_off(optarg) {
         // The step opts out: as if the option had never been given.
         state.option = None;

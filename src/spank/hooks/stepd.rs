@@ -1,8 +1,7 @@
 //! slurmstepd (remote context): plan the step once per node, hand each task its part, and end
 //! the step when the chief is done, when a trainer fails, or when the plan turns out wrong.
 
-use super::stop::{self, Stop};
-use super::{isolation, settings, state};
+use super::{settings, state};
 use crate::core::container;
 use crate::core::ending::WorkerSeen;
 use crate::core::error::OnError;
@@ -16,11 +15,13 @@ use crate::spank::error::ShellError;
 use crate::spank::ffi;
 use crate::spank::handle::{self, Spank, U32Item};
 use crate::spank::het;
+use crate::spank::isolation::firewall;
 use crate::spank::log;
 use crate::spank::oci::NodeOci;
 use crate::spank::oom;
 use crate::spank::sock_diag;
 use crate::spank::step::{gtids, Shape, StepVars};
+use crate::spank::stop::{self, Stop};
 use crate::spank::workers::{self, Watcher};
 use std::ffi::c_int;
 
@@ -42,7 +43,7 @@ pub struct Node {
     /// The node's claim on the step's ports, given back by [`exit`].
     claim: Option<Claimed>,
     /// With `isolate=yes`: the step's firewall on this node, removed by [`exit`].
-    firewall: Option<isolation::Installed>,
+    firewall: Option<firewall::Installed>,
     /// In Slurm's container (23.02 and later): the node's oci.conf, when it can keep the
     /// task's variables from the program.
     oci: Option<NodeOci>,
@@ -54,6 +55,13 @@ pub struct Node {
 /// node at once ([`OnError::StopNow`]).
 pub fn init_post_opt(sp: &Spank) -> c_int {
     let mut state = state();
+    if state.check {
+        if is_task_step(sp) {
+            let verdict = crate::spank::check::node(sp, settings(&state));
+            state.check_verdict = Some(verdict);
+        }
+        return 0;
+    }
     let Some(spec) = state.option.clone() else {
         return 0;
     };
@@ -152,8 +160,7 @@ fn plan_node(
     let uid = item(U32Item::JobUid, "the job's user id")?;
     let jobs = het.map_or_else(|| vec![shape.job_id], |het| het.jobs);
     let claim = claim(&plan, place.node, &jobs, shape.step_id)?;
-    let firewall =
-        isolation::install(&plan, (shape.job_id, &jobs), shape.step_id, uid, place.node)?;
+    let firewall = firewall::install(&plan, (shape.job_id, &jobs), shape.step_id, uid, place.node)?;
     Ok(Node {
         renderers: plan.renderers(),
         oom_kills: oom::kills(),
@@ -191,6 +198,18 @@ fn claim(plan: &StepPlan, node: usize, jobs: &[u32], step_id: u32) -> Result<Cla
 /// on or stops as the error says ([`OnError`]).
 pub fn task_init(sp: &Spank) -> c_int {
     let mut state = state();
+    if let Some(verdict) = &state.check_verdict {
+        // `--tf-cluster=check`: the node's first task says the node's line; a node that would
+        // refuse a step or run one unprotected fails it, so srun exits non-zero.
+        if sp.task_id().is_ok_and(|t| t == 0) {
+            if verdict.fails {
+                log::error(&verdict.line);
+                handle::end_task(1);
+            }
+            log::user(&verdict.line);
+        }
+        return 0;
+    }
     let Some(planned) = &mut state.plan else {
         return 0;
     };
@@ -334,7 +353,7 @@ pub fn exit() -> c_int {
     stop::wait_for_the_stopper();
     if let Some(Ok(node)) = &mut state().plan {
         if let Some(firewall) = &mut node.firewall {
-            isolation::leave(firewall);
+            firewall::leave(firewall);
         }
         node.firewall = None;
         node.claim = None;

@@ -1,18 +1,17 @@
-//! The holder of ended tables ([`crate::core::holding`] says why): a thread in the job's extern
-//! slurmstepd ([`super::handover`] is slurmstepd's side). All as root, through libnftables and
-//! files in a root-only directory of the node.
+//! The holder of ended tables ([`crate::core::isolation::holding`] says why): a thread in the
+//! job's extern slurmstepd ([`super::handover`] is slurmstepd's side). All as root, through
+//! libnftables and files in a root-only directory of the node.
 
-use super::log;
 use super::nftables::Nft;
-use super::process;
-use super::run_dir;
-use super::slurm;
 use super::watch::Watch;
 use crate::core::claims::Owner;
-use crate::core::holding::{
-    self, Act, HolderFile, Holding, Look, Stage, StepKey, ASK, HOLDER_FILE,
-};
-use crate::core::isolation;
+use crate::core::isolation::handover::{self, Stage, HOLDER_FILE};
+use crate::core::isolation::holding::{self, Act, HolderFile, Holding, Look, StepKey, ASK};
+use crate::core::isolation::{rules, tables};
+use crate::spank::log;
+use crate::spank::process;
+use crate::spank::run_dir;
+use crate::spank::slurm;
 use std::fs;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
@@ -53,7 +52,7 @@ pub fn start_for_job(job_id: u32) -> Option<Holder> {
              tasks ended first: {e}; they stay, not owned, so a `nft flush ruleset` on this \
              node lets other users here reach the steps' other nodes: check that root can load \
              libnftables.so.1 and write {} on this node",
-            holding::HELD_DIR
+            handover::HELD_DIR
         ));
     };
     let (Some(node), Some(me)) = (process::host_name(), process::me()) else {
@@ -72,7 +71,7 @@ pub fn start_for_job(job_id: u32) -> Option<Holder> {
         say: Arc::new(log::error),
         ask: ASK,
     };
-    let dir = PathBuf::from(holding::job_dir(&node, job_id));
+    let dir = PathBuf::from(handover::job_dir(&node, job_id));
     start(&dir, me, &format!("job {job_id}'s extern step"), passed)
         .map_err(failed)
         .ok()
@@ -121,7 +120,7 @@ pub fn start<T: Tables + 'static>(
             text.unwrap_or_default().trim()
         ));
     }
-    let made = fs::write(&file, holding::holder_text(me))
+    let made = fs::write(&file, handover::holder_text(me))
         .map_err(|e| format!("cannot write in {}: {e}", dir.display()))
         .and_then(|()| Watch::new(dir));
     let (watch, wake) = match made {
@@ -251,11 +250,11 @@ fn hold(
             .into_iter()
             .flatten()
             .flatten()
-            .filter_map(|e| holding::step_of(e.file_name().to_str()?))
+            .filter_map(|e| handover::step_of(e.file_name().to_str()?))
             .collect();
         let listing = tables.run("list tables").ok();
         let present: Option<Vec<StepKey>> = listing.as_deref().map(|listing| {
-            isolation::ended_steps(listing)
+            tables::ended_steps(listing)
                 .into_iter()
                 .map(|(_, job_id, step_id)| (job_id, step_id))
                 .collect()
@@ -270,7 +269,7 @@ fn hold(
             match act {
                 Act::Yield => return Ok(Ended::Yielded),
                 Act::Reclaim => {
-                    let _ = fs::write(dir.join(HOLDER_FILE), holding::holder_text(me));
+                    let _ = fs::write(dir.join(HOLDER_FILE), handover::holder_text(me));
                 }
                 Act::Take(key, from) => {
                     if from == Stage::Held {
@@ -281,13 +280,13 @@ fn hold(
                 }
                 Act::Ask((job_id, step_id)) => {
                     if step_exists(job_id, step_id) == Some(false) {
-                        let file = holding::stage_file(job_id, step_id, Stage::Held);
+                        let file = handover::stage_file(job_id, step_id, Stage::Held);
                         let _ = fs::remove_file(dir.join(file));
                     }
                 }
                 Act::Release((job_id, step_id)) => {
-                    let table = isolation::ended_table_name(job_id, step_id);
-                    let _ = tables.run(&isolation::removal(&table));
+                    let table = tables::ended_table_name(job_id, step_id);
+                    let _ = tables.run(&tables::removal(&table));
                 }
             }
         }
@@ -308,7 +307,7 @@ fn take(
     from: Stage,
     say: &dyn Fn(&str),
 ) -> bool {
-    let at = |stage| dir.join(holding::stage_file(job_id, step_id, stage));
+    let at = |stage| dir.join(handover::stage_file(job_id, step_id, stage));
     let taking = at(Stage::Taking);
     let claimed = match from {
         Stage::Left => fs::rename(at(Stage::Left), &taking).map(|()| taking.clone()),
@@ -319,7 +318,7 @@ fn take(
     };
     let scripts = fs::read_to_string(&file)
         .ok()
-        .and_then(|ended| holding::take_over(job_id, step_id, &ended));
+        .and_then(|ended| handover::take_over(job_id, step_id, &ended));
     let Some([replace, install]) = scripts else {
         let _ = fs::remove_file(&file);
         return false;
@@ -330,9 +329,7 @@ fn take(
         Ok(_) if file == at(Stage::Held) || fs::rename(&file, at(Stage::Held)).is_ok() => true,
         // The job's epilog removed the file meanwhile: the table is this holder's alone.
         Ok(_) => {
-            let _ = tables.run(&isolation::removal(&isolation::ended_table_name(
-                job_id, step_id,
-            )));
+            let _ = tables.run(&tables::removal(&tables::ended_table_name(job_id, step_id)));
             false
         }
         Err(e) => {
@@ -351,6 +348,6 @@ fn take(
 /// holder then leaves it to the job's epilog), as slurmstepd's own table, else as it is.
 fn run_persistent(tables: &mut impl Tables, script: &str) -> Result<String, String> {
     tables
-        .run(&isolation::persistent(script))
+        .run(&rules::persistent(script))
         .or_else(|_| tables.run(script))
 }

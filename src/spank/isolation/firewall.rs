@@ -1,15 +1,15 @@
 //! `isolate=yes` in the step's slurmstepd: it installs its step's firewall before the tasks
 //! fork and, when it exits, leaves only what keeps other users on the node away from the step's
 //! other nodes until the step has ended (slurmd's job epilog removes whatever any step of the
-//! job left: [`super::epilog`]). All as root, all through libnftables ([`Nft`]); the rules
-//! themselves are the core's ([`crate::core::isolation`]).
+//! job left: `crate::spank::hooks::epilog`). All as root, all through libnftables ([`Nft`]);
+//! the rules themselves are the core's ([`crate::core::isolation`]).
 
 use crate::core::isolation;
 use crate::core::StepPlan;
 use crate::spank::error::ShellError;
-use crate::spank::handover::{self, Handed};
+use crate::spank::isolation::handover::{self, Handed};
+use crate::spank::isolation::nftables::Nft;
 use crate::spank::log;
-use crate::spank::nftables::Nft;
 use crate::spank::slurm;
 use crate::spank::topology;
 use std::net::{IpAddr, ToSocketAddrs};
@@ -19,11 +19,22 @@ use std::path::Path;
 pub struct Installed {
     table: String,
     /// The script of what the node keeps once its tasks have ended
-    /// ([`isolation::StepFirewall::scripts`]).
+    /// ([`isolation::rules::StepFirewall::scripts`]).
     ended: String,
     nft: Nft,
     /// The step (the holder of the node's job takes the ended table over).
     step: (u32, u32),
+}
+
+/// What a node needs before a step's rules can go in (the step's own addresses aside): SYN
+/// cookies that let the owner's handshakes through, and libnftables; its context, or why not.
+/// `--tf-cluster=check` asks the same ([`crate::spank::check`]).
+pub fn ready() -> Result<Nft, String> {
+    isolation::rules::check_syncookies(topology::read(Path::new(isolation::rules::SYNCOOKIES)))
+        .map_err(|e| e.to_string())?;
+    Nft::open().map_err(|e| {
+        format!("{e}; install it on every node (Debian: libnftables1, RHEL: nftables)")
+    })
 }
 
 /// slurmstepd, before the tasks fork, once the node's ports are claimed ([`crate::spank::claims`]):
@@ -48,13 +59,7 @@ pub fn install(
     let (script, ended) = firewall
         .scripts(resolve)
         .map_err(|e| failed(e.to_string()))?;
-    isolation::check_syncookies(topology::read(Path::new(isolation::SYNCOOKIES)))
-        .map_err(|e| failed(e.to_string()))?;
-    let mut nft = Nft::open().map_err(|e| {
-        failed(format!(
-            "{e}; install it on every node (Debian: libnftables1, RHEL: nftables)"
-        ))
-    })?;
+    let mut nft = ready().map_err(failed)?;
     let listing = nft.run("list tables").map_err(|e| {
         failed(format!(
             "cannot list the node's nftables tables: {e}; check that slurmstepd runs as root"
@@ -62,9 +67,12 @@ pub fn install(
     })?;
     let table = firewall.table();
     // Left by this step's job before a requeue: by a killed slurmstepd, or after its tasks ended.
-    for left in [table.clone(), isolation::ended_table_name(job_id, step_id)] {
-        if isolation::listed(&listing).any(|t| t == left) {
-            nft.run(&isolation::removal(&left)).map_err(|e| {
+    for left in [
+        table.clone(),
+        isolation::tables::ended_table_name(job_id, step_id),
+    ] {
+        if isolation::tables::listed(&listing).any(|t| t == left) {
+            nft.run(&isolation::tables::removal(&left)).map_err(|e| {
                 failed(format!(
                     "cannot remove the table inet {left} left here: {e}; once no slurmstepd \
                      of that step runs on the node, remove it as root (nft delete table inet \
@@ -83,7 +91,7 @@ pub fn install(
     .map_err(|e| failed(e.to_string()))?;
     // A table that outlives a killed slurmstepd where libnftables and the kernel can keep one;
     // else one owned by this slurmstepd.
-    nft.run(&isolation::persistent(&script))
+    nft.run(&isolation::rules::persistent(&script))
         .or_else(|_| nft.run(&script))
         .map_err(|e| {
             failed(format!(
@@ -106,9 +114,9 @@ pub fn install(
 /// answer for stays, for the next step or the job's epilog. The tables it removed or had let go.
 fn remove_ended<'a>(nft: &mut Nft, listing: &'a str, own: (u32, u32)) -> Vec<&'a str> {
     let mut gone = Vec::new();
-    for (table, job_id, step_id) in isolation::ended_steps(listing) {
+    for (table, job_id, step_id) in isolation::tables::ended_steps(listing) {
         if (job_id, step_id) != own && slurm::step_exists(job_id, step_id) == Some(false) {
-            let _ = nft.run(&isolation::removal(table));
+            let _ = nft.run(&isolation::tables::removal(table));
             gone.push(table);
         }
     }
@@ -123,15 +131,15 @@ fn tables_clear(
     (own_jobs, step_id): (&[u32], u32),
     ports: &[u16],
 ) -> crate::core::Result<()> {
-    let tables: Vec<(&str, Vec<u16>)> = isolation::other_tables(listing, own_jobs, step_id)
+    let tables: Vec<(&str, Vec<u16>)> = isolation::tables::other_tables(listing, own_jobs, step_id)
         .into_iter()
         .filter(|table| !gone.contains(table))
         .filter_map(|table| {
             let set = nft.run(&format!("list set inet {table} ports")).ok()?;
-            Some((table, isolation::set_ports(&set)))
+            Some((table, isolation::tables::set_ports(&set)))
         })
         .collect();
-    isolation::check_tables(ports, &tables)
+    isolation::tables::check_tables(ports, &tables)
 }
 
 /// The addresses a node's address resolves to (the resolver the node itself uses: getaddrinfo,
@@ -168,7 +176,10 @@ pub fn leave(installed: &mut Installed) {
             )),
         }
     }
-    if let Err(e) = installed.nft.run(&isolation::removal(&installed.table)) {
+    if let Err(e) = installed
+        .nft
+        .run(&isolation::tables::removal(&installed.table))
+    {
         log::error(&format!(
             "isolate=yes: could not remove the step's firewall (table inet {}): {e}; the job's \
              epilog removes it",

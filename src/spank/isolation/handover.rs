@@ -1,12 +1,12 @@
 //! slurmstepd's side of handing a table over to the job's holder ([`super::holder`],
-//! [`crate::core::holding`] says why), and the job epilog's: the holder's files the job leaves.
-//! As root, through files in a root-only directory of the node.
+//! [`crate::core::isolation::holding`] says why), and the job epilog's: the holder's files the
+//! job leaves. As root, through files in a root-only directory of the node.
 
-use super::log;
-use super::process;
-use super::run_dir;
-use crate::core::holding::{self, Stage, HOLDER_FILE};
-use crate::core::isolation;
+use crate::core::isolation::handover::{self, Stage, HOLDER_FILE};
+use crate::core::isolation::tables;
+use crate::spank::log;
+use crate::spank::process;
+use crate::spank::run_dir;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -35,7 +35,7 @@ pub fn hand_over(job_id: u32, step_id: u32, ended: &str) -> Handed {
     let Some(node) = process::host_name() else {
         return Handed::NoHolder;
     };
-    let dir = holding::job_dir(&node, job_id);
+    let dir = handover::job_dir(&node, job_id);
     hand_over_in(Path::new(&dir), (job_id, step_id), ended, HANDOVER)
 }
 
@@ -50,14 +50,14 @@ pub fn hand_over_in(
 ) -> Handed {
     let live = fs::read_to_string(dir.join(HOLDER_FILE))
         .ok()
-        .and_then(|text| holding::holder_of(&text))
+        .and_then(|text| handover::holder_of(&text))
         .is_some_and(|owner| owner.is_live(process::stat));
     if !live {
         return Handed::NoHolder;
     }
-    let at = |stage| dir.join(holding::stage_file(job_id, step_id, stage));
+    let at = |stage| dir.join(handover::stage_file(job_id, step_id, stage));
     let left = at(Stage::Left);
-    let tmp = dir.join(format!(".{}", holding::step_file(job_id, step_id)));
+    let tmp = dir.join(format!(".{}", handover::step_file(job_id, step_id)));
     if fs::write(&tmp, ended)
         .and_then(|()| fs::rename(&tmp, &left))
         .is_err()
@@ -85,24 +85,24 @@ pub fn hand_over_in(
 }
 
 /// slurmstepd whose ended table no holder took (no extern step): says so
-/// in slurmd's log, once per node until it reboots (a marker in [`holding::node_dir`], on the
+/// in slurmd's log, once per node until it reboots (a marker in [`handover::node_dir`], on the
 /// node's /run): the site learns what it leaves open, without a line at every step.
 pub fn say_no_holder_once(job_id: u32, step_id: u32) {
     let Some(node) = process::host_name() else {
         return;
     };
-    let dir = PathBuf::from(holding::node_dir(&node));
+    let dir = PathBuf::from(handover::node_dir(&node));
     let first = run_dir::private(&dir)
         .map_err(std::io::Error::other)
         .and_then(|()| {
             fs::File::options()
                 .write(true)
                 .create_new(true)
-                .open(dir.join(holding::TOLD_FILE))
+                .open(dir.join(handover::TOLD_FILE))
         })
         .is_ok();
     if first {
-        log::info(&holding::no_holder_line(job_id, step_id));
+        log::info(&handover::no_holder_line(job_id, step_id));
     }
 }
 
@@ -129,8 +129,8 @@ pub fn forget(job_id: u32) -> Vec<String> {
     let Some(node) = process::host_name() else {
         return Vec::new();
     };
-    let _ = fs::remove_dir_all(holding::job_dir(&node, job_id));
-    let dir = PathBuf::from(holding::legacy_slurmd_dir(&node));
+    let _ = fs::remove_dir_all(handover::job_dir(&node, job_id));
+    let dir = PathBuf::from(handover::legacy_slurmd_dir(&node));
     let mut held = Vec::new();
     for name in fs::read_dir(&dir)
         .into_iter()
@@ -138,9 +138,9 @@ pub fn forget(job_id: u32) -> Vec<String> {
         .flatten()
         .filter_map(|e| e.file_name().into_string().ok())
     {
-        if let Some((job, step_id, stage)) = holding::step_of(&name) {
+        if let Some((job, step_id, stage)) = handover::step_of(&name) {
             if job == job_id && fs::remove_file(dir.join(&name)).is_ok() && stage != Stage::Left {
-                held.push(isolation::ended_table_name(job_id, step_id));
+                held.push(tables::ended_table_name(job_id, step_id));
             }
         }
     }

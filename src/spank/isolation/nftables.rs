@@ -9,7 +9,7 @@
 //! `nft_ctx_get_output_buffer`/`nft_ctx_get_error_buffer`, `nft_run_cmd_from_buffer` (0 on
 //! success).
 
-use super::handle::c_string;
+use crate::spank::handle::c_string;
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 
 /// The library's soname: Debian's libnftables1, RHEL's nftables package.
@@ -33,6 +33,7 @@ pub struct Nft {
 impl Nft {
     /// Loads the library (once per process; it stays loaded) and makes a context.
     pub fn open() -> Result<Nft, String> {
+        netlink_socket_free()?;
         let name = CString::new(LIBRARY).expect("no NUL");
         // SAFETY: a valid C string; RTLD_LOCAL keeps its symbols out of slurmstepd's namespace.
         let lib = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
@@ -88,6 +89,7 @@ impl Nft {
     /// Runs `script` (nft's syntax) as one transaction; its output, or its error text.
     pub fn run(&mut self, script: &str) -> Result<String, String> {
         let script = CString::new(script).map_err(|_| "the script has a NUL byte".to_string())?;
+        netlink_socket_free()?;
         // SAFETY: a live context and a valid C string that outlives the call.
         let rc = unsafe { (self.run)(self.ctx, script.as_ptr()) };
         close_on_exec_netfilter_sockets(); // a library that opens its socket late
@@ -119,6 +121,31 @@ impl Drop for Nft {
         // SAFETY: the context was made by nft_ctx_new and is freed once.
         unsafe { (self.free)(self.ctx) }
     }
+}
+
+/// Whether libnftables can open its netlink socket now: a socket of that kind opened and closed
+/// again. libnftables (1.0.6, Debian 12's) calls `exit()` in the process that calls it when it
+/// cannot (no descriptor free, no memory), which would end slurmstepd, or the job epilog's
+/// process, without a word: the caller gets this error instead, and says so.
+fn netlink_socket_free() -> Result<(), String> {
+    // SAFETY: socket(2) with constant arguments; the descriptor is closed at once.
+    let fd = unsafe {
+        libc::socket(
+            libc::AF_NETLINK,
+            libc::SOCK_RAW | libc::SOCK_CLOEXEC,
+            libc::NETLINK_NETFILTER,
+        )
+    };
+    if fd < 0 {
+        return Err(format!(
+            "cannot open a netfilter netlink socket ({}), so {LIBRARY} was not called (it \
+             would end this process)",
+            std::io::Error::last_os_error()
+        ));
+    }
+    // SAFETY: the descriptor just opened, closed once.
+    unsafe { libc::close(fd) };
+    Ok(())
 }
 
 /// Marks every netfilter netlink socket of this process close-on-exec. libnftables opens its

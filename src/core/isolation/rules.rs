@@ -1,12 +1,7 @@
-//! Per-step network isolation (`isolate=yes`): the firewall that keeps everyone but the job's own
-//! processes on the step's own nodes away from the step's TensorFlow servers.
-//!
-//! TensorFlow's gRPC servers listen on every interface, with no authentication, and run any graph
-//! they are sent (TensorFlow's SECURITY.md), so on a shared cluster anyone who reaches a port can
-//! run code as the job's owner. Each node of the step gets an nftables table of its own, named
-//! after the job and step ([`table_name`]), before any task starts. Only the TCP handshake is
-//! matched (a SYN without ACK, and the SYN-ACK that answers it), so no connection tracking is
-//! needed and established connections, the step's or anyone else's, are never touched:
+//! The rules of one node's table for one step, and what a node must have for them to hold.
+//! Only the TCP handshake is matched (a SYN without ACK, and the SYN-ACK that answers it), so
+//! no connection tracking is needed and established connections, the step's or anyone else's,
+//! are never touched:
 //! - **input**: a connection to one of this node's step ports is refused unless it is addressed
 //!   to this node's own step address (as TF_CONFIG names it, resolved: IPv4 and IPv6) and comes
 //!   from a step node's address, or arrives over loopback. TensorFlow listens on every address,
@@ -27,96 +22,26 @@
 //!   is SYN cookies: a node that sends every answer as a cookie (`tcp_syncookies=2`) would drop
 //!   the owner's own, so its steps are refused ([`check_syncookies`]).
 //!
-//! Together: a connection reaches a step's server only from the job's uid on a node of the step,
-//! and only at the step's own addresses. The admin's own tables are never edited: a packet
-//! refused by any table is refused, so ours only adds refusals.
+//! The admin's own tables are never edited: a packet refused by any table is refused, so ours
+//! only adds refusals. The table is owned by the process that installs it (nftables `flags
+//! owner`, Linux 5.12): `flush ruleset` leaves it, and no other process can delete it; with
+//! `persist` (Linux 6.9, libnftables 1.1) it also outlives a slurmstepd killed with SIGKILL
+//! until the job's epilog removes it ([`persistent`]). Each rule and flag, deleted once, fails a
+//! test (tests/release/mutations.tsv).
 //!
-//! The table is owned by the slurmstepd that installs it (nftables `flags owner`, Linux 5.12):
-//! `flush ruleset` (Debian's nftables.service on start, reload and stop) leaves it, and no other
-//! process can delete it; with `persist` (Linux 6.9, libnftables 1.1) it also outlives a
-//! slurmstepd killed with SIGKILL until the job's epilog removes it ([`persistent`]).
-//!
-//! A node whose tasks have all ended while the step runs on elsewhere keeps part of the rules
-//! in a table of its own ([`ended_table_name`], [`StepFirewall::scripts`]): its peers still
-//! admit its address, so without them another user there would reach their servers, and still
-//! connect to its ports, which must not answer another user who binds one then. That table
-//! is not owned (its slurmstepd exits); it stays until the step has ended everywhere, found by
-//! the next step on the node that asks slurmctld, or the job's epilog ([`ended_steps`]).
-//!
-//! Before the rules go in, a node refuses a step whose ports another step's table holds
-//! ([`check_tables`]): the rules would act on the other job's connections. (Every step, isolated
-//! or not, first claims its ports on the node: [`super::claims`].)
-//!
-//! The shell runs the scripts this module writes through libnftables; this module only writes
-//! them and reads what the node says, from plain values, with name resolution passed in as a
-//! closure (table-tested in tests/isolation.rs).
+//! The shell runs these scripts through libnftables; this module only writes them, from plain
+//! values, with name resolution passed in as a closure (table-tested in tests/isolation.rs, run
+//! in a kernel by tests/firewall.rs).
 
-use super::address::Endpoints;
-use super::error::{Error, Result};
-use super::layout::Layout;
-use super::text::decimal;
-use super::topology::ConfFile;
+use super::tables::{ended_table_name, table_name};
+use crate::core::address::Endpoints;
+use crate::core::error::{Error, Result};
+use crate::core::layout::Layout;
+use crate::core::text::decimal;
+use crate::core::topology::ConfFile;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write;
 use std::net::IpAddr;
-
-/// Every table tfcluster makes starts with this; the rest is `JOB_STEP`.
-pub const TABLE_PREFIX: &str = "tfcluster_";
-
-/// The table of one step's rules on a node (family `inet`: IPv4 and IPv6 in one table).
-pub fn table_name(job_id: u32, step_id: u32) -> String {
-    format!("{TABLE_PREFIX}{job_id}_{step_id}")
-}
-
-/// What the name of a node's table after its tasks ended adds to [`table_name`].
-pub const ENDED: &str = "_ended";
-
-/// The table a node keeps for a step once its own tasks have all ended ([`StepFirewall::scripts`]).
-pub fn ended_table_name(job_id: u32, step_id: u32) -> String {
-    format!("{}{ENDED}", table_name(job_id, step_id))
-}
-
-/// The tables of steps whose tasks ended here in the text of `list tables`, each with its job
-/// and step: each stays until slurmctld says its step has ended.
-pub fn ended_steps(listing: &str) -> Vec<(&str, u32, u32)> {
-    listed(listing)
-        .filter_map(|name| {
-            let ids = name.strip_prefix(TABLE_PREFIX)?.strip_suffix(ENDED)?;
-            let (job, step) = ids.split_once('_')?;
-            Some((name, decimal(job)?, decimal(step)?))
-        })
-        .collect()
-}
-
-/// The script that removes `table`, which must exist. The usual way to remove a table whether
-/// or not it exists (add it, then delete it, in one transaction; nftables 1.0.6, Debian 12's,
-/// has no `destroy`) fails on an owned table, even for its owner (the add would change its
-/// flags): the shell removes only tables it has seen listed, or made.
-pub fn removal(table: &str) -> String {
-    format!("delete table inet {table}\n")
-}
-
-/// The names of the `inet` tables in the text of `list tables` (`table inet NAME` per line).
-pub fn listed(listing: &str) -> impl Iterator<Item = &str> {
-    listing
-        .lines()
-        .filter_map(|line| line.trim().strip_prefix("table inet "))
-        .map(str::trim)
-}
-
-/// The tables of job `job_id` in the text of `list tables` (`table inet tfcluster_12_0` per
-/// line, or `tfcluster_12_0_ended`): what the job epilog removes, whichever of the job's steps
-/// left them.
-pub fn job_tables(listing: &str, job_id: u32) -> Vec<&str> {
-    let prefix = format!("{TABLE_PREFIX}{job_id}_");
-    listed(listing)
-        .filter(|name| {
-            name.strip_prefix(&prefix)
-                .map(|step| step.strip_suffix(ENDED).unwrap_or(step))
-                .is_some_and(|step| !step.is_empty() && step.bytes().all(|b| b.is_ascii_digit()))
-        })
-        .collect()
-}
 
 /// With `isolate=yes` a step's ports must lie in the site's `port_range`: the firewall refuses
 /// other users' connections to every port of the step, so a job's `port_base` outside it could
@@ -195,7 +120,7 @@ struct Group<'p> {
 
 impl StepFirewall<'_> {
     /// The nftables script that installs this node's rules for the step (a table of the same
-    /// name that a killed slurmstepd left must be removed first: [`removal`]). `resolve` gives
+    /// name that a killed slurmstepd left must be removed first: [`super::tables::removal`]). `resolve` gives
     /// the addresses a node's address (as TF_CONFIG names it) resolves to; an address that
     /// resolves to nothing is an error, never a peer silently left out (its tasks could not
     /// connect) or let in.
@@ -215,7 +140,7 @@ impl StepFirewall<'_> {
     /// binds one of them once the step's server here has gone receives nothing they send (a
     /// port with no listener still refuses them at once). Not owned: it outlives its
     /// slurmstepd. Its `ports` set holds every port of the step, for the check of a later step
-    /// on the node ([`check_tables`]). Names are resolved once for both.
+    /// on the node ([`super::tables::check_tables`]). Names are resolved once for both.
     pub fn scripts(
         &self,
         resolve: impl FnMut(&str) -> std::result::Result<Vec<IpAddr>, String>,
@@ -241,17 +166,15 @@ impl StepFirewall<'_> {
         self.endpoints.ports_of(local)
     }
 
-    /// Every distinct address of the step's nodes, resolved once (a template may make several
-    /// nodes one address), each to a sorted list without repeats.
+    /// Every node's address, resolved once (not once per endpoint), each to a sorted list
+    /// without repeats. No two nodes share an address (`address=` needs `%h`, and a step names
+    /// a node once), so each is asked once.
     fn resolve(
         &self,
         mut resolve: impl FnMut(&str) -> std::result::Result<Vec<IpAddr>, String>,
     ) -> Result<HashMap<&str, BTreeSet<IpAddr>>> {
         let mut resolved = HashMap::new();
         for address in self.endpoints.addresses() {
-            if resolved.contains_key(address.as_str()) {
-                continue;
-            }
             let found: BTreeSet<IpAddr> = resolve(address)
                 .map_err(|reason| Error::AddressUnresolved {
                     address: address.clone(),
@@ -378,7 +301,7 @@ const REFUSE: &str = "reject with tcp reset";
 const ATTEMPT: &str = "tcp flags & (syn | ack) == syn";
 /// A server's answer to a connection attempt (SYN and ACK). Answers from this node's step
 /// ports are let out only from a socket of the job's uid: another user who binds a step port
-/// after the node's check ([`super::claims`]) and before TensorFlow does (its import takes
+/// after the node's check ([`crate::core::claims`]) and before TensorFlow does (its import takes
 /// seconds) never completes a handshake, so receives nothing the owner's tasks send. The
 /// kernel gives an answer the listening socket's uid, and none to an answer with a SYN cookie
 /// (which a listener with a full queue sends, and its owner can make its queue full): hence
@@ -409,47 +332,6 @@ fn families<'a>(
     let (v4, v6): (Vec<&IpAddr>, Vec<&IpAddr>) = addresses.partition(|ip| ip.is_ipv4());
     set(out, names[0].as_ref(), "ipv4_addr", v4.into_iter());
     set(out, names[1].as_ref(), "ipv6_addr", v6.into_iter());
-}
-
-/// The other steps' tables in the text of `list tables`: every tfcluster table but those of
-/// step `step_id` of `own_jobs` (a heterogeneous job's components are jobs of their own, and
-/// may share a node and its ports; a heterogeneous step's may not: Slurm refuses them, "already
-/// allocated ... to previous components").
-pub fn other_tables<'l>(listing: &'l str, own_jobs: &[u32], step_id: u32) -> Vec<&'l str> {
-    let own: Vec<String> = own_jobs
-        .iter()
-        .flat_map(|&job| [table_name(job, step_id), ended_table_name(job, step_id)])
-        .collect();
-    listed(listing)
-        .filter(|name| name.starts_with(TABLE_PREFIX) && !own.iter().any(|o| o == name))
-        .collect()
-}
-
-/// The elements of the set in the text of `list set inet TABLE ports` (`elements = { 12000,
-/// 12001 }`, over several lines when long). Anything that is not a port is passed over.
-pub fn set_ports(listing: &str) -> Vec<u16> {
-    let Some((_, elements)) = listing.split_once("elements = {") else {
-        return Vec::new();
-    };
-    let elements = elements.split('}').next().unwrap_or("");
-    elements
-        .split(|c: char| c == ',' || c.is_whitespace())
-        .filter_map(decimal)
-        .collect()
-}
-
-/// Refuses the step when another step's table (`tables`: name and ports) holds one of `ports`:
-/// the step's rules would act on the other job's connections. Such a table outlives its step's
-/// claim ([`super::claims`]) when its slurmstepd was killed and libnftables kept the table
-/// until the job's epilog. The first port held, in `ports`' order.
-pub fn check_tables(ports: &[u16], tables: &[(&str, Vec<u16>)]) -> Result<()> {
-    for &port in ports {
-        if let Some((table, _)) = tables.iter().find(|(_, held)| held.contains(&port)) {
-            let table = table.to_string();
-            return Err(Error::PortInOtherTable { port, table });
-        }
-    }
-    Ok(())
 }
 
 /// `set NAME { type TYPE; elements = { ... } }`, without `elements` when there are none (an

@@ -1,5 +1,5 @@
 //! Ending a step on every node, through Slurm: the one way tfcluster stops a step. Each cause
-//! calls it where it is found ([`super::stepd`]):
+//! calls it where it is found (`crate::spank::hooks::stepd`):
 //! - a wrong plan, in `init_post_opt`, synchronously: before this node's tasks fork, since other
 //!   nodes' tasks may already run with it;
 //! - a task that cannot get its GPUs (in that task), or a node that cannot isolate the step (in

@@ -1,0 +1,210 @@
+//! `--tf-cluster=check` (src/core/check.rs): what a node's line says from what the node found,
+//! and when it fails (srun then exits non-zero). The check itself runs on the test cluster, on
+//! every release, with a node made wrong in each way (tests/isolation.rs
+//! `the_check_names_what_is_wrong_with_each_node`).
+
+use tfcluster::core::check::{
+    asked, mapped_file, run_dir_note, slurmd_copy, Entry, FileId, Isolation, NodeCheck, Slurmd,
+};
+use tfcluster::core::container::{ApptainerEnv, Runtimes};
+use tfcluster::core::oci::OciConf;
+use tfcluster::core::run_dir::Found;
+
+const OURS: FileId = FileId {
+    major: 0xfd,
+    minor: 1,
+    inode: 4242,
+};
+
+#[rustfmt::skip]
+#[test]
+fn the_option_asks_for_the_check() {
+    let cases: &[(Option<&str>, bool)] = &[
+        (Some("check"),   true),
+        (Some(" check "), true),
+        (Some("checks"),  false),
+        (Some("worker:*"), false),
+        (None,            false),
+    ];
+    for (arg, want) in cases {
+        assert_eq!(asked(*arg), *want, "{arg:?}");
+    }
+}
+
+/// Lines of `/proc/PID/maps`: the file each maps, if any.
+#[rustfmt::skip]
+#[test]
+fn a_maps_line_names_its_file() {
+    let cases: &[(&str, Option<(FileId, &str)>)] = &[
+        ("7f00-7f10 r-xp 00000000 fd:01 4242 /usr/lib/slurm/spank_tfcluster.so",
+            Some((OURS, "/usr/lib/slurm/spank_tfcluster.so"))),
+        ("7f00-7f10 r-xp 00000000 fd:01 4241 /usr/lib/slurm/spank_tfcluster.so (deleted)",
+            Some((FileId { inode: 4241, ..OURS }, "/usr/lib/slurm/spank_tfcluster.so (deleted)"))),
+        ("7f00-7f10 r--p 00000000 103:0a 7 /lib/x86_64-linux-gnu/libc.so.6",
+            Some((FileId { major: 0x103, minor: 0xa, inode: 7 }, "/lib/x86_64-linux-gnu/libc.so.6"))),
+        ("7f00-7f10 rw-p 00000000 00:00 0 ",                       None),
+        ("7ffd-7ffe rw-p 00000000 00:00 0                          [stack]", None),
+        ("garbage",                                                None),
+    ];
+    for (line, want) in cases {
+        assert_eq!(mapped_file(line), *want, "{line}");
+    }
+}
+
+/// What slurmd loaded, from its maps, against the file the step loaded.
+#[rustfmt::skip]
+#[test]
+fn what_slurmd_loaded() {
+    let libc = "7f00-7f10 r--p 00000000 fd:01 7 /lib/x86_64-linux-gnu/libc.so.6\n";
+    let cases: &[(&str, String, Slurmd)] = &[
+        ("the same file",          format!("{libc}7f00-7f10 r-xp 00000000 fd:01 4242 /usr/lib/slurm/spank_tfcluster.so\n"),
+            Slurmd::ThisFile),
+        ("the file since replaced", format!("{libc}7f00-7f10 r-xp 00000000 fd:01 4100 /usr/lib/slurm/spank_tfcluster.so (deleted)\n"),
+            Slurmd::OtherCopy("/usr/lib/slurm/spank_tfcluster.so (deleted)".into())),
+        ("another path",           format!("{libc}7f00-7f10 r-xp 00000000 fd:01 99 /opt/old/libtfcluster.so\n"),
+            Slurmd::OtherCopy("/opt/old/libtfcluster.so".into())),
+        ("no tfcluster",           libc.to_string(),
+            Slurmd::NotLoaded),
+    ];
+    for (what, maps, want) in cases {
+        assert_eq!(slurmd_copy(maps, OURS), *want, "{what}");
+    }
+}
+
+/// A note expected of an entry: what it says, and whether the node then fails.
+type Note = Option<(&'static str, bool)>;
+
+/// What is found under /run/tfcluster: (path, entry, note expected).
+#[rustfmt::skip]
+#[test]
+fn what_is_not_as_tfcluster_leaves_it() {
+    let dir = |uid, mode| Entry::Dir(Found::Dir { uid, mode });
+    let cases: &[(&str, Entry, Note)] = &[
+        ("/run/tfcluster",              dir(0, 0o700),                        None),
+        ("/run/tfcluster",              Entry::Dir(Found::Missing),           None),
+        ("/run/tfcluster",              dir(0, 0o755),                        Some(("open to other users: the next step closes it", false))),
+        ("/run/tfcluster/held",         dir(1000, 0o700),                     Some(("belongs to uid 1000", true))),
+        ("/run/tfcluster/held",         Entry::Dir(Found::Other),             Some(("is not a directory", true))),
+        ("/run/tfcluster/claims/.lock", Entry::File { uid: 0, mode: 0o600 },  None),
+        ("/run/tfcluster/claims/.lock", Entry::File { uid: 0, mode: 0o644 },  Some(("can be opened by other users", false))),
+        ("/run/tfcluster/claims/x",     Entry::File { uid: 1000, mode: 0o600 }, Some(("belongs to uid 1000", true))),
+        ("/run/tfcluster/claims/x",     Entry::Other,                         Some(("neither a file nor a directory", true))),
+    ];
+    for (path, entry, want) in cases {
+        let got = run_dir_note(path, entry);
+        match (want, &got) {
+            (None, None) => {}
+            (Some((says, refuses)), Some((note, r))) => {
+                assert!(note.contains(path) || note.contains(says), "{path}: {note}");
+                assert!(note.contains(says), "{path}: {note}");
+                assert_eq!(r, refuses, "{path}: {note}");
+            }
+            _ => panic!("{path} {entry:?}: {got:?}"),
+        }
+    }
+}
+
+/// One node's check: what it found, and what its line must say.
+#[derive(Clone)]
+struct Row {
+    what: &'static str,
+    srun: Option<&'static str>,
+    srun_isolates: Option<bool>,
+    slurmd: Slurmd,
+    claims: Result<(), &'static str>,
+    settings: Result<(), &'static str>,
+    isolation: Isolation,
+    apptainer: (ApptainerEnv, Runtimes),
+    oci: Option<OciConf>,
+    run_dir: &'static [(&'static str, bool)],
+    says: &'static [&'static str],
+    fails: bool,
+}
+
+const COPY: &str = "0.11.0 24.11";
+const NONE: (ApptainerEnv, Runtimes) = (ApptainerEnv::Found, Runtimes::NONE);
+const APPTAINER: Runtimes = Runtimes {
+    apptainer: true,
+    singularity: false,
+};
+
+#[rustfmt::skip]
+fn rows() -> Vec<Row> {
+    let ok = Row { what: "", srun: Some(COPY), srun_isolates: Some(true), slurmd: Slurmd::ThisFile, claims: Ok(()), settings: Ok(()), isolation: Isolation::Works { held: true },
+                   apptainer: NONE, oci: None, run_dir: &[], says: &[], fails: false };
+    vec![
+        Row { what: "all as installed", says: &["check n9: tfcluster 0.11.0 built for Slurm 24.11 | srun: the same | slurmd: this file",
+                "isolate=yes: works; ended tables held by the job's extern step", "Apptainer's names: none", "oci.conf: none",
+                "/run/tfcluster: as tfcluster leaves it | ok"], ..ok.clone() },
+        Row { what: "srun's host runs another version", srun: Some("0.10.0 24.11"), says: &["srun: 0.10.0 24.11",
+                "NOT OK: srun's host runs tfcluster 0.10.0 24.11: install the same version"], fails: true, ..ok.clone() },
+        Row { what: "srun did not say", srun: None, says: &["srun: not told"], ..ok.clone() },
+        Row { what: "slurmd runs the replaced file", slurmd: Slurmd::OtherCopy("/usr/lib/slurm/spank_tfcluster.so (deleted)".into()),
+                says: &["slurmd: another copy, /usr/lib/slurm/spank_tfcluster.so (deleted)", "NOT OK: slurmd runs another copy: restart slurmd"], fails: true, ..ok.clone() },
+        Row { what: "slurmd has not loaded it", slurmd: Slurmd::NotLoaded,
+                says: &["slurmd: not loaded", "NOT OK: slurmd has not loaded tfcluster: restart slurmd"], fails: true, ..ok.clone() },
+        Row { what: "no slurmd found", slurmd: Slurmd::NotFound, says: &["NOT OK: no slurmd of this node was found"], fails: true, ..ok.clone() },
+        Row { what: "several slurmd", slurmd: Slurmd::Several(2), says: &["slurmd: 2 processes, not told apart", "| ok"], ..ok.clone() },
+        Row { what: "bad settings", settings: Err("port_range: 'x' is not FIRST-LAST"), isolation: Isolation::Off,
+                says: &["isolate: off", "NOT OK: plugstack.conf: port_range: 'x' is not FIRST-LAST"], fails: true, ..ok.clone() },
+        Row { what: "isolation refused", isolation: Isolation::Refused("SYN cookies".into()),
+                says: &["isolate=yes: refused", "NOT OK: isolate=yes: SYN cookies"], fails: true, ..ok.clone() },
+        Row { what: "no Contain", isolation: Isolation::Works { held: false },
+                says: &["ended tables held by no process (no PrologFlags=Contain", "| ok"], ..ok.clone() },
+        Row { what: "isolation off here and at srun", isolation: Isolation::Off, srun_isolates: Some(false), says: &["isolate: off", "| ok"], ..ok.clone() },
+        Row { what: "isolation off here, on at srun", isolation: Isolation::Off,
+                says: &["NOT OK: srun's plugstack.conf line sets isolate=yes and this node's does not: its steps run unprotected"], fails: true, ..ok.clone() },
+        Row { what: "isolation off here, srun did not say", isolation: Isolation::Off, srun_isolates: None, says: &["| ok"], ..ok.clone() },
+        Row { what: "claims' lock held", claims: Err("cannot take /run/tfcluster/claims/n9/.lock within 5 s"),
+                says: &["NOT OK: the node's port claims: cannot take /run/tfcluster/claims/n9/.lock within 5 s"], fails: true, ..ok.clone() },
+        Row { what: "Apptainer found", apptainer: (ApptainerEnv::Found, APPTAINER), says: &["Apptainer's names: Apptainer's |"], ..ok.clone() },
+        Row { what: "both always", apptainer: (ApptainerEnv::Always, Runtimes::NONE), says: &["Apptainer's names: Apptainer's and SingularityCE's"], ..ok.clone() },
+        Row { what: "auto", apptainer: (ApptainerEnv::Auto, APPTAINER), says: &["Apptainer's names: for steps that start one"], ..ok.clone() },
+        Row { what: "never", apptainer: (ApptainerEnv::No, APPTAINER), says: &["Apptainer's names: none"], ..ok.clone() },
+        Row { what: "oci.conf that loses the variables", oci: Some(OciConf { ignores_config_json: true, ..OciConf::default() }),
+                says: &["oci.conf: starts --container steps without the task's variables", "| ok"], ..ok.clone() },
+        Row { what: "oci.conf with EnvExclude", oci: Some(OciConf { env_exclude: Some("^TF_".into()), ..OciConf::default() }),
+                says: &["oci.conf: EnvExclude=^TF_ keeps matching variables out"], ..ok.clone() },
+        Row { what: "oci.conf that keeps nothing out", oci: Some(OciConf::default()), says: &["oci.conf: keeps no variable out"], ..ok.clone() },
+        Row { what: "a directory left open", run_dir: &[("/run/tfcluster is open to other users: the next step closes it", false)],
+                says: &["| /run/tfcluster is open to other users: the next step closes it | ok"], ..ok.clone() },
+        Row { what: "another user's file", run_dir: &[("/run/tfcluster/claims/x belongs to uid 1000, not to root: remove it as root", true)],
+                says: &["NOT OK: /run/tfcluster/claims/x belongs to uid 1000"], fails: true, ..ok.clone() },
+    ]
+}
+
+#[test]
+fn each_nodes_line_and_whether_it_fails() {
+    for row in rows() {
+        let run_dir: Vec<(String, bool)> = row
+            .run_dir
+            .iter()
+            .map(|(n, r)| (n.to_string(), *r))
+            .collect();
+        let check = NodeCheck {
+            node: "n9",
+            copy: COPY,
+            srun: row.srun,
+            srun_isolates: row.srun_isolates,
+            slurmd: row.slurmd.clone(),
+            claims: row.claims.map_err(str::to_string),
+            settings: row.settings.map_err(str::to_string),
+            isolation: row.isolation.clone(),
+            apptainer: row.apptainer,
+            oci: row.oci.clone(),
+            run_dir,
+        };
+        let verdict = check.verdict();
+        for part in row.says {
+            assert!(
+                verdict.line.contains(part),
+                "{}: {:?} not in {}",
+                row.what,
+                part,
+                verdict.line
+            );
+        }
+        assert_eq!(verdict.fails, row.fails, "{}: {}", row.what, verdict.line);
+        assert_eq!(verdict.line.ends_with("| ok"), !row.fails, "{}", row.what);
+    }
+}
