@@ -557,6 +557,16 @@ pub fn wait_for(what: &str, seconds: u64, done: impl FnMut() -> bool) {
     assert!(within(seconds, done), "{what}: waited {seconds} s");
 }
 
+/// Waits until no job of this cluster is completing: each job's epilog has run on its nodes.
+/// srun returns before that, and slurmd's epilog loads plugstack.conf afresh, so a test that
+/// writes a line the epilog must not load (a plugin built for another release) waits first: an
+/// epilog that cannot load a `required` plugin fails, and slurmctld drains its node.
+pub fn epilogs_done() {
+    wait_for("every job's epilog to end", 30, || {
+        sh("squeue -h -t COMPLETING -o %i").stdout.is_empty()
+    });
+}
+
 /// Whether `done` came true within `seconds`, asked every 0.5 s.
 pub fn within(seconds: u64, mut done: impl FnMut() -> bool) -> bool {
     let started = std::time::Instant::now();
