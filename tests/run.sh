@@ -50,16 +50,16 @@ for release in $releases; do
 done
 # Each lane's name and what it runs (tests/lanes.tsv), of the releases chosen; TFC_LANES=1: one
 # lane, every chosen release whole, in the table's order.
-lane_names=() lane_units=()
+lane_names=() lane_units=() lane_weights=()
 if [ "${TFC_LANES:-}" = 1 ]; then
-    lane_names=(1) lane_units=("${chosen[*]}")
+    lane_names=(1) lane_units=("${chosen[*]}") lane_weights=(100)
 else
-    while read -r lane units; do
+    while read -r lane weight units; do
         kept=()
         for unit in $units; do
             [[ " ${chosen[*]} " != *" ${unit%%:*} "* ]] || kept+=("$unit")
         done
-        lane_names+=("$lane") lane_units+=("${kept[*]}")
+        lane_names+=("$lane") lane_units+=("${kept[*]}") lane_weights+=("$weight")
     done < <(grep -v '^#' tests/lanes.tsv | awk 'NF')
 fi
 # The roots in the order the lanes need them: the container image every release's root links
@@ -103,24 +103,28 @@ if [ ${#tested[@]} -gt 0 ]; then
     prepare_builds=$!
 fi
 lanes=()
-# Each lane in a CPU cgroup of its own, of equal weight (cgroup v2, or v1's cpu hierarchy where
-# the machine has that); printed, or nothing where none can be made. Without it the kernel
-# shares the cores per session (autogroup), and every task is a session: a lane's 4096 tasks
-# (tests/scale.rs) took nearly all of both cores, the other lane's slurmstepd did not get
-# through its end of a step within UnkillableStepTimeout, and Slurm drained its node
-# (2026-11-28: 14 tests then waited out their limits). With it each lane has an equal share
+# Each lane in a CPU cgroup of its own, of the weight tests/lanes.tsv gives it (cgroup v2, or
+# v1's cpu hierarchy where the machine has that); printed, or nothing where none can be made.
+# Without it the kernel shares the cores per session (autogroup), and every task is a session: a
+# lane's 4096 tasks (tests/scale.rs) took nearly all of both cores, the other lane's slurmstepd
+# did not get through its end of a step within UnkillableStepTimeout, and Slurm drained its node
+# (2026-11-28: 14 tests then waited out their limits). With it each lane has its weight's share
 # whenever they all want more.
 lane_cgroups=()
-lane_cgroup() {
-    local base=/sys/fs/cgroup
+lane_cgroup() { # lane weight
+    local base=/sys/fs/cgroup knob value=$2
     if [ -f $base/cgroup.subtree_control ]; then
         grep -qw cpu $base/cgroup.subtree_control || echo +cpu >$base/cgroup.subtree_control 2>/dev/null || return 0
+        knob=cpu.weight
     elif [ -d $base/cpu ]; then
-        base=$base/cpu
+        base=$base/cpu knob=cpu.shares value=$(($2 * 1024 / 100))
     else
         return 0
     fi
-    mkdir -p "$base/tfcluster-lane-$1" 2>/dev/null && echo "$base/tfcluster-lane-$1"
+    mkdir -p "$base/tfcluster-lane-$1" 2>/dev/null || return 0
+    echo "$value" >"$base/tfcluster-lane-$1/$knob" 2>/dev/null \
+        || echo "tfcluster: lane $1's CPU weight could not be set: it has the default" >&2
+    echo "$base/tfcluster-lane-$1"
 }
 # Removes the lanes' cgroups (once their processes are gone: `down` ended the clusters').
 remove_lane_cgroups() {
@@ -211,7 +215,7 @@ for i in "${!lane_names[@]}"; do
     [ ${#members[@]} -gt 0 ] || continue
     target=$root/target
     [ "$lane" = 1 ] || target=$root/target/lane-$lane
-    cgroup=$(lane_cgroup "$lane")
+    cgroup=$(lane_cgroup "$lane" "${lane_weights[$i]}")
     if [ -n "$cgroup" ]; then
         lane_cgroups+=("$cgroup")
     else
