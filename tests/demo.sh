@@ -9,9 +9,10 @@ cd "$root"
 cargo build --release --quiet
 plugin=$PWD/target/release/libtfcluster.so
 
-export TFC_NODES="node1 node2 node3 node4" TFC_CPU_NODES=""
+# The line the packages install (the Makefile's snippet): optional, isolate=yes.
+export TFC_NODES="node1 node2 node3 node4" TFC_CPU_NODES="" TFC_PLUGSTACK_KIND=optional
 trap '"$root/tests/cluster/cluster.sh" down' EXIT
-tests/cluster/cluster.sh up "$plugin"
+tests/cluster/cluster.sh up "$plugin" isolate=yes
 
 show='import json, os
 tf = json.loads(os.environ["TF_CONFIG"])
@@ -24,7 +25,7 @@ if os.environ["SLURM_PROCID"] == "0":
 
 cmd="srun -N2 -n4 --gres=gpu:4 --tf-cluster=chief:1,worker:3 python3 -c '<print role, address, GPUs>'"
 echo
-echo "plugstack.conf: required $plugin"
+echo "plugstack.conf: $(cat "${TFC_DIR:-/tmp/tfcluster-cluster}/etc/plugstack.conf")"
 echo "\$ $cmd"
 cd /tmp
 out=$(srun -N2 -n4 --gres=gpu:4 --tf-cluster=chief:1,worker:3 /usr/bin/python3 -c "$show")
@@ -46,5 +47,6 @@ printf '(srun exited with %s after %d.%d s' "$rc" $((ms / 1000)) $((ms % 1000 / 
 echo ")"
 echo
 echo "\$ srun -N2 -n4 --tf-cluster=ps:1,worker:5 true    # a spec that does not fit the step"
-srun -N2 -n4 --tf-cluster=ps:1,worker:5 true || echo "(srun exited with $?; nothing was launched)"
+srun -N2 -n4 --tf-cluster=ps:1,worker:5 true \
+    || echo "(srun exited with $?: every task exited 1 before its program started; with \`required\`, srun stops before launch)"
 echo

@@ -2,6 +2,7 @@
 # Installs what building and testing tfcluster needs on Debian 12 (as root), if missing, all
 # from Debian's own packages:
 # - Slurm 22.05 + munge (the demo's cluster, and the headers a plain build reads its release from);
+# - libnftables1 (the demo's plugstack.conf line is the packages', with isolate=yes);
 # - libclang (bindgen), a C compiler and binutils (the ABI and symbol tests);
 # - mmdebstrap (the Debian roots the tests run the other Slurm releases in);
 # - Rust: a toolchain already on the machine if it is new enough (rustup's, in ~/.cargo/bin, is
@@ -37,7 +38,7 @@ tfc_rust_ok() {
 }
 
 tfc_install slurmctld slurmd slurm-client munge libslurm-dev libclang-dev gcc libc6-dev binutils \
-    make git python3 python3-venv iproute2 util-linux procps mmdebstrap ca-certificates
+    make git python3 python3-venv iproute2 util-linux procps mmdebstrap ca-certificates libnftables1
 
 if [ -x "$HOME/.cargo/bin/cargo" ]; then
     export PATH="$HOME/.cargo/bin:$PATH"

@@ -55,6 +55,8 @@
 #               and shared hold the GPU nodes (TFC_NODES), gpu too, cpu the CPU-only nodes,
 #               mixed every node (heterogeneous jobs and steps, tests/heterogeneous.rs)
 #   TFC_CPUS    CPUs each node declares (default 8; slurmd accepts more than the machine has)
+#   TFC_PLUGSTACK_KIND  `up`'s plugstack.conf word before PLUGIN.so: required (the default) or
+#               optional (the packages' snippet: `optional PLUGIN.so isolate=yes`, the demo's)
 #   TFC_TOPOLOGY  a topology plugin and its topology.conf lines, `;`-separated, e.g.
 #               "topology/tree;SwitchName=s1 Nodes=n011,n9;SwitchName=s2 Nodes=n012,n10"
 #               (default none: Slurm's flat topology)
@@ -538,7 +540,7 @@ up() {
     make_users
     # Before any daemon starts: slurmd loads plugstack.conf at start, and a line left by an
     # earlier run may name a plugin that no longer exists (with `required`, slurmd then dies).
-    set_plugstack "${1:+required $*}"
+    set_plugstack "${1:+${TFC_PLUGSTACK_KIND:-required} $*}"
     rm -f "$DIR"/log/*
     write_hosts_block add
     start_munge
