@@ -10,7 +10,7 @@
 #   none:   no plugin in plugstack.conf
 #   floor:  no plugin, but an environment variable as large as that step's TF_CONFIG exported
 #           to every task (what any TF_CONFIG delivery pays: copying it into 4096 processes)
-#   default: the plugin as a site installs it and --tf-cluster=chief:1,ps:8,worker:*: every
+#   default: the plugin with the code's defaults (`required`, no isolate) and --tf-cluster=chief:1,ps:8,worker:*: every
 #           setting at its default (apptainer_env=yes: each variable again under the names of
 #           the container runtimes found on the node, none where there is none)
 #   apptainer: as `option`, with apptainer_env=always: every task also gets each variable under

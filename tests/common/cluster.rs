@@ -216,7 +216,7 @@ impl PlugStack {
         ))
     }
 
-    /// The plugin with every setting at its default, as a site installs it.
+    /// The plugin with every setting at the code's default (`required`; the packages add isolate=yes).
     pub fn defaults() -> PlugStack {
         PlugStack::set(&format!("required {}", plugin()))
     }
