@@ -580,7 +580,11 @@ kill -- -$root; wait $root 2>/dev/null"
         );
     }
     assert!(!stdout.contains("RAN_PAST_ROOT"), "{what}");
-    assert_ne!(records(&stdout, "STEP"), [["0"]], "{what}");
+    // srun fails the step, unless it stopped waiting for the cancelled step first: then no task
+    // has reported and Slurm's srun exits 0 (26.05 with the machine busy, 2026-11-28).
+    if !stderr.contains("srun: error: Timed out waiting for job step to complete") {
+        assert_ne!(records(&stdout, "STEP"), [["0"]], "{what}");
+    }
     let line = format!(
         "is still locked after {} s: another process holds it (as root: fuser -v {lock})",
         LOCK_WAIT.as_secs()
