@@ -390,8 +390,9 @@ fn a_port_another_job_holds_refuses_the_step_before_any_task_starts() {
             "rm -rf {d}; mkdir -m 1777 {d}
 runuser -u {} -- srun -p shared -w n9 -N1 -n1 -t 2 -J holder {holds} >{d}/holder.out 2>{d}/holder.err &
 holder=$!
-for i in $(seq 600); do [ -e {d}/endpoints ] && break; kill -0 $holder 2>/dev/null || break; sleep 0.1; done
+for i in $(seq 1800); do [ -e {d}/endpoints ] && break; kill -0 $holder 2>/dev/null || break; sleep 0.1; done
 echo \"JOB|$(squeue -h -n holder -o %i)\"
+echo \"HELD|$([ -e {d}/endpoints ] && echo yes || echo no)\"
 {owner} 'echo RAN'
 echo \"OWNER|$?\"
 touch {d}/stop; wait $holder; echo \"HOLDER|$?\"
@@ -404,6 +405,11 @@ touch {d}/stop; wait $holder; echo \"HOLDER|$?\"
         );
         let what = format!("{}:\n{stdout}\n{stderr}", holder.what);
         let job: u32 = records(&stdout, "JOB")[0][0].parse().expect(&what);
+        assert_eq!(
+            records(&stdout, "HELD"),
+            [["yes"]],
+            "the holder never started: {what}"
+        );
         assert!(!stdout.contains("RAN"), "a task ran: {what}");
         assert_ne!(records(&stdout, "OWNER"), [["0"]], "{what}");
         assert_eq!(records(&stdout, "HOLDER"), [["0"]], "{what}");
@@ -438,8 +444,9 @@ fn ports_held_on_one_node_stop_the_whole_step() {
             "rm -rf {d}; mkdir -m 1777 {d}
 runuser -u {OTHER} -- srun -p shared -w n9 -N1 -n1 -t 2 -J holder {holds} >{d}/holder.out 2>&1 &
 holder=$!
-for i in $(seq 600); do [ -e {d}/endpoints ] && break; kill -0 $holder 2>/dev/null || break; sleep 0.1; done
+for i in $(seq 1800); do [ -e {d}/endpoints ] && break; kill -0 $holder 2>/dev/null || break; sleep 0.1; done
 echo \"JOB|$(squeue -h -n holder -o %i)\"
+echo \"HELD|$([ -e {d}/endpoints ] && echo yes || echo no)\"
 start=$EPOCHREALTIME
 runuser -u {OWNER} -- srun -p shared -w n9,n10 -N2 -n2 -t 1 {STEP_ON_20000} sleep 20
 echo \"OWNER|$?|$(awk -v a=$start -v b=$EPOCHREALTIME 'BEGIN {{print b - a}}')\"
@@ -451,6 +458,11 @@ touch {d}/stop; wait $holder"
         );
         let what = format!("isolate {isolate}:\n{stdout}\n{stderr}");
         let job: u32 = records(&stdout, "JOB")[0][0].parse().expect(&what);
+        assert_eq!(
+            records(&stdout, "HELD"),
+            [["yes"]],
+            "the holder never started: {what}"
+        );
         let owner = &records(&stdout, "OWNER")[0];
         assert_ne!(owner[0], "0", "{what}");
         let seconds: f64 = owner[1].parse().expect(&what);
