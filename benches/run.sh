@@ -15,7 +15,9 @@
 #   7. how fast a step ends on every release: after the chief's exit, after a failure, and when a
 #      node cannot start its task (benches/stop-release.sh);
 #   8. what the holders of ended tables ask of slurmctld (isolate=yes, PrologFlags=Contain), at
-#      64 nodes with 1, 4 and 16 steps' tables held on every node (benches/holders-release.sh).
+#      64 nodes with 1, 4 and 16 steps' tables held on every node (benches/holders-release.sh);
+#   9. what isolate=yes costs one node per step, phase by phase, and handing its table over as
+#      libnftables' JSON, with each Debian release's libnftables (benches/firewall.sh).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -119,4 +121,6 @@ print("|---|---:|---:|---:|---:|---:|---:|")
 for r in map(json.loads, open(sys.argv[1])):
     print(f"| {r['release']} | {r['nodes']} | {r['steps']} | {r['held_tables']} | {r['step_layout_rpcs']} in {r['seconds']} s | {r['per_second']} | {r['per_node_per_second']} |")
 PY
+# One node's firewall, phase by phase, with each Debian release's libnftables.
+bash benches/firewall.sh "${BENCH_FIREWALL_RUNS:-100}" 2>/dev/null
 rm -rf "$tmp"

@@ -20,6 +20,8 @@ type FreeFn = unsafe extern "C" fn(*mut c_void);
 type BufferFn = unsafe extern "C" fn(*mut c_void) -> c_int;
 type GetBufferFn = unsafe extern "C" fn(*mut c_void) -> *const c_char;
 type RunFn = unsafe extern "C" fn(*mut c_void, *const c_char) -> c_int;
+type GetFlagsFn = unsafe extern "C" fn(*mut c_void) -> u32;
+type SetFlagsFn = unsafe extern "C" fn(*mut c_void, u32);
 
 /// One libnftables context, with output and errors captured.
 pub struct Nft {
@@ -102,6 +104,45 @@ impl Nft {
                 text => text.lines().next().unwrap_or(text).to_string(),
             })
         }
+    }
+
+    /// Reads and writes libnftables' JSON instead of nft's syntax while `on`
+    /// (`nft_ctx_output_set_flags` with `NFT_CTX_OUTPUT_JSON`, 1 << 4: libnftables parses a
+    /// script as JSON first while that flag is set, from 0.9.1 on). The plugin hands its rules
+    /// over as text; benches/firewall.rs measures this other way against it.
+    pub fn set_json(&mut self, on: bool) -> Result<(), String> {
+        const JSON: u32 = 1 << 4;
+        let name = CString::new(LIBRARY).expect("no NUL");
+        // SAFETY: a valid C string; RTLD_NOLOAD only finds the library `open` loaded.
+        let lib = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD) };
+        if lib.is_null() {
+            return Err(format!("{LIBRARY} is not loaded"));
+        }
+        // SAFETY: a live handle and valid C strings.
+        let (get, set) = unsafe {
+            (
+                libc::dlsym(lib, c"nft_ctx_output_get_flags".as_ptr()),
+                libc::dlsym(lib, c"nft_ctx_output_set_flags".as_ptr()),
+            )
+        };
+        let result = if get.is_null() || set.is_null() {
+            Err(format!("{LIBRARY} cannot set its output flags"))
+        } else {
+            // SAFETY: the symbols are libnftables' `unsigned int
+            // nft_ctx_output_get_flags(struct nft_ctx *)` and `void
+            // nft_ctx_output_set_flags(struct nft_ctx *, unsigned int)`, called on a live
+            // context.
+            unsafe {
+                let get = std::mem::transmute::<*mut c_void, GetFlagsFn>(get);
+                let set = std::mem::transmute::<*mut c_void, SetFlagsFn>(set);
+                let flags = get(self.ctx);
+                set(self.ctx, if on { flags | JSON } else { flags & !JSON });
+            }
+            Ok(())
+        };
+        // SAFETY: the reference RTLD_NOLOAD took, given back once; `open`'s stays.
+        unsafe { libc::dlclose(lib) };
+        result
     }
 
     fn buffer(&self, get: GetBufferFn) -> String {

@@ -1,0 +1,342 @@
+//! What `isolate=yes` costs one node per step, phase by phase, and what handing the same rules
+//! to the kernel as libnftables' JSON, instead of nft's text, saves: `benches/firewall.sh` (the
+//! libnftables of each Debian root), or `cargo bench --bench firewall` as root.
+//!
+//! One node of the scale benchmark's step (benches/scale.sh: `srun -N64 -n4096`,
+//! `--tf-cluster='chief:1,ps:8,worker:*'`, 64 tasks per node, one IPv4 address per node), in
+//! an empty network namespace of its own. Each run is a new process, as each node's
+//! slurmstepd is, doing what `crate::spank::isolation::firewall` does there:
+//! - **load**: load libnftables and make its context ([`Nft::open`]);
+//! - **list**: list the node's tables (`list tables`: the step's own left by a requeue, other
+//!   steps' ended tables and ports; none here);
+//! - **install**: the step's table (`persist` first, then owned alone, as the plugin does);
+//! - **ended**: as the tasks end, the table the node keeps until the step ends;
+//! - **remove**: the step's own table;
+//! - **epilog**: then a second process, as slurmd's job epilog: load, list, remove the ended
+//!   table.
+//!
+//! Not here: resolving the 64 node names (getaddrinfo), the kernel's socket diagnostics for the
+//! step's ports, the port claims, the extern step's holder: measured with the step at scale in
+//! docs/performance.md. CPU is the process's own (getrusage: user, and system for the kernel's
+//! side of each netlink request), per phase; the median of the runs, text and JSON
+//! interleaved.
+//!
+//! `--check` installs the step's table both ways and compares the kernel's listings (the JSON is
+//! what libnftables itself lists for the text's table, handed back).
+
+use std::process::Command;
+use std::time::Instant;
+use tfcluster::core::isolation::{rules, tables};
+use tfcluster::core::{Settings, Spec, StepInputs, StepPlan};
+use tfcluster::spank::isolation::nftables::Nft;
+
+const NODES: usize = 64;
+const JOB: u32 = 4242;
+const STEP: u32 = 0;
+const UID: u32 = 61001;
+/// The node whose table is measured: one in the middle of the step.
+const NODE: usize = 31;
+
+/// The node's two scripts: its step table and its ended table, in nft's syntax.
+fn scripts() -> (String, String) {
+    let spec = Spec::parse(Some("chief:1,ps:8,worker:*")).expect("spec");
+    let settings = Settings::from_plugstack(&["isolate=yes"]).expect("settings");
+    let (nodelist, tasks_per_node) = (format!("n[001-{NODES:03}]"), format!("64(x{NODES})"));
+    let inputs = StepInputs {
+        nodelist: &nodelist,
+        tasks_per_node: &tasks_per_node,
+        distribution: Some("block"),
+        job_id: JOB,
+        step_id: STEP,
+        ..Default::default()
+    };
+    let plan = StepPlan::new(&spec, &settings, &inputs).expect("plan");
+    let firewall = plan.isolation(JOB, STEP, UID, NODE).expect("isolate=yes");
+    let resolve = |name: &str| -> Result<Vec<std::net::IpAddr>, String> {
+        let n: u8 = name
+            .trim_start_matches('n')
+            .parse()
+            .map_err(|_| name.to_string())?;
+        Ok(vec![std::net::IpAddr::from([10, 77, 0, n])])
+    };
+    firewall.scripts(resolve).expect("scripts")
+}
+
+/// This process's CPU so far, in microseconds: in all (the scheduler's exact count), and the
+/// user and system parts (sampled at the clock's tick, so exact only summed over many runs).
+fn cpu() -> [i64; 3] {
+    // SAFETY: clock_gettime and getrusage fill the structs they are given.
+    let (time, usage) = unsafe {
+        let mut time: libc::timespec = std::mem::zeroed();
+        libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut time);
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
+        (time, usage)
+    };
+    let us = |t: libc::timeval| t.tv_sec * 1_000_000 + t.tv_usec;
+    [
+        time.tv_sec * 1_000_000 + time.tv_nsec / 1000,
+        us(usage.ru_utime),
+        us(usage.ru_stime),
+    ]
+}
+
+/// The values of one phase of one run: CPU, its user and system parts, and wall time, in
+/// microseconds.
+type Sample = [i64; 4];
+
+/// Prints one `phase cpu user system wall` line (a [`Sample`]) per phase it times.
+struct Phases;
+
+impl Phases {
+    fn time<T>(&self, phase: &str, f: impl FnOnce() -> T) -> T {
+        let before = cpu();
+        let wall = Instant::now();
+        let out = f();
+        let after = cpu();
+        let d = |i: usize| after[i] - before[i];
+        println!(
+            "{phase} {} {} {} {}",
+            d(0),
+            d(1),
+            d(2),
+            wall.elapsed().as_micros()
+        );
+        out
+    }
+}
+
+fn run(nft: &mut Nft, script: &str) {
+    if let Err(e) = nft.run(script) {
+        panic!("nftables refused: {e}");
+    }
+}
+
+/// The ways a node can hand its step table to the kernel, each a list of scripts tried in turn
+/// (the first the kernel takes is the table), then the ended table's script.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Form {
+    /// What the plugin does: `persist` first, in nft's syntax; where libnftables or the kernel
+    /// cannot keep a table (libnftables before 1.1), the owned table after it.
+    Text,
+    /// The same text, only the script this node takes: what knowing it once per node saves.
+    TextKnown,
+    /// libnftables' JSON of the table this node takes: what skipping nft's parser saves.
+    Json,
+}
+
+const FORMS: [Form; 3] = [Form::Text, Form::TextKnown, Form::Json];
+
+/// Each form's scripts, worked out once in the bench's namespace: for JSON, what libnftables
+/// lists for each table installed from its text, handed back as is.
+fn forms() -> Vec<(Form, Vec<String>, String)> {
+    let (script, ended) = scripts();
+    let persistent = rules::persistent(&script);
+    let mut nft = Nft::open().expect("libnftables");
+    let table = tables::table_name(JOB, STEP);
+    let ended_table = tables::ended_table_name(JOB, STEP);
+    let taken = if nft.run(&persistent).is_ok() {
+        run(&mut nft, &tables::removal(&table));
+        persistent.clone()
+    } else {
+        script.clone()
+    };
+    // libnftables 1.0.6 lists a table's flags in text alone: they are put back into the JSON
+    // as the text has them (whether the kernel then keeps them is what `check` shows).
+    let flags: Vec<&str> = if taken == persistent {
+        vec!["owner", "persist"]
+    } else {
+        vec!["owner"]
+    };
+    let as_json = |nft: &mut Nft, script: &str, table: &str| {
+        run(nft, script);
+        nft.set_json(true).expect("JSON");
+        let listed = nft.run(&format!("list table inet {table}")).expect("list");
+        nft.set_json(false).expect("text");
+        run(nft, &tables::removal(table));
+        let mut listed: serde_json::Value = serde_json::from_str(&listed).expect("JSON");
+        let owned = script.contains(rules::OWNED) || script.contains(rules::OWNED_PERSISTENT);
+        if let Some(objects) = listed["nftables"].as_array_mut() {
+            for object in objects.iter_mut().filter(|o| o.get("table").is_some()) {
+                if owned {
+                    object["table"]["flags"] = serde_json::json!(flags);
+                }
+            }
+        }
+        listed.to_string()
+    };
+    let json = (
+        as_json(&mut nft, &taken, &table),
+        as_json(&mut nft, &ended, &ended_table),
+    );
+    vec![
+        (Form::Text, vec![persistent, script], ended.clone()),
+        (Form::TextKnown, vec![taken], ended),
+        (Form::Json, vec![json.0], json.1),
+    ]
+}
+
+/// One node's slurmstepd for one step (`node`), or its job epilog (`epilog`), with the scripts
+/// of `dir` (the form's, as [`main`] wrote them).
+fn one(role: &str, dir: &str) {
+    let read = |name: &str| std::fs::read_to_string(format!("{dir}/{name}")).expect("a script");
+    let json = read("json") == "1";
+    let tries: Vec<String> = (0..read("tries").parse::<usize>().expect("tries"))
+        .map(|i| read(&format!("step.{i}")))
+        .collect();
+    let ended = read("ended");
+    let (table, ended_table) = (
+        tables::table_name(JOB, STEP),
+        tables::ended_table_name(JOB, STEP),
+    );
+    let phases = Phases;
+    let mut nft = phases.time("load", || Nft::open().expect("libnftables"));
+    phases.time("list", || nft.run("list tables").expect("list"));
+    if role == "epilog" {
+        phases.time("remove", || run(&mut nft, &tables::removal(&ended_table)));
+        return;
+    }
+    nft.set_json(json).expect("JSON");
+    phases.time("install", || {
+        assert!(
+            tries.iter().any(|script| nft.run(script).is_ok()),
+            "no form installed"
+        );
+    });
+    phases.time("ended", || run(&mut nft, &ended));
+    nft.set_json(false).expect("text");
+    phases.time("remove", || run(&mut nft, &tables::removal(&table)));
+}
+
+/// Whether every form installs the same table (the kernel's listing of each, in text).
+fn check(forms: &[(Form, Vec<String>, String)]) -> bool {
+    let mut nft = Nft::open().expect("libnftables");
+    let table = tables::table_name(JOB, STEP);
+    let mut listings = Vec::new();
+    for (form, tries, _) in forms {
+        nft.set_json(*form == Form::Json).expect("JSON");
+        let taken = tries.iter().find(|script| nft.run(script).is_ok());
+        nft.set_json(false).expect("text");
+        let listed = nft
+            .run(&format!("list table inet {table}"))
+            .unwrap_or_default();
+        let _ = nft.run(&tables::removal(&table));
+        println!(
+            "{form:?}: {} script(s) of {} bytes; installed: {}",
+            tries.len(),
+            tries.iter().map(String::len).sum::<usize>(),
+            taken.is_some()
+        );
+        listings.push(listed);
+    }
+    let same = listings.windows(2).all(|w| w[0] == w[1]) && !listings[0].is_empty();
+    println!("the kernel lists the same table for every form: {same}");
+    for ((form, ..), listing) in forms.iter().zip(&listings).skip(1) {
+        let lines = |text: &str| -> Vec<String> { text.lines().map(str::to_string).collect() };
+        let (first, this) = (lines(&listings[0]), lines(listing));
+        for line in first.iter().filter(|l| !this.contains(l)) {
+            println!("{form:?} lacks: {}", line.trim());
+        }
+        for line in this.iter().filter(|l| !first.contains(l)) {
+            println!("{form:?} adds: {}", line.trim());
+        }
+    }
+    same
+}
+
+fn median(mut values: Vec<i64>) -> i64 {
+    values.sort();
+    values.get(values.len() / 2).copied().unwrap_or(0)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "--one") {
+        let arg = |n: usize| args.get(i + n).map_or("", String::as_str);
+        one(arg(1), arg(2));
+        return;
+    }
+    // SAFETY: unshare with a constant flag; this process is single-threaded here.
+    if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
+        eprintln!(
+            "benches/firewall.rs: cannot make a network namespace ({}): run it as root",
+            std::io::Error::last_os_error()
+        );
+        std::process::exit(1);
+    }
+    let forms = forms();
+    let same = check(&forms);
+    if args.iter().any(|a| a == "--check") {
+        std::process::exit(i32::from(!same));
+    }
+    let runs: usize = std::env::var("TFC_FIREWALL_RUNS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(50);
+    let dir = std::env::temp_dir().join(format!("tfcluster-firewall-bench.{}", std::process::id()));
+    for (form, tries, ended) in &forms {
+        let d = dir.join(format!("{form:?}"));
+        std::fs::create_dir_all(&d).expect("a directory");
+        let write = |name: &str, text: &str| std::fs::write(d.join(name), text).expect("write");
+        write("json", if *form == Form::Json { "1" } else { "0" });
+        write("tries", &tries.len().to_string());
+        for (i, script) in tries.iter().enumerate() {
+            write(&format!("step.{i}"), script);
+        }
+        write("ended", ended);
+    }
+    let me = std::env::current_exe().expect("the bench's path");
+    // (form, process, phase) -> the runs' (user, system, wall) in microseconds.
+    let mut rows: Rows = Vec::new();
+    for _ in 0..runs {
+        for form in FORMS {
+            for role in ["node", "epilog"] {
+                let d = dir.join(format!("{form:?}"));
+                let out = Command::new(&me)
+                    .args(["--one", role, &d.display().to_string()])
+                    .output()
+                    .expect("a run");
+                assert!(
+                    out.status.success(),
+                    "{}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                let mut total: Sample = [0; 4];
+                for line in String::from_utf8_lossy(&out.stdout).lines() {
+                    let f: Vec<&str> = line.split(' ').collect();
+                    let n = |i: usize| f.get(i).and_then(|v| v.parse().ok()).unwrap_or(0);
+                    let value: Sample = [n(1), n(2), n(3), n(4)];
+                    (0..4).for_each(|i| total[i] += value[i]);
+                    push(&mut rows, (form, role, f[0].to_string()), value);
+                }
+                push(&mut rows, (form, role, "all".to_string()), total);
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    println!(
+        "{runs} runs of each; CPU and wall time: the median, in ms; the kernel's part of the CPU \
+         (system time): over all runs"
+    );
+    println!("| form | process | phase | CPU | wall | kernel's part |");
+    println!("|---|---|---|---:|---:|---:|");
+    for ((form, role, phase), values) in &rows {
+        let ms = |i: usize| median(values.iter().map(|v| v[i]).collect()) as f64 / 1000.0;
+        let sum = |i: usize| values.iter().map(|v| v[i]).sum::<i64>() as f64;
+        let kernel = 100.0 * sum(2) / (sum(1) + sum(2)).max(1.0);
+        println!(
+            "| {form:?} | {role} | {phase} | {:.2} | {:.2} | {kernel:.0} % |",
+            ms(0),
+            ms(3)
+        );
+    }
+}
+
+type Rows<'a> = Vec<((Form, &'a str, String), Vec<Sample>)>;
+
+fn push<'a>(rows: &mut Rows<'a>, key: (Form, &'a str, String), value: Sample) {
+    match rows.iter_mut().find(|(k, _)| *k == key) {
+        Some((_, v)) => v.push(value),
+        None => rows.push((key, vec![value])),
+    }
+}
