@@ -164,6 +164,15 @@ pub fn cluster_pgrep(pattern: &str) -> String {
     sh_ok(&format!("{CLUSTER_PGREP}cluster_pgrep '{pattern}'"))
 }
 
+/// Whether srun stopped waiting for a step a node's refusal had cancelled (`stderr`: srun's):
+/// after its abort limit (7 s) it prints this and Slurm's srun may exit 0 although no task ran
+/// (26.05 with the machine busy, 2026-11-28, in two tests of tests/ports.rs). A refused step's
+/// status is checked only where srun waited (here, [`Run::assert_refused`], and tests/ports.rs);
+/// docs/user-guide.md tells users the same.
+pub fn srun_stopped_waiting(stderr: &str) -> bool {
+    stderr.contains("srun: error: Timed out waiting for job step to complete")
+}
+
 /// Lines of `text` that start with `PREFIX|`, split on `|` (without the prefix).
 pub fn records<'a>(text: &'a str, prefix: &str) -> Vec<Vec<&'a str>> {
     let prefix = format!("{prefix}|");
@@ -251,11 +260,14 @@ pub struct Run {
 }
 
 impl Run {
-    /// The step was refused: srun failed, printed `line` whole (as this release forwards a
-    /// node's lines: [`super::release::Release::printed`]), and no task got a TF_CONFIG.
+    /// The step was refused: srun failed (where it waited for the step: [`srun_stopped_waiting`]),
+    /// printed `line` whole (as this release forwards a node's lines:
+    /// [`super::release::Release::printed`]), and no task got a TF_CONFIG.
     pub fn assert_refused(&self, what: &str, line: &str) {
         let release = super::release::current();
-        assert_ne!(self.code, 0, "{what}: srun succeeded:\n{}", self.stderr);
+        if !srun_stopped_waiting(&self.stderr) {
+            assert_ne!(self.code, 0, "{what}: srun succeeded:\n{}", self.stderr);
+        }
         assert!(
             release.printed(&self.stderr, line),
             "{what}: expected\n{}\ngot:\n{}",
