@@ -1,6 +1,6 @@
-//! What `isolate=yes` costs one node per step, phase by phase, and what handing the same rules
-//! to the kernel as libnftables' JSON, instead of nft's text, saves: `benches/firewall.sh` (the
-//! libnftables of each Debian root), or `cargo bench --bench firewall` as root.
+//! What `isolate=yes` costs one node per step, phase by phase, and what two other ways of
+//! handing the same table to the kernel save ([`Form`]): `benches/firewall.sh` (the libnftables
+//! of each Debian root), or `cargo bench --bench firewall` as root.
 //!
 //! One node of the scale benchmark's step (benches/scale.sh: `srun -N64 -n4096`,
 //! `--tf-cluster='chief:1,ps:8,worker:*'`, 64 tasks per node, one IPv4 address per node), in
@@ -9,7 +9,7 @@
 //! - **load**: load libnftables and make its context ([`Nft::open`]);
 //! - **list**: list the node's tables (`list tables`: the step's own left by a requeue, other
 //!   steps' ended tables and ports; none here);
-//! - **install**: the step's table (`persist` first, then owned alone, as the plugin does);
+//! - **install**: the step's table (as the plugin does: `persist` first, then owned alone);
 //! - **ended**: as the tasks end, the table the node keeps until the step ends;
 //! - **remove**: the step's own table;
 //! - **epilog**: then a second process, as slurmd's job epilog: load, list, remove the ended
@@ -17,12 +17,13 @@
 //!
 //! Not here: resolving the 64 node names (getaddrinfo), the kernel's socket diagnostics for the
 //! step's ports, the port claims, the extern step's holder: measured with the step at scale in
-//! docs/performance.md. CPU is the process's own (getrusage: user, and system for the kernel's
-//! side of each netlink request), per phase; the median of the runs, text and JSON
-//! interleaved.
+//! docs/performance.md. Per phase: the process's CPU (the scheduler's count) and wall time, the
+//! median of the runs, the forms interleaved; and the kernel's part of the CPU (system time,
+//! summed over the runs, since getrusage samples it at the clock's tick).
 //!
-//! `--check` installs the step's table both ways and compares the kernel's listings (the JSON is
-//! what libnftables itself lists for the text's table, handed back).
+//! Every run first installs the table in each form and compares the kernel's listings (`--check`:
+//! only that): a form the kernel does not take whole (libnftables 1.0.6 drops a table's flags
+//! from JSON) is named there.
 
 use std::process::Command;
 use std::time::Instant;
