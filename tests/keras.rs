@@ -8,8 +8,8 @@
 
 mod common;
 use common::cluster::{
-    dir, ended_with_the_chief, records, requeued_job, resumed_at, sh, tool, trained_together,
-    PlugStack,
+    dir, ended_with_the_chief, records, requeued_job, requeued_training_args, resumed_at, sh, tool,
+    trained_together, PlugStack, INTERRUPTED_AT,
 };
 use std::collections::HashSet;
 
@@ -263,16 +263,16 @@ fn keras_fit_resumes_after_requeue_with_the_same_weights() {
             let _ = std::fs::remove_dir_all(d);
         }
         let _ = std::fs::remove_file(&out);
-        let srun = |options: &str, backup: &std::path::Path| {
+        let srun = |options: &str, backup: &std::path::Path, arguments: &str| {
             format!(
-                "srun {options} --export=NONE --tf-cluster=worker:*{} {} {} {} {steps}",
+                "srun {options} --export=NONE --tf-cluster=worker:*{} {} {} {} {arguments}",
                 install.settings,
                 install.python,
                 tool("keras_preempt.py"),
                 backup.display()
             )
         };
-        let reference = sh(&srun(&format!("-t 5 {nodes}"), &whole));
+        let reference = sh(&srun(&format!("-t 5 {nodes}"), &whole, &steps.to_string()));
         let reference_out = String::from_utf8_lossy(&reference.stdout);
         let weights = |text: &str| -> HashSet<String> {
             records(text, "RESULT")
@@ -285,21 +285,24 @@ fn keras_fit_resumes_after_requeue_with_the_same_weights() {
             1,
             "{what}: one set of weights\n{reference_out}"
         );
-        std::fs::write(&script, format!("#!/bin/bash\n{}\n", srun("", &backup))).unwrap();
-        let text = requeued_job(&what, &script, nodes, &out, "scontrol requeue {job}");
-        let resumed = resumed_at(&text);
+        let script_line = srun("", &backup, &requeued_training_args(steps));
+        std::fs::write(&script, format!("#!/bin/bash\n{script_line}\n")).unwrap();
+        let job = requeued_job(&what, &script, nodes, &out, "scontrol requeue {job}");
+        let (text, daemons) = (&job.output, &job.daemons);
+        let resumed = resumed_at(text);
         assert!(
             resumed.len() == 4
                 && resumed[..2] == [0, 0]
-                && resumed[2] >= 10
+                && resumed[2] >= INTERRUPTED_AT
                 && resumed[2] % 5 == 0
+                && resumed[2] < steps
                 && resumed[2] == resumed[3],
-            "{what}: both tasks start at 0, then both resume at a backup past step 10: {resumed:?}\n{text}"
+            "{what}: both tasks start at 0, then both resume at a backup from step {INTERRUPTED_AT}, before {steps}: {resumed:?}\n{text}\n{daemons}"
         );
         assert_eq!(
-            weights(&text),
+            weights(text),
             weights(&reference_out),
-            "{what}: the weights of the uninterrupted run\n{text}"
+            "{what}: the weights of the uninterrupted run\n{text}\n{daemons}"
         );
         eprintln!("{what}: resumed at step {} of {steps}", resumed[2]);
     }

@@ -5,7 +5,8 @@
 mod common;
 use common::cluster::{
     bundle, cluster_pgrep, cluster_sh, dir, end_line, ended_with_the_chief, plugin, records,
-    requeued_job, resumed_at, sh, stop_line, tool, trained_together, PlugStack,
+    requeued_job, requeued_training_args, resumed_at, sh, stop_line, tool, trained_together,
+    PlugStack, INTERRUPTED_AT,
 };
 use serde_json::{json, Value};
 use std::collections::HashSet;
@@ -751,44 +752,47 @@ fn preempted_training_resumes_after_requeue_with_the_same_weights() {
         std::fs::write(
             &script,
             format!(
-                "#!/bin/bash\nsrun --tf-cluster {} {} {} {steps}\nrc=$?\necho \"SRUN|${{SLURM_RESTART_COUNT:-0}}|$rc\"\n{after}\n",
+                "#!/bin/bash\nsrun --tf-cluster {} {} {} {}\nrc=$?\necho \"SRUN|${{SLURM_RESTART_COUNT:-0}}|$rc\"\n{after}\n",
                 python(),
                 tool("preempt_train.py"),
-                ckpt.display()
+                ckpt.display(),
+                requeued_training_args(steps)
             ),
         )
         .unwrap();
-        let text = requeued_job(what, &script, nodes, &out, interrupt);
-        let resumed = resumed_at(&text);
+        let job = requeued_job(what, &script, nodes, &out, interrupt);
+        let (text, daemons) = (&job.output, &job.daemons);
+        let resumed = resumed_at(text);
         assert!(
             resumed.len() == 4
                 && resumed[..2] == [0, 0]
-                && resumed[2] > 10
+                && resumed[2] > INTERRUPTED_AT
+                && resumed[2] < steps
                 && resumed[2] == resumed[3],
-            "{what}: both tasks start at 0, then both resume past step 10: {resumed:?}\n{text}"
+            "{what}: both tasks start at 0, then both resume past step {INTERRUPTED_AT}, before {steps}: {resumed:?}\n{text}\n{daemons}"
         );
-        let weights: HashSet<String> = records(&text, "RESULT")
+        let weights: HashSet<String> = records(text, "RESULT")
             .iter()
             .map(|r| r[2].to_string())
             .collect();
         assert_eq!(
             weights, reference,
-            "{what}: the weights of the uninterrupted run\n{text}"
+            "{what}: the weights of the uninterrupted run\n{text}\n{daemons}"
         );
         for task in ["task 0", "task 1"] {
             assert!(
                 text.contains(&format!("{task}: Exited with exit code 42")),
-                "{what}: {task} saved and exited 42\n{text}"
+                "{what}: {task} saved and exited 42\n{text}\n{daemons}"
             );
         }
         assert!(
             !text.contains("tfcluster: rank"),
-            "{what}: nothing is a failure\n{text}"
+            "{what}: nothing is a failure\n{text}\n{daemons}"
         );
         eprintln!(
             "{what}: resumed at step {} of {steps}; SRUN lines {:?}",
             resumed[2],
-            records(&text, "SRUN")
+            records(text, "SRUN")
         );
     }
 }

@@ -509,11 +509,42 @@ pub fn without_ports(tf: Option<&Value>) -> Value {
     tf
 }
 
+/// The step at which `requeued_job` interrupts a job's first run: once its output has
+/// `STEP|N`.
+pub const INTERRUPTED_AT: u32 = 10;
+
+/// The training's last two arguments in a requeued job's batch script, `STEPS SLOW_FROM`, as
+/// shell words: in the first run each step from `INTERRUPTED_AT` on pauses 1 s instead of 0.2
+/// (the training scripts' SLOW_FROM); once the job was requeued, none does. The first run is
+/// interrupted there, and must not end before Slurm's signal reaches its tasks. With 0.2 s, the
+/// 29 steps left of 40 gave the signal 6 s, and once, on 22.05 with Slurm being built beside
+/// it, neither of the job's steps had Slurm's SIGCONT or SIGTERM by then (srun never said "got
+/// SIGCONT", the batch script lived on): training ended without a checkpoint, and the requeued
+/// job began again at step 0 (ci33, 2026-11-28). Now the signal has half a minute; one that
+/// never comes still fails the test. Costs a second or two per requeued job.
+pub fn requeued_training_args(steps: u32) -> String {
+    format!("{steps} $(( ${{SLURM_RESTART_COUNT:-0}} > 0 ? {steps} : {INTERRUPTED_AT} ))")
+}
+
+/// What a requeued job left: its output, and what Slurm's daemons logged about it.
+pub struct Requeued {
+    /// The job's whole output, both runs.
+    pub output: String,
+    /// slurmctld's and each slurmd's lines about the job (`job_log`): a failure's evidence of
+    /// when Slurm signalled which step.
+    pub daemons: String,
+}
+
 /// Runs `script` as a `--requeue` batch job on `nodes`, output appended to `out`; once the
-/// output has `STEP|10`, interrupts it with `interrupt` (`{job}` is the job id), lets the
+/// output has `STEP|INTERRUPTED_AT`, interrupts it with `interrupt` (`{job}` is the job id), lets the
 /// requeued job start, and waits until it is COMPLETED, requeued once, with exit code 0.
-/// Returns the job's whole output (both runs).
-pub fn requeued_job(what: &str, script: &Path, nodes: &str, out: &Path, interrupt: &str) -> String {
+pub fn requeued_job(
+    what: &str,
+    script: &Path,
+    nodes: &str,
+    out: &Path,
+    interrupt: &str,
+) -> Requeued {
     let job = sh_ok(&format!(
         "chmod 755 {s}; sbatch --parsable --requeue -t 10 {nodes} -o {o} --open-mode=append {s}",
         s = script.display(),
@@ -522,7 +553,13 @@ pub fn requeued_job(what: &str, script: &Path, nodes: &str, out: &Path, interrup
     .trim()
     .to_string();
     let output = || std::fs::read_to_string(out).unwrap_or_default();
-    wait_for(what, 120, || output().contains("STEP|10\n"));
+    let evidence = || format!("{}\n{}", output(), job_log(&job));
+    let interrupted_at = format!("STEP|{INTERRUPTED_AT}\n");
+    assert!(
+        within(120, || output().contains(&interrupted_at)),
+        "{what}: no {interrupted_at} in 120 s\n{}",
+        evidence()
+    );
     sh_ok(&interrupt.replace("{job}", &job));
     // A requeued job may start again only after the launch credentials expire (about 2
     // minutes); the test lets it start as soon as it is pending, but not in the second of
@@ -532,7 +569,11 @@ pub fn requeued_job(what: &str, script: &Path, nodes: &str, out: &Path, interrup
     // job is pending, in case slurmctld sets its own once the job has finished completing.
     // Up to 180 s: the tasks checkpoint and exit, then the job completes before it is pending,
     // and on 22.05 with the machine busy (three lanes) that once took past 60 s (2026-11-28).
-    wait_for(what, 180, || job_field(&job, "JobState") == "PENDING");
+    assert!(
+        within(180, || job_field(&job, "JobState") == "PENDING"),
+        "{what}: not requeued (PENDING) in 180 s\n{}",
+        evidence()
+    );
     std::thread::sleep(std::time::Duration::from_secs(2));
     let mut states: Vec<String> = Vec::new();
     let completed = within(180, || {
@@ -549,11 +590,51 @@ pub fn requeued_job(what: &str, script: &Path, nodes: &str, out: &Path, interrup
     assert!(
         completed,
         "{what}: not COMPLETED after 180 s (states {states:?}):\n{}",
-        output()
+        evidence()
     );
-    assert_eq!(job_field(&job, "Restarts"), "1", "{what}");
-    assert_eq!(job_field(&job, "ExitCode"), "0:0", "{what}");
-    output()
+    assert_eq!(job_field(&job, "Restarts"), "1", "{what}\n{}", evidence());
+    assert_eq!(job_field(&job, "ExitCode"), "0:0", "{what}\n{}", evidence());
+    Requeued {
+        output: output(),
+        daemons: job_log(&job),
+    }
+}
+
+/// The lines of slurmctld's and every slurmd's log (the cluster's `log/*.log`) that name job
+/// `job`: `JobId=N`, `StepId=N.`, `job N`, `JOB N`, or a slurmstepd's `[N.step]`, each followed
+/// by no digit.
+pub fn job_log(job: &str) -> String {
+    let names = [
+        format!("JobId={job}"),
+        format!("StepId={job}"),
+        format!("job {job}"),
+        format!("JOB {job}"),
+        format!("[{job}"),
+    ];
+    let names_job = |line: &str| {
+        names.iter().any(|name| {
+            line.match_indices(name.as_str())
+                .any(|(at, _)| !line[at + name.len()..].starts_with(|c: char| c.is_ascii_digit()))
+        })
+    };
+    let mut logs: Vec<PathBuf> = std::fs::read_dir(dir().join("log"))
+        .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default();
+    logs.retain(|p| p.extension().is_some_and(|e| e == "log"));
+    logs.sort();
+    let mut text = String::new();
+    for log in logs {
+        let lines = std::fs::read_to_string(&log).unwrap_or_default();
+        let lines: Vec<&str> = lines.lines().filter(|l| names_job(l)).collect();
+        if !lines.is_empty() {
+            text += &format!(
+                "== {} about job {job}:\n{}\n",
+                log.display(),
+                lines.join("\n")
+            );
+        }
+    }
+    text
 }
 
 /// The first step of every `RESUMED|type|index|step` line of a requeued job's output, in order:

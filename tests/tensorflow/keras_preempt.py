@@ -2,7 +2,7 @@
 only by the TF_CONFIG tfcluster injected: the preemption recipe for Keras users (Keras 2:
 tf_keras with tfcluster's keras=2, or TensorFlow 2.15 and older).
 
-    keras_preempt.py BACKUP_DIR STEPS
+    keras_preempt.py BACKUP_DIR STEPS [SLOW_FROM]
 
 Keras 2's `save_before_preemption=True` (save at SIGTERM, then exit 42) is switched on only on
 Google Cloud (tf_keras's support_on_demand_checkpoint_callback); elsewhere it is silently
@@ -11,7 +11,9 @@ ignored. So, as TensorFlow's Keras tutorial does, the backup is saved every few 
 again (a requeued job) model.fit resumes from the last backup, at its epoch and step. Keras does
 not restore a dataset iterator's position: the input pipeline starts again from its beginning. So
 each worker trains on one fixed batch of its own at every step, and a run that was interrupted
-ends with exactly the weights of one that was not, wherever it resumed. Prints:
+ends with exactly the weights of one that was not, wherever it resumed. Each step pauses 0.2 s,
+and 1 s from step SLOW_FROM on (a requeued job's first run: tests/common/cluster.rs,
+requeued_training_args). Prints:
     RESUMED|<task type>|<task index>|<first step>
     STEP|<step>                          (the chief, after each step)
     RESULT|<task type>|<task index>|<digest of the final weights>
@@ -26,6 +28,7 @@ import numpy as np
 import tensorflow as tf
 
 backup_dir, steps = sys.argv[1], int(sys.argv[2])
+slow_from = int(sys.argv[3]) if len(sys.argv) > 3 else steps
 tf_config = json.loads(os.environ["TF_CONFIG"])
 task_type, task_id = tf_config["task"]["type"], tf_config["task"]["index"]
 worker_id = task_id + (1 if task_type == "worker" and "chief" in tf_config["cluster"] else 0)
@@ -56,9 +59,12 @@ class Progress(tf.keras.callbacks.Callback):
         print(f"RESUMED|{task_type}|{task_id}|{self.start}", flush=True)
 
     def on_train_batch_end(self, batch, logs=None):
+        step = int(self.model.optimizer.iterations.numpy()) - 1
         if worker_id == 0:
-            print(f"STEP|{int(self.model.optimizer.iterations.numpy()) - 1}", flush=True)
-        time.sleep(0.2)  # a step of real training: time for the test to preempt it mid-way
+            print(f"STEP|{step}", flush=True)
+        # A step of real training: time for the test to interrupt it mid-way, and once it was,
+        # for Slurm's signal to arrive before training would end.
+        time.sleep(0.2 if step < slow_from else 1.0)
 
 
 callbacks = [

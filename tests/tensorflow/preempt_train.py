@@ -1,12 +1,14 @@
 """MultiWorkerMirroredStrategy with tf.distribute.experimental.PreemptionCheckpointHandler, driven
 only by the TF_CONFIG tfcluster injected: the recipe for preemption and requeue.
 
-    preempt_train.py CHECKPOINT_DIR STEPS
+    preempt_train.py CHECKPOINT_DIR STEPS [SLOW_FROM]
 
 On SIGTERM (Slurm's preemption, `scontrol requeue`, the time limit, `--signal`) every task
 checkpoints at the same step and exits 42; started again (a requeued job), it resumes from the
 checkpoint. The data of each step depends only on the step and the worker, so a run that was
-interrupted ends with exactly the weights of one that was not. Prints:
+interrupted ends with exactly the weights of one that was not. Each step pauses 0.2 s, and 1 s
+from step SLOW_FROM on (a requeued job's first run: tests/common/cluster.rs,
+requeued_training_args). Prints:
     RESUMED|<task type>|<task index>|<first step>
     STEP|<step>                          (the chief, after each step)
     RESULT|<task type>|<task index>|<digest of the final weights>
@@ -19,6 +21,7 @@ import numpy as np
 import tensorflow as tf
 
 checkpoint_dir, steps = sys.argv[1], int(sys.argv[2])
+slow_from = int(sys.argv[3]) if len(sys.argv) > 3 else steps
 resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
 task_type, task_id = resolver.task_type, resolver.task_id
 strategy = tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=resolver)
@@ -63,7 +66,9 @@ for step in range(start, steps):
     handler.run(train_step, *batch(step))
     if is_chief:
         print(f"STEP|{step}", flush=True)
-    time.sleep(0.2)  # a step of real training: time for the test to preempt it mid-way
+    # A step of real training: time for the test to interrupt it mid-way, and once it was,
+    # for Slurm's signal to arrive before training would end.
+    time.sleep(0.2 if step < slow_from else 1.0)
 
 weights = np.concatenate([w.numpy().ravel(), np.atleast_1d(b.numpy())]).astype(np.float32)
 print(f"RESULT|{task_type}|{task_id}|{hashlib.sha256(weights.tobytes()).hexdigest()[:16]}", flush=True)
