@@ -166,9 +166,9 @@ pub fn cluster_pgrep(pattern: &str) -> String {
 
 /// Whether srun stopped waiting for a step a node's refusal had cancelled (`stderr`: srun's):
 /// after its abort limit (7 s) it prints this and Slurm's srun may exit 0 although no task ran
-/// (26.05 with the machine busy, 2026-11-28, in two tests of tests/ports.rs). A refused step's
-/// status is checked only where srun waited (here, [`Run::assert_refused`], and tests/ports.rs);
-/// docs/user-guide.md tells users the same.
+/// (26.05 with the machine busy, 2026-11-28, in each of the three tests of tests/ports.rs whose
+/// step a node refuses). A refused step's status is checked only where srun waited (here,
+/// [`Run::assert_refused`], and tests/ports.rs); docs/user-guide.md tells users the same.
 pub fn srun_stopped_waiting(stderr: &str) -> bool {
     stderr.contains("srun: error: Timed out waiting for job step to complete")
 }
