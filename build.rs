@@ -46,6 +46,14 @@ fn main() {
     println!("cargo:rustc-cfg=tfc_kill_step=\"{}\"", api.kill_step);
     println!("cargo::rustc-check-cfg=cfg(tfc_step_id_sluid)");
     println!("cargo::rustc-check-cfg=cfg(tfc_het_leader_signal)");
+    println!("cargo::rustc-check-cfg=cfg(tfc_load_job_step_id)");
+    println!("cargo::rustc-check-cfg=cfg(tfc_get_job_steps_step_id)");
+    if api.get_job_steps_step_id {
+        println!("cargo:rustc-cfg=tfc_get_job_steps_step_id");
+    }
+    if api.load_job_step_id {
+        println!("cargo:rustc-cfg=tfc_load_job_step_id");
+    }
     if api.het_leader_signal {
         println!("cargo:rustc-cfg=tfc_het_leader_signal");
     }
@@ -68,7 +76,33 @@ fn main() {
              /// The release as users write it (`22.05`).\n\
              pub const SLURM_RELEASE: &str = \"{major}.{minor:02}\";\n\
              /// Whether a `--container` task gets the environment plugins set (23.02 and later).\n\
-             pub const CONTAINER_GETS_TASK_ENV: bool = {container};\n",
+             pub const CONTAINER_GETS_TASK_ENV: bool = {container};\n\
+             /// `slurm_job_info_t` in this release: its size, and where the fields the plugin\n\
+             /// reads are, with their C names (`tests/abi.rs` checks each against the release).\n\
+             pub const JOB_INFO_SIZE: usize = {ji_size};\n\
+             pub const JOB_INFO_JOB_ID: (&str, usize) = ({ji_job_name:?}, {ji_job});\n\
+             pub const JOB_INFO_HET_JOB_ID: usize = {ji_het};\n\
+             pub const JOB_INFO_USER_ID: usize = {ji_user};\n\
+             /// `slurm_load_job`'s C type in this release (checked by `tests/abi.rs`).\n\
+             pub const LOAD_JOB_PROTOTYPE: &str = {load_job:?};\n\
+             /// `job_step_info_t` in this release: its size and the fields the plugin reads.\n\
+             pub const JOB_STEP_INFO_SIZE: usize = {si_size};\n\
+             pub const JOB_STEP_INFO_JOB_ID: usize = {si_job};\n\
+             pub const JOB_STEP_INFO_STEP_ID: usize = {si_step};\n\
+             pub const JOB_STEP_INFO_RESV_PORTS: usize = {si_ports};\n\
+             /// `slurm_get_job_steps`'s C type in this release (checked by `tests/abi.rs`).\n\
+             pub const GET_JOB_STEPS_PROTOTYPE: &str = {get_steps:?};\n",
+            si_size = api.step_info.size,
+            si_job = api.step_info.job_id,
+            si_step = api.step_info.step_id,
+            si_ports = api.step_info.resv_ports,
+            get_steps = api.get_job_steps_prototype(),
+            ji_size = api.job_info.size,
+            ji_job_name = api.job_info.job_id.0,
+            ji_job = api.job_info.job_id.1,
+            ji_het = api.job_info.het_job_id,
+            ji_user = api.job_info.user_id,
+            load_job = api.load_job_prototype(),
             prototype = api.kill_step_prototype(),
             topo = api.topology_orders_block_steps,
             container = api.container_gets_task_env,
@@ -153,6 +187,82 @@ struct ReleaseApi {
     /// NO_VAL; 25.05 and 26.05 stop the step). There the plugin signals that component's tasks
     /// instead (`slurm_signal_job_step`, a `slurm_step_id_t *` in 25.11).
     het_leader_signal: bool,
+    /// 26.05 and later: `slurm_load_job` takes a `slurm_step_id_t` (by value), not a job id.
+    load_job_step_id: bool,
+    /// `slurm_job_info_t` ([`JobInfo`]).
+    job_info: JobInfo,
+    /// 25.11 and later: `slurm_get_job_steps` takes a `slurm_step_id_t *`, not an update time,
+    /// a job id and a step id.
+    get_job_steps_step_id: bool,
+    /// `job_step_info_t` ([`StepInfo`]).
+    step_info: StepInfo,
+}
+
+/// Where the fields of `job_step_info_t` that the plugin reads lie, per release (LP64), measured
+/// and checked as [`JobInfo`]'s.
+struct StepInfo {
+    /// `sizeof(job_step_info_t)`: the stride of the response's records.
+    size: usize,
+    /// `step_id.job_id` and `step_id.step_id`: which step a record is.
+    job_id: usize,
+    step_id: usize,
+    /// `resv_ports`: the ports Slurm reserved for the step (a `char *` list, or NULL).
+    resv_ports: usize,
+}
+
+impl StepInfo {
+    fn of(major: u32, minor: u32) -> StepInfo {
+        let (size, job_id, step_id, resv_ports) = match (major, minor) {
+            (..=22, _) => (256, 160, 168, 104),
+            (23, _) | (24, ..=5) => (256, 160, 168, 112),
+            (24, _) => (264, 168, 176, 112),
+            (25, _) => (304, 184, 192, 128),
+            _ => (312, 192, 200, 136),
+        };
+        StepInfo {
+            size,
+            job_id,
+            step_id,
+            resv_ports,
+        }
+    }
+}
+
+/// Where the fields of `slurm_job_info_t` that the plugin reads lie, per release (x86_64 and
+/// every other LP64 Linux): measured with `offsetof` against each release's `<slurm/slurm.h>`,
+/// as tests/abi.rs checks on every release it runs on. Every release adds fields, so each has a
+/// row; a release newer than the table takes the newest row, and its tests/abi.rs says whether
+/// that holds.
+struct JobInfo {
+    /// `sizeof(slurm_job_info_t)`: the stride of `job_info_msg_t`'s records.
+    size: usize,
+    /// The job's id: `job_id` up to 25.05; from 25.11 `step_id.job_id` (the old field is
+    /// kept "for backwards compatibility only").
+    job_id: (&'static str, usize),
+    /// `het_job_id`: the heterogeneous job's first component's job, 0 for a plain job.
+    het_job_id: usize,
+    /// `user_id`: whom the job runs as.
+    user_id: usize,
+}
+
+impl JobInfo {
+    fn of(major: u32, minor: u32) -> JobInfo {
+        let (size, job_id, het_job_id, user_id) = match (major, minor) {
+            (..=22, _) => (904, ("job_id", 388), 372, 864),
+            (23, _) => (928, ("job_id", 412), 396, 888),
+            (24, ..=5) => (952, ("job_id", 412), 396, 912),
+            (24, _) => (960, ("job_id", 412), 396, 920),
+            (25, ..=5) => (976, ("job_id", 412), 396, 936),
+            (25, _) => (1016, ("step_id.job_id", 768), 396, 968),
+            _ => (1032, ("step_id.job_id", 784), 404, 984),
+        };
+        JobInfo {
+            size,
+            job_id,
+            het_job_id,
+            user_id,
+        }
+    }
 }
 
 impl ReleaseApi {
@@ -170,6 +280,10 @@ impl ReleaseApi {
             step_layout_compact: (major, minor) >= (23, 11),
             step_layout_front_end: (major, minor) < (25, 5),
             het_leader_signal: (major, minor) == (25, 11),
+            load_job_step_id: (major, minor) >= (26, 5),
+            job_info: JobInfo::of(major, minor),
+            get_job_steps_step_id: (major, minor) >= (25, 11),
+            step_info: StepInfo::of(major, minor),
         }
     }
 
@@ -181,6 +295,8 @@ impl ReleaseApi {
             (self.step_layout_compact, "TFC_STEP_LAYOUT_COMPACT"),
             (self.step_layout_front_end, "TFC_STEP_LAYOUT_FRONT_END"),
             (self.het_leader_signal, "TFC_HET_LEADER_SIGNAL"),
+            (self.load_job_step_id, "TFC_LOAD_JOB_STEP_ID"),
+            (self.get_job_steps_step_id, "TFC_GET_JOB_STEPS_STEP_ID"),
         ];
         defines.extend(
             flags
@@ -189,6 +305,20 @@ impl ReleaseApi {
                 .map(|(_, name)| format!("-D{name}")),
         );
         defines
+    }
+
+    fn load_job_prototype(&self) -> &'static str {
+        match self.load_job_step_id {
+            true => "int (job_info_msg_t **, slurm_step_id_t, uint16_t)",
+            false => "int (job_info_msg_t **, uint32_t, uint16_t)",
+        }
+    }
+
+    fn get_job_steps_prototype(&self) -> &'static str {
+        match self.get_job_steps_step_id {
+            true => "int (slurm_step_id_t *, job_step_info_response_msg_t **, uint16_t)",
+            false => "int (time_t, uint32_t, uint32_t, job_step_info_response_msg_t **, uint16_t)",
+        }
     }
 
     fn kill_step_prototype(&self) -> &'static str {

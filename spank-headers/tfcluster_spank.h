@@ -188,4 +188,50 @@ int slurm_signal_job_step(tfc_step_id_t *step_id, uint32_t signal);
 #endif
 void slurm_job_step_layout_free(tfc_step_layout_t *layout);
 
+/*
+ * Whose a job is, and which heterogeneous job it is a component of (libslurm, from slurmstepd):
+ * slurmctld's record of a job, which a node checks a heterogeneous job's component ids against
+ * before it asks about or stops any of them. job_info_msg_t's head is the same on every release;
+ * its records (slurm_job_info_t) differ in size and layout per release, so the plugin reads
+ * only the three fields it needs, at the offsets build.rs gives per release (JOB_INFO_*). The
+ * memory is libslurm's, freed with slurm_free_job_info_msg. 26.05 takes a slurm_step_id_t, by
+ * value, instead of the job id.
+ */
+typedef struct tfc_job_info_msg {
+    time_t last_backfill;
+    time_t last_update;
+    uint32_t record_count;
+    void *job_array;
+} tfc_job_info_msg_t;
+/* show_flags: every partition's jobs, hidden ones too. */
+#define TFC_SHOW_ALL 0x0001
+#if defined(TFC_LOAD_JOB_STEP_ID)
+int slurm_load_job(tfc_job_info_msg_t **resp, tfc_step_id_t step_id, uint16_t show_flags);
+#else
+int slurm_load_job(tfc_job_info_msg_t **resp, uint32_t job_id, uint16_t show_flags);
+#endif
+void slurm_free_job_info_msg(tfc_job_info_msg_t *msg);
+
+/*
+ * The ports Slurm reserved for a step (libslurm, from slurmstepd): slurmctld's record of the
+ * step, which a node checks SLURM_STEP_RESV_PORTS (the user's to set) against before its
+ * firewall and its claims take those ports as the step's. The response's head is the same on
+ * every release (24.05 added a field after the ones read here); its records
+ * (job_step_info_t) differ per release, read at the offsets build.rs gives (JOB_STEP_INFO_*).
+ * From 25.11 the step is named by a slurm_step_id_t.
+ */
+typedef struct tfc_job_step_info_response_msg {
+    time_t last_update;
+    uint32_t job_step_count;
+    void *job_steps;
+} tfc_job_step_info_response_msg_t;
+#if defined(TFC_GET_JOB_STEPS_STEP_ID)
+int slurm_get_job_steps(tfc_step_id_t *step_id, tfc_job_step_info_response_msg_t **resp,
+                        uint16_t show_flags);
+#else
+int slurm_get_job_steps(time_t update_time, uint32_t job_id, uint32_t step_id,
+                        tfc_job_step_info_response_msg_t **resp, uint16_t show_flags);
+#endif
+void slurm_free_job_step_info_response_msg(tfc_job_step_info_response_msg_t *msg);
+
 #endif

@@ -122,6 +122,33 @@ fn c_checks() -> String {
         ("offsetof(slurm_step_layout_t, task_cnt)", offset_of!(ffi::tfc_step_layout_t, task_cnt)),
         ("offsetof(slurm_step_layout_t, tids)", offset_of!(ffi::tfc_step_layout_t, tids)),
     ];
+    // job_info_msg_t and slurm_job_info_t: whose a job is and its heterogeneous job
+    // (slurm_load_job), at the size and offsets build.rs gives this release.
+    let job_id = format!("offsetof(slurm_job_info_t, {})", ffi::JOB_INFO_JOB_ID.0);
+    #[rustfmt::skip]
+    let job_info = [
+        ("sizeof(job_info_msg_t)", size_of::<ffi::tfc_job_info_msg_t>()),
+        ("offsetof(job_info_msg_t, record_count)", offset_of!(ffi::tfc_job_info_msg_t, record_count)),
+        ("offsetof(job_info_msg_t, job_array)", offset_of!(ffi::tfc_job_info_msg_t, job_array)),
+        ("sizeof(slurm_job_info_t)", ffi::JOB_INFO_SIZE),
+        (job_id.as_str(), ffi::JOB_INFO_JOB_ID.1),
+        ("offsetof(slurm_job_info_t, het_job_id)", ffi::JOB_INFO_HET_JOB_ID),
+        ("offsetof(slurm_job_info_t, user_id)", ffi::JOB_INFO_USER_ID),
+        ("SHOW_ALL", ffi::TFC_SHOW_ALL as usize),
+        // job_step_info_response_msg_t and job_step_info_t: a step's reserved ports
+        // (slurm_get_job_steps).
+        ("offsetof(job_step_info_response_msg_t, job_step_count)",
+         offset_of!(ffi::tfc_job_step_info_response_msg_t, job_step_count)),
+        ("offsetof(job_step_info_response_msg_t, job_steps)",
+         offset_of!(ffi::tfc_job_step_info_response_msg_t, job_steps)),
+        ("sizeof(job_step_info_t)", ffi::JOB_STEP_INFO_SIZE),
+        ("offsetof(job_step_info_t, step_id.job_id)", ffi::JOB_STEP_INFO_JOB_ID),
+        ("offsetof(job_step_info_t, step_id.step_id)", ffi::JOB_STEP_INFO_STEP_ID),
+        ("offsetof(job_step_info_t, resv_ports)", ffi::JOB_STEP_INFO_RESV_PORTS),
+    ];
+    for (name, value) in job_info {
+        eq(name, value as i64);
+    }
     for (name, value) in step_id.into_iter().chain(sluid).chain(step_layout) {
         eq(name, value as i64);
     }
@@ -141,6 +168,13 @@ fn c_checks() -> String {
             "slurm_step_layout_t *(slurm_step_id_t *)",
         ),
         ("slurm_job_step_layout_free", "void (slurm_step_layout_t *)"),
+        ("slurm_load_job", ffi::LOAD_JOB_PROTOTYPE),
+        ("slurm_free_job_info_msg", "void (job_info_msg_t *)"),
+        ("slurm_get_job_steps", ffi::GET_JOB_STEPS_PROTOTYPE),
+        (
+            "slurm_free_job_step_info_response_msg",
+            "void (job_step_info_response_msg_t *)",
+        ),
     ];
     #[cfg(tfc_het_leader_signal)]
     let prototypes = [

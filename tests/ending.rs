@@ -379,6 +379,7 @@ fn effects() -> Vec<Effect> {
         Effect { error: core(Error::HetSize { value: "0".into() }), on_error: OnError::StopNow },
         Effect { error: core(Error::HetStepTasks), on_error: OnError::StopNow },
         Effect { error: core(Error::HetJobId { component: 1 }), on_error: OnError::StopNow },
+        Effect { error: core(Error::HetJobNotVouched { job_id: 17, named: "SLURM_JOB_ID_HET_GROUP_1".into(), leader: 16, reason: String::new() }), on_error: OnError::StopNow },
         Effect { error: core(Error::HetLayoutsShort { found: 2, step_tasks: 4, refused: "1: gone".into() }), on_error: OnError::StopNow },
         Effect { error: core(Error::HetLayout { component: 1, reason: "short".into() }), on_error: OnError::StopNow },
         Effect { error: core(Error::HetOwnComponent { host: host(), fitting: 2 }), on_error: OnError::StopNow },

@@ -139,6 +139,8 @@ fn messages() -> Vec<(Result<()>, &'static str)> {
          "this heterogeneous step has no SLURM_STEP_NUM_TASKS, so its task count over all components is unknown here and no TF_CONFIG can be right; run the step with srun, which sets it"),
         (het::job_ids(2, |name| (name == "SLURM_JOB_ID_HET_GROUP_0").then(|| "7".into())).map(|_| ()),
          "SLURM_JOB_ID_HET_GROUP_1 is missing or not a job id, so component 1 of this heterogeneous job cannot be asked where its tasks run; run srun inside the allocation salloc or sbatch made (they set it)"),
+        (Err(Error::HetJobNotVouched { job_id: 17, named: "SLURM_JOB_ID_HET_GROUP_1".into(), leader: 16, reason: String::new() }),
+         "job 17 (SLURM_JOB_ID_HET_GROUP_1) is not a component of heterogeneous job 16 of this step's user in slurmctld's records, so tfcluster asks about and stops no job for this step and no TF_CONFIG can be right; SLURM_HET_SIZE and SLURM_JOB_ID_HET_GROUP_* are Slurm's own: run srun inside the allocation salloc or sbatch made, without setting or exporting them"),
         (het_err(vec![Err("Invalid job id specified".into())], 2),
          "slurmctld gave the layouts of components with 0 of the heterogeneous step's 2 tasks (components it refused: 0: Invalid job id specified), so where the other ranks run is unknown and no TF_CONFIG can be right; a component whose tasks had all ended before this node started has no layout left, so look for its error first; else run the step again, and if this persists ask the admin whether the nodes reach slurmctld"),
         (het_err(vec![Ok(ComponentLayout { node_list: "n1".into(), tids: vec![vec![0, 0]], tasks: 2 })], 2),
@@ -383,7 +385,7 @@ macro_rules! variants {
 variants!(variant, VARIANTS, Error:
     SpecSyntax, EmptySpec, SpecAsProgram, UnknownRole, BadCount, DuplicateRole, SeveralWildcards,
     SingletonRole, ChiefAndMaster, TunerWithoutChief, UnknownOverride, CountMismatch, NothingLeftForWildcard,
-    SingletonWildcard, Hostlist, CountList, HetSize, HetStepTasks, HetJobId, HetLayoutsShort,
+    SingletonWildcard, Hostlist, CountList, HetSize, HetStepTasks, HetJobId, HetJobNotVouched, HetLayoutsShort,
     HetLayout, HetOwnComponent, NodeCountMismatch,
     TooManyTasks, NoNodes, NodeListedTwice, ArbitraryDistribution, ContainerTooOld,
     TaskOrderMissing, HostfileTooShort, TaskHostNotInStep, TaskHostCount, UnknownDistribution,

@@ -8,7 +8,8 @@
 
 mod common;
 use common::cluster::{
-    cluster_pgrep, dir, node_error, parse, sbatch, sh, stop_line, summary, tool, PlugStack,
+    cluster_pgrep, dir, node_error, parse, sbatch, sh, sh_ok, stop_line, summary, tool, wait_for,
+    PlugStack,
 };
 use common::release;
 use common::{plan, step};
@@ -94,6 +95,92 @@ fn a_heterogeneous_jobs_component_ids_come_from_the_allocation() {
     for (what, vars, size, want) in rows {
         let env = |name: &str| vars.iter().find(|(n, _)| *n == name).map(|(_, v)| v.to_string());
         assert_eq!(het::job_ids(size, env), want, "{what}");
+    }
+}
+
+/// One row of [`only_jobs_slurmctld_vouches_for_are_components`]: what the environment names,
+/// what slurmctld's records say, and what the node may ask about and stop.
+struct Vouch {
+    what: &'static str,
+    /// `SLURM_JOB_ID_HET_GROUP_0`, `_1`, ...
+    named: &'static [&'static str],
+    /// slurmctld's records: (job, user, heterogeneous job); a job not listed does not exist.
+    records: &'static [(u32, u32, u32)],
+    /// What the node asks slurmctld, in order.
+    asked: &'static [u32],
+    want: Result<Vec<u32>, Error>,
+}
+
+const USER: u32 = 1001;
+const OTHER_USER: u32 = 1002;
+
+fn not_vouched(job_id: u32, named: &str, leader: u32) -> Error {
+    Error::HetJobNotVouched {
+        job_id,
+        named: named.into(),
+        leader,
+        reason: String::new(),
+    }
+}
+
+/// The node's own job is 7 (`S_JOB_ID`), run by [`USER`] (`S_JOB_UID`): each named job must
+/// be, by slurmctld's records, a component of the first's heterogeneous job and the user's;
+/// anything else is refused before anything is asked about or stopped. The line is the same
+/// whoever's the job is.
+#[rustfmt::skip]
+#[test]
+fn only_jobs_slurmctld_vouches_for_are_components() {
+    let rows = [
+        Vouch { what: "salloc's het job: both components are the user's",
+            named: &["7", "8"], records: &[(7, USER, 7), (8, USER, 7)],
+            asked: &[7, 8], want: Ok(vec![7, 8]) },
+        Vouch { what: "the node's job is the second component",
+            named: &["6", "7"], records: &[(6, USER, 6), (7, USER, 6)],
+            asked: &[6, 7], want: Ok(vec![6, 7]) },
+        Vouch { what: "another user's job named as a component (srun --export)",
+            named: &["7", "17"], records: &[(7, USER, 0), (17, OTHER_USER, 0)],
+            asked: &[7], want: Err(not_vouched(7, "SLURM_JOB_ID_HET_GROUP_0", 7)) },
+        Vouch { what: "another user's job named beside the user's own heterogeneous job",
+            named: &["7", "8", "17"], records: &[(7, USER, 7), (8, USER, 7), (17, OTHER_USER, 0)],
+            asked: &[7, 8, 17], want: Err(not_vouched(17, "SLURM_JOB_ID_HET_GROUP_2", 7)) },
+        Vouch { what: "another user's heterogeneous job as the leader",
+            named: &["16", "17"], records: &[(7, USER, 0), (16, OTHER_USER, 16), (17, OTHER_USER, 16)],
+            asked: &[16], want: Err(not_vouched(16, "SLURM_JOB_ID_HET_GROUP_0", 16)) },
+        Vouch { what: "the user's own plain job named as a component",
+            named: &["7", "9"], records: &[(7, USER, 7), (9, USER, 0)],
+            asked: &[7, 9], want: Err(not_vouched(9, "SLURM_JOB_ID_HET_GROUP_1", 7)) },
+        Vouch { what: "the user's other heterogeneous job, without the node's own",
+            named: &["20", "21"], records: &[(7, USER, 0), (20, USER, 20), (21, USER, 20)],
+            asked: &[20, 21, 7], want: Err(not_vouched(7, "the step's own job", 20)) },
+        Vouch { what: "a job slurmctld does not know",
+            named: &["7", "999999"], records: &[(7, USER, 7)],
+            asked: &[7, 999999], want: Err(not_vouched(999999, "SLURM_JOB_ID_HET_GROUP_1", 7)) },
+        Vouch { what: "slurmctld does not answer: refused with its reason",
+            named: &["7", "8"], records: &[(7, USER, 7)],
+            asked: &[7, 8], want: Err(Error::HetJobNotVouched { job_id: 8, named: "SLURM_JOB_ID_HET_GROUP_1".into(), leader: 7,
+                reason: " (slurmctld: Unable to contact slurm controller)".into() }) },
+        Vouch { what: "a component id that is not a number asks nothing",
+            named: &["7", "x"], records: &[(7, USER, 7)],
+            asked: &[], want: Err(Error::HetJobId { component: 1 }) },
+    ];
+    for row in rows {
+        let env = |name: &str| {
+            let g: usize = name.strip_prefix("SLURM_JOB_ID_HET_GROUP_")?.parse().ok()?;
+            row.named.get(g).map(|v| v.to_string())
+        };
+        let mut asked = Vec::new();
+        let mut lookup = |job_id: u32| {
+            asked.push(job_id);
+            if job_id == 8 && row.what.starts_with("slurmctld does not answer") {
+                return Err("Unable to contact slurm controller".to_string());
+            }
+            Ok(row.records.iter().find(|r| r.0 == job_id).map(|&(_, user_id, het_job_id)| {
+                het::JobRecord { user_id, het_job_id }
+            }))
+        };
+        let got = het::vouched_job_ids(row.named.len() as u32, env, 7, USER, &mut lookup);
+        assert_eq!(got, row.want, "{}", row.what);
+        assert_eq!(asked, row.asked, "{}: what the node asks slurmctld", row.what);
     }
 }
 
@@ -227,7 +314,8 @@ fn the_components_make_one_step() {
 struct Probe {
     what: &'static str,
     kind: StepKind,
-    env: &'static [(&'static str, &'static str)],
+    /// The component jobs slurmctld vouched for ([`het::vouched_job_ids`]).
+    jobs: &'static [u32],
     slurmctld: Vec<((u32, Option<u32>), ComponentLayout)>,
     asked: Vec<(u32, Option<u32>)>,
     want: Result<Option<(Vec<&'static str>, Vec<u32>)>, Error>,
@@ -237,39 +325,34 @@ struct Probe {
 #[test]
 fn each_component_is_asked_for_until_the_step_is_whole() {
     let both = vec![((7, None), layout("cpu1", &[&[0, 1]])), ((8, None), layout("n9", &[&[0, 1]]))];
-    const GROUPS: &[(&str, &str)] = &[("SLURM_JOB_ID_HET_GROUP_0", "7"), ("SLURM_JOB_ID_HET_GROUP_1", "8"), ("SLURM_JOB_ID_HET_GROUP_2", "9")];
     let rows = vec![
         Probe { what: "a whole step asks nothing",
-            kind: StepKind::Whole, env: &[], slurmctld: vec![],
+            kind: StepKind::Whole, jobs: &[], slurmctld: vec![],
             asked: vec![], want: Ok(None) },
         Probe { what: "a heterogeneous job: each component's job, once",
-            kind: StepKind::HetJob { size: 2, step_tasks: 4 }, env: &GROUPS[..2], slurmctld: both.clone(),
+            kind: StepKind::HetJob { size: 2, step_tasks: 4 }, jobs: &[7, 8], slurmctld: both,
             asked: vec![(7, None), (8, None)], want: Ok(Some((vec!["cpu1", "n9"], vec![7, 8]))) },
         Probe { what: "--het-group=0,2: the component outside the step is refused and skipped",
-            kind: StepKind::HetJob { size: 3, step_tasks: 4 }, env: GROUPS,
+            kind: StepKind::HetJob { size: 3, step_tasks: 4 }, jobs: &[7, 8, 9],
             slurmctld: vec![((7, None), layout("cpu1", &[&[0, 1]])), ((9, None), layout("n9", &[&[0, 1]]))],
             asked: vec![(7, None), (8, None), (9, None)], want: Ok(Some((vec!["cpu1", "n9"], vec![7, 9]))) },
-        Probe { what: "a heterogeneous job whose component id is missing asks nothing",
-            kind: StepKind::HetJob { size: 2, step_tasks: 4 }, env: &GROUPS[..1], slurmctld: both,
-            asked: vec![], want: Err(Error::HetJobId { component: 1 }) },
         Probe { what: "a heterogeneous step: components of the node's job until the tasks add up",
-            kind: StepKind::HetStep { step_tasks: 4 }, env: &[],
+            kind: StepKind::HetStep { step_tasks: 4 }, jobs: &[],
             slurmctld: vec![((7, Some(0)), layout("cpu1", &[&[0, 1]])), ((7, Some(1)), layout("n9", &[&[0, 1]])),
                             ((7, Some(2)), layout("n10", &[&[0]]))],
             asked: vec![(7, Some(0)), (7, Some(1))], want: Ok(Some((vec!["cpu1", "n9"], vec![7]))) },
         Probe { what: "a heterogeneous step: a refusal ends the asking",
-            kind: StepKind::HetStep { step_tasks: 4 }, env: &[],
+            kind: StepKind::HetStep { step_tasks: 4 }, jobs: &[],
             slurmctld: vec![((7, Some(0)), layout("cpu1", &[&[0, 1]])), ((7, Some(2)), layout("n9", &[&[0, 1]]))],
             asked: vec![(7, Some(0)), (7, Some(1))],
             want: Err(Error::HetLayoutsShort { found: 2, step_tasks: 4, refused: "1: Invalid job id specified".into() }) },
         Probe { what: "components that never add up: at most MAX_COMPONENTS asks",
-            kind: StepKind::HetStep { step_tasks: 4 }, env: &[],
+            kind: StepKind::HetStep { step_tasks: 4 }, jobs: &[],
             slurmctld: (0..het::MAX_COMPONENTS + 1).map(|c| ((7, Some(c)), layout("n9", &[&[]]))).collect(),
             asked: (0..het::MAX_COMPONENTS).map(|c| (7, Some(c))).collect(),
             want: Err(Error::HetLayoutsShort { found: 0, step_tasks: 4, refused: "none".into() }) },
     ];
     for row in rows {
-        let env = |name: &str| row.env.iter().find(|(n, _)| *n == name).map(|(_, v)| v.to_string());
         let mut asked = Vec::new();
         let mut ask = |job_id, component| {
             asked.push((job_id, component));
@@ -277,7 +360,7 @@ fn each_component_is_asked_for_until_the_step_is_whole() {
             found.map(|(_, layout)| layout.clone()).ok_or_else(|| "Invalid job id specified".to_string())
         };
         let own = own(0, 1, 2, &[0, 1], "cpu1");
-        let got = het::probe(&row.kind, own, env, &mut ask)
+        let got = het::probe(&row.kind, own, row.jobs, &mut ask)
             .map(|het| het.map(|h| (h.hosts.iter().map(|h| leak(h)).collect(), h.jobs)));
         assert_eq!(got, row.want, "{}", row.what);
         assert_eq!(asked, row.asked, "{}: what the node asks", row.what);
@@ -540,29 +623,150 @@ fn a_batch_script_with_hetjob_components() {
     );
 }
 
-/// A component's layout that cannot be known stops every component, with what happened: here a
-/// component job id that names no job.
+/// A component job id slurmctld does not vouch for stops every component, with what happened,
+/// before any node asks about it: here one that names no job.
 #[test]
 #[ignore = "needs the test cluster: run tests/run.sh"]
-fn a_component_slurmctld_cannot_lay_out_stops_the_whole_step() {
+fn a_component_slurmctld_does_not_vouch_for_stops_the_whole_step() {
     let started = std::time::Instant::now();
     let run = parse(sh(&format!(
         "salloc -p cpu -w cpu1 -n2 : -p gpu -w n9 -n2 bash -c \
-         'SLURM_JOB_ID_HET_GROUP_1=999999 srun --het-group=0,1 --tf-cluster bash -c \"sleep 30; exec {}\"'",
+         'echo LEADER=$SLURM_JOB_ID_HET_GROUP_0 >&2; \
+          SLURM_JOB_ID_HET_GROUP_1=999999 srun --het-group=0,1 --tf-cluster bash -c \"sleep 30; exec {}\"'",
         tool("report.sh")
     )));
     let elapsed = started.elapsed().as_secs_f64();
-    let short = Error::HetLayoutsShort {
-        found: 2,
-        step_tasks: 4,
-        refused: "1: Invalid job id specified".into(),
+    let leader = leader_of(&run.stderr);
+    let refused = Error::HetJobNotVouched {
+        job_id: 999999,
+        named: "SLURM_JOB_ID_HET_GROUP_1".into(),
+        leader,
+        reason: String::new(),
     };
     for node in ["cpu1", "n9"] {
-        run.assert_refused("job id 999999", &node_error(node, &short));
+        run.assert_refused("job id 999999", &node_error(node, &refused));
     }
     assert!(run.tasks.is_empty(), "{}", run.stdout);
     eprintln!("the step ended after {elapsed:.2} s");
     assert!(elapsed < 25.0, "the step ran {elapsed:.1} s");
+}
+
+/// The number a test's shell printed after `LEADER=`.
+fn leader_of(stderr: &str) -> u32 {
+    stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("LEADER="))
+        .and_then(|id| id.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no LEADER= line in\n{stderr}"))
+}
+
+/// The job's owner, and another user (tests/cluster/cluster.sh makes both, on the host and in
+/// every root).
+const OWNER: &str = "tfc-owner";
+const OTHER: &str = "tfc-other";
+
+/// One row of [`a_forged_component_job_id_touches_no_other_users_job`]: how the user sends
+/// Slurm's heterogeneous-job variables with a plain step of their own job. `{own}` is their
+/// job, `{victim}` the other user's.
+struct Forged {
+    how: &'static str,
+    /// What runs in the user's allocation before `--tf-cluster=worker:* ...`.
+    srun: &'static str,
+    /// The component the nodes refuse, and the job it names.
+    refused: (&'static str, &'static str),
+    /// srun itself may refuse the step before launch (22.05 does, for the variables in its
+    /// own environment: "No directives to start application on any available hetjob
+    /// components"); else the node refuses it with the plugin's line.
+    srun_may_refuse: bool,
+}
+
+#[rustfmt::skip]
+const FORGED: &[Forged] = &[
+    Forged { how: "srun --export, the other user's job as component 1",
+        srun: "srun --export=ALL,SLURM_HET_SIZE=2,SLURM_JOB_ID_HET_GROUP_0={own},SLURM_JOB_ID_HET_GROUP_1={victim}",
+        refused: ("SLURM_JOB_ID_HET_GROUP_0", "{own}"), srun_may_refuse: false },
+    Forged { how: "srun --export, the other user's job as the leader",
+        srun: "srun --export=ALL,SLURM_HET_SIZE=2,SLURM_JOB_ID_HET_GROUP_0={victim},SLURM_JOB_ID_HET_GROUP_1={own}",
+        refused: ("SLURM_JOB_ID_HET_GROUP_0", "{victim}"), srun_may_refuse: false },
+    Forged { how: "exported in srun's own environment",
+        srun: "SLURM_HET_SIZE=2 SLURM_JOB_ID_HET_GROUP_0={own} SLURM_JOB_ID_HET_GROUP_1={victim} srun",
+        refused: ("SLURM_JOB_ID_HET_GROUP_0", "{own}"), srun_may_refuse: true },
+];
+
+/// From another user's side: a user who names another user's job as a component of their own
+/// step (the heterogeneous-job variables are the user's to set) gets a line and no task, and
+/// the other user's step with the same step id, on a node the user has no task on, runs on:
+/// no node of the user's step asks slurmctld about that job or stops it. (Before 0.12.0 the
+/// node asked for that job's layout, found it did not fit, and stopped it.)
+#[test]
+#[ignore = "needs the test cluster: run tests/run.sh"]
+fn a_forged_component_job_id_touches_no_other_users_job() {
+    let release = release::current();
+    // The other user's job, whose step 0 sleeps on cpu2.
+    let victim = sh_ok(&format!(
+        "runuser -u {OTHER} -- salloc --no-shell -p cpu -w cpu2 -n1 -t 5 2>&1 \
+         | sed -n 's/.*Granted job allocation \\([0-9]*\\).*/\\1/p'"
+    ));
+    let victim = victim.trim().to_string();
+    assert!(!victim.is_empty(), "the other user's job was not granted");
+    let _cancel = Cancel(victim.clone());
+    sh(&format!(
+        "(setsid runuser -u {OTHER} -- srun --jobid={victim} -n1 sleep 299 >/dev/null 2>&1 </dev/null &)"
+    ));
+    let step = format!("{victim}.0");
+    let running = || {
+        sh_ok(&format!("squeue -h -s -j {victim} -o %i"))
+            .lines()
+            .any(|l| l.trim() == step)
+    };
+    wait_for("the other user's step", 60, running);
+    for Forged {
+        how,
+        srun,
+        refused: (named, job),
+        srun_may_refuse,
+    } in FORGED
+    {
+        let line = format!(
+            "runuser -u {OWNER} -- salloc -p cpu -w cpu1 -n1 -t 2 bash -c \
+             'echo LEADER=$SLURM_JOB_ID >&2; {} --tf-cluster=worker:* echo RAN'",
+            srun.replace("{own}", "$SLURM_JOB_ID")
+                .replace("{victim}", &victim)
+        );
+        let run = parse(sh(&line));
+        let own = leader_of(&run.stderr).to_string();
+        let what = format!("{how}: {line}\n{}", run.stderr);
+        assert!(!run.stdout.contains("RAN"), "{what}: the user's task ran");
+        let job_id = job.replace("{own}", &own).replace("{victim}", &victim);
+        let error = Error::HetJobNotVouched {
+            job_id: job_id.parse().unwrap(),
+            named: named.to_string(),
+            leader: job_id.parse().unwrap(),
+            reason: String::new(),
+        };
+        let plugin_refused = release.printed(&run.stderr, &node_error("cpu1", &error));
+        assert!(
+            plugin_refused || *srun_may_refuse && run.code != 0,
+            "{what}"
+        );
+        assert!(
+            !run.stderr.contains("slurmctld gave"),
+            "{what}: a node asked about the other job"
+        );
+        assert!(
+            running(),
+            "{what}: the other user's step {step} was stopped"
+        );
+    }
+}
+
+/// Cancels a job when dropped, whatever the test did.
+struct Cancel(String);
+
+impl Drop for Cancel {
+    fn drop(&mut self) {
+        sh(&format!("scancel {}", self.0));
+    }
 }
 
 /// srun sees one component's counts, so a spec that does not fit the whole step is refused on

@@ -10,7 +10,7 @@ use tfcluster::core::claims::{
     check_free, diag_reply, listeners, listening_request, node_dir, Claim, DiagReply, Listener,
     Owner, CLAIMS_DIR, LOCK_FILE, LOCK_WAIT,
 };
-use tfcluster::core::ports::{PortPolicy, StepPorts};
+use tfcluster::core::ports::{PortPolicy, Reservation, StepPorts};
 use tfcluster::core::run_dir::{action, chain, replace_file, Action, Found, RUN_DIR};
 use tfcluster::core::Error;
 use tfcluster::spank::error::ShellError;
@@ -604,4 +604,95 @@ kill -- -$root; wait $root 2>/dev/null"
         LOCK_WAIT.as_secs()
     );
     assert_eq!(stderr.matches(&line).count(), 1, "{what}");
+}
+
+/// Whether the reservation in the step's environment is Slurm's: the table of
+/// [`Reservation::vouched`] (what the environment says, what slurmctld holds for the step, the
+/// ports the step takes, whether a note says why not).
+#[rustfmt::skip]
+#[test]
+#[allow(clippy::type_complexity)] // a table of cases
+fn only_the_reservation_slurmctld_holds_is_the_steps() {
+    // (what, SLURM_STEP_RESV_PORTS, slurmctld's record, the ports taken, a note)
+    let rows: [(&str, Option<&str>, Result<Option<&str>, &str>, Option<&str>, bool); 7] = [
+        ("no variable: slurmctld is not asked", None, Err("not asked"), None, false),
+        ("Slurm's own reservation", Some("12000-12001"), Ok(Some("12000-12001")), Some("12000-12001"), false),
+        ("the same ports written otherwise", Some("12000,12001"), Ok(Some("12000-12001")), Some("12000,12001"), false),
+        ("exported by the user, Slurm reserved none", Some("7100"), Ok(None), None, true),
+        ("other ports than Slurm's", Some("7100-7101"), Ok(Some("12000-12001")), None, true),
+        ("slurmctld did not answer: port_range's", Some("12000-12001"), Err("Unable to contact slurm controller"), None, true),
+        ("a list that is no list", Some("x"), Ok(Some("12000")), None, true),
+    ];
+    for (what, env, record, ports, noted) in rows {
+        let mut asked = false;
+        let got = Reservation::vouched(env, || {
+            asked = true;
+            record.map(|r| r.map(String::from)).map_err(String::from)
+        });
+        assert_eq!(got.ports.as_deref(), ports, "{what}");
+        assert_eq!(got.note.is_some(), noted, "{what}: {:?}", got.note);
+        assert_eq!(asked, env.is_some(), "{what}: slurmctld asked");
+    }
+    let note = Reservation::vouched(Some("7100"), || Ok(None)).note.unwrap();
+    assert_eq!(
+        note,
+        "note: SLURM_STEP_RESV_PORTS='7100' is not the reservation slurmctld holds for this step \
+         (it holds none), so the step's ports come from port_range instead; Slurm sets this \
+         variable itself when it reserves ports (srun --resv-ports, MpiParams=ports): do not set \
+         or export it"
+    );
+}
+
+/// From another user's side: a user who sends `SLURM_STEP_RESV_PORTS` with a step Slurm
+/// reserved no ports for (`--resv-ports=0`) does not get those ports, which `isolate=yes` would
+/// close to every other user of the node, and is told why; a step Slurm did reserve ports for
+/// keeps them. (what, srun's words before `--tf-cluster`, whether the ports are Slurm's).
+#[rustfmt::skip]
+const RESERVATIONS: &[(&str, &str, bool)] = &[
+    ("srun --export", "srun --resv-ports=0 --export=ALL,SLURM_STEP_RESV_PORTS=7100-7101", false),
+    ("exported in srun's environment", "SLURM_STEP_RESV_PORTS=7100-7101 srun --resv-ports=0", false),
+    ("Slurm's own reservation", "srun --resv-ports=2", true),
+];
+
+#[test]
+#[ignore = "needs the test cluster: run tests/run.sh"]
+fn a_reservation_slurm_did_not_make_is_not_the_steps() {
+    let _isolated = PlugStack::isolated("");
+    for (what, srun, slurms) in RESERVATIONS {
+        let line = format!(
+            "runuser -u {OWNER} -- bash -c '{srun} -p shared -w n9 -N1 -n2 -t 1 --tf-cluster {}'",
+            tool("report.sh")
+        );
+        let out = sh(&line);
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr),
+        );
+        let what = format!("{what}: {line}\n{stdout}\n{stderr}");
+        assert!(out.status.success(), "{what}");
+        let ports: Vec<u64> = records(&stdout, "TASK")
+            .iter()
+            .flat_map(|t| {
+                let tf: serde_json::Value = serde_json::from_str(t[3]).unwrap();
+                let rank = tf["task"]["index"].as_u64().unwrap() as usize;
+                let entry = tf["cluster"]["worker"][rank].as_str().unwrap().to_string();
+                entry.rsplit_once(':').map(|(_, p)| p.parse().unwrap())
+            })
+            .collect();
+        assert_eq!(ports.len(), 2, "{what}");
+        let noted = stderr.contains("is not the reservation slurmctld holds for this step");
+        if *slurms {
+            assert!(
+                ports.iter().all(|p| (12000..=12999).contains(p)),
+                "{what}: {ports:?}"
+            );
+            assert!(!noted, "{what}");
+        } else {
+            assert!(
+                ports.iter().all(|p| !(7100..=7101).contains(p)),
+                "{what}: {ports:?}"
+            );
+            assert!(noted, "{what}");
+        }
+    }
 }

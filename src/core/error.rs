@@ -104,6 +104,19 @@ pub enum Error {
     )]
     HetJobId { component: u32 },
     #[error(
+        "job {job_id} ({named}) is not a component of heterogeneous job {leader} of this step's \
+         user in slurmctld's records{reason}, so tfcluster asks about and stops no job for this \
+         step and no TF_CONFIG can be right; SLURM_HET_SIZE and SLURM_JOB_ID_HET_GROUP_* are \
+         Slurm's own: run srun inside the allocation salloc or sbatch made, without setting or \
+         exporting them"
+    )]
+    HetJobNotVouched {
+        job_id: u32,
+        named: String,
+        leader: u32,
+        reason: String,
+    },
+    #[error(
         "slurmctld gave the layouts of components with {found} of the heterogeneous step's \
          {step_tasks} tasks (components it refused: {refused}), so where the other ranks run \
          is unknown and no TF_CONFIG can be right; a component whose tasks had all ended \
@@ -364,6 +377,7 @@ impl Error {
             | Error::HetSize { .. }
             | Error::HetStepTasks
             | Error::HetJobId { .. }
+            | Error::HetJobNotVouched { .. }
             | Error::HetLayoutsShort { .. }
             | Error::HetLayout { .. }
             | Error::HetOwnComponent { .. } => OnError::StopNow,

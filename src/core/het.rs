@@ -102,24 +102,80 @@ pub fn job_ids(size: u32, env: impl Fn(&str) -> Option<String>) -> Result<Vec<u3
 /// component's index for a heterogeneous step's.
 pub type Ask<'a> = dyn FnMut(u32, Option<u32>) -> std::result::Result<ComponentLayout, String> + 'a;
 
+/// What slurmctld's record of a job says of it (`slurm_load_job`): whom it belongs to, and
+/// which heterogeneous job it is a component of (0: none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JobRecord {
+    pub user_id: u32,
+    pub het_job_id: u32,
+}
+
+/// What a node asks slurmctld of one job: its record, `None` when slurmctld has no such job,
+/// or why it did not answer.
+pub type Lookup<'a> = dyn FnMut(u32) -> std::result::Result<Option<JobRecord>, String> + 'a;
+
+/// The component jobs of a heterogeneous job's step, as far as slurmctld vouches for them: the
+/// ids the step's environment names ([`job_ids`]), each checked against slurmctld's record
+/// (`lookup`) before any of them is asked about or stopped.
+///
+/// The environment is the user's (`srun --export=ALL,SLURM_JOB_ID_HET_GROUP_1=J` sends any
+/// value to every node), while slurmstepd runs as root, whom slurmctld lets ask about and stop
+/// any job. So every named job, and the node's own job (`own_job`, `S_JOB_ID`: Slurm's launch
+/// credential), must be a component of the heterogeneous job the first names, and belong to
+/// the step's user (`uid`, `S_JOB_UID`), by slurmctld's records. Anything else is refused
+/// with one line, the same whatever the job is, so that it tells nobody whose a job is.
+pub fn vouched_job_ids(
+    size: u32,
+    env: impl Fn(&str) -> Option<String>,
+    own_job: u32,
+    uid: u32,
+    lookup: &mut Lookup,
+) -> Result<Vec<u32>> {
+    let named = job_ids(size, env)?;
+    let leader = named[0];
+    let mut checked: Vec<u32> = Vec::with_capacity(named.len() + 1);
+    for (job_id, name) in named
+        .iter()
+        .zip(0..)
+        .map(|(&id, g)| (id, Some(g)))
+        .chain([(own_job, None)])
+    {
+        if checked.contains(&job_id) {
+            continue;
+        }
+        let refused = |reason: Option<String>| Error::HetJobNotVouched {
+            job_id,
+            named: name.map_or_else(
+                || "the step's own job".to_string(),
+                |g| format!("SLURM_JOB_ID_HET_GROUP_{g}"),
+            ),
+            leader,
+            reason: reason.map_or_else(String::new, |r| format!(" (slurmctld: {r})")),
+        };
+        match lookup(job_id).map_err(|reason| refused(Some(reason)))? {
+            Some(record) if record.user_id == uid && record.het_job_id == leader => {
+                checked.push(job_id)
+            }
+            _ => return Err(refused(None)),
+        }
+    }
+    Ok(named)
+}
+
 /// The step's ranks for a heterogeneous job or step, from every component's layout asked of
 /// slurmctld through `ask`; `None` for a whole step, which asks nothing.
-/// - A heterogeneous job's components are its `size` jobs ([`job_ids`], read through `env`),
-///   each asked once: a component the step does not cover (`--het-group`) is refused, and the
-///   task counts say whether that mattered.
+/// - A heterogeneous job's components are `jobs` ([`vouched_job_ids`]), each asked once: a
+///   component the step does not cover (`--het-group`) is refused, and the task counts say
+///   whether that mattered.
 /// - A heterogeneous step's components are 0, 1, ... of this node's job, asked until one is
 ///   refused or their tasks add up to the step's, at most [`MAX_COMPONENTS`].
-pub fn probe(
-    kind: &StepKind,
-    own: Own,
-    env: impl Fn(&str) -> Option<String>,
-    ask: &mut Ask,
-) -> Result<Option<HetLayout>> {
+pub fn probe(kind: &StepKind, own: Own, jobs: &[u32], ask: &mut Ask) -> Result<Option<HetLayout>> {
     let (answers, step_tasks) = match *kind {
         StepKind::Whole => return Ok(None),
-        StepKind::HetJob { size, step_tasks } => {
-            let answers = job_ids(size, env)?
-                .into_iter()
+        StepKind::HetJob { step_tasks, .. } => {
+            let answers = jobs
+                .iter()
+                .copied()
                 .zip(0..)
                 .map(|(job_id, component)| Answer {
                     component,

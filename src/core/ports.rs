@@ -160,3 +160,57 @@ pub fn parse_port_list(list: &str) -> Result<Vec<u16>> {
     }
     Ok(ports)
 }
+
+/// `SLURM_STEP_RESV_PORTS` as far as slurmctld vouches for it: the job's environment is the
+/// user's (`srun --export=ALL,SLURM_STEP_RESV_PORTS=7100` sends any list, and srun writes the
+/// variable only when Slurm did reserve ports), while the ports a step takes become its
+/// firewall's and its claims', which act on every user of the node. So the list is the step's
+/// only when slurmctld's record of the step (`slurmctld`, asked only when the variable is set)
+/// holds the same ports; otherwise the step takes its ports from `port_range`, and the note
+/// says why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reservation {
+    /// The reserved ports the step takes, or `None` for `port_range`'s.
+    pub ports: Option<String>,
+    /// Why a list in the environment was not taken.
+    pub note: Option<String>,
+}
+
+impl Reservation {
+    pub fn vouched(
+        env: Option<&str>,
+        slurmctld: impl FnOnce() -> std::result::Result<Option<String>, String>,
+    ) -> Reservation {
+        let Some(env) = env.map(str::trim).filter(|v| !v.is_empty()) else {
+            return Reservation {
+                ports: None,
+                note: None,
+            };
+        };
+        let held = slurmctld();
+        let same = |held: &str| {
+            let (held, env) = (parse_port_list(held).ok(), parse_port_list(env).ok());
+            held.is_some() && held == env
+        };
+        let said = match &held {
+            Ok(Some(held)) if same(held) => {
+                return Reservation {
+                    ports: Some(env.to_string()),
+                    note: None,
+                }
+            }
+            Ok(Some(held)) => format!("it holds {held}"),
+            Ok(None) => "it holds none".to_string(),
+            Err(reason) => format!("slurmctld did not answer: {reason}"),
+        };
+        Reservation {
+            ports: None,
+            note: Some(format!(
+                "note: SLURM_STEP_RESV_PORTS='{env}' is not the reservation slurmctld holds for \
+                 this step ({said}), so the step's ports come from port_range instead; Slurm sets \
+                 this variable itself when it reserves ports (srun --resv-ports, MpiParams=ports): \
+                 do not set or export it"
+            )),
+        }
+    }
+}

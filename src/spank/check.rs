@@ -23,13 +23,9 @@ const MAX_ENTRIES: usize = 10_000;
 
 /// The node's verdict for this step (`--tf-cluster=check`).
 pub fn node(sp: &Spank, settings: Result<Settings, Error>) -> Verdict {
-    // The node's name as the step's node list names it (NodeName), as a step's files do.
-    let node = sp
-        .getenv("SLURMD_NODENAME")
-        .ok()
-        .flatten()
-        .or_else(process::host_name)
-        .unwrap_or_else(|| "this node".into());
+    // The node's name as slurmstepd has it (NodeName), as a step's claims name it; never the
+    // job's environment, which is the user's.
+    let node = process::node_name().unwrap_or_else(|| "this node".into());
     let copy = check::copy(env!("CARGO_PKG_VERSION"), ffi::SLURM_RELEASE);
     let srun = sp.getenv(check::SRUN_VAR).ok().flatten();
     let path = sp.getenv("PATH").ok().flatten();
@@ -105,6 +101,8 @@ fn slurmd() -> Slurmd {
         .filter(|pid| {
             fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "slurmd")
         })
+        // A user's process may call itself slurmd too.
+        .filter(|pid| process::is_root_process(pid))
         .filter(|pid| namespaces(pid) == mine)
         .collect();
     match slurmds.as_slice() {
@@ -149,7 +147,9 @@ fn isolation(sp: &Spank, node: &str, address: &str) -> Isolation {
         ));
     }
     let _ = nft.run(&tables::removal(&table));
-    let file = Path::new(&handover::job_dir(node, job)).join(handover::HOLDER_FILE);
+    // The holders' directory, named as the holders name it (the kernel's host name).
+    let holders = process::host_name().unwrap_or_else(|| node.to_string());
+    let file = Path::new(&handover::job_dir(&holders, job)).join(handover::HOLDER_FILE);
     let text = fs::read_to_string(file).ok();
     let nobody = crate::core::claims::Owner { pid: 0, start: 0 };
     let held =

@@ -22,3 +22,22 @@ pub fn host_name() -> Option<String> {
     let name = fs::read_to_string("/proc/sys/kernel/hostname").ok()?;
     Some(name.trim().to_string())
 }
+
+/// This node's name as Slurm names it (its NodeName), from slurmstepd's own view: the
+/// `SLURMD_NODENAME` slurmstepd sets in its own process environment, which a task's process
+/// inherits before `execve`; else the kernel's host name. Never the job's environment
+/// (`spank_getenv`), which is the user's: a batch script carries the batch host's name into
+/// every step it starts, and `srun --export` sets any.
+pub fn node_name() -> Option<String> {
+    std::env::var("SLURMD_NODENAME")
+        .ok()
+        .filter(|name| !name.is_empty())
+        .or_else(host_name)
+}
+
+/// Whether process `pid` runs as root (its `/proc` entry is root's): what the check takes for
+/// slurmd must be root's, not a user's process that calls itself `slurmd`.
+pub fn is_root_process(pid: &str) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    fs::metadata(format!("/proc/{pid}")).is_ok_and(|meta| meta.uid() == 0)
+}

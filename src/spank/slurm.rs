@@ -1,11 +1,12 @@
 //! The libslurm calls slurmstepd makes for tfcluster, through slurmctld: ending a step,
-//! asking where a heterogeneous step's components run, and whether a step has ended. libslurm is loaded in every process
+//! asking where a heterogeneous step's components run, whose a job is, which ports a step
+//! has reserved, and whether a step has ended. libslurm is loaded in every process
 //! that runs the hooks (the plugin links none of it); each call's form per release comes from
 //! build.rs, and tests/abi.rs checks it against the release's `<slurm/slurm.h>`.
 
 use super::ffi;
 use super::handle::c_string;
-use crate::core::het::ComponentLayout;
+use crate::core::het::{ComponentLayout, JobRecord};
 use std::ffi::c_int;
 
 /// Ends every task of a step on every node, through slurmctld (`slurm_kill_job_step`, which
@@ -138,6 +139,105 @@ pub fn step_exists(job_id: u32, step_id: u32) -> Option<bool> {
         ffi::TFC_ESLURM_INVALID_JOB_ID | ffi::TFC_ESLURM_ALREADY_DONE => Some(false),
         _ => None,
     }
+}
+
+/// slurmctld's record of job `job_id` (`slurm_load_job`): whom it belongs to and which
+/// heterogeneous job it is a component of; `None` when slurmctld has no such job. Blocks until
+/// slurmctld answers; root may read any job's record, whatever `PrivateData` says, so what it
+/// reads is used only to refuse ([`crate::core::het::vouched_job_ids`]), never printed.
+pub fn job_record(job_id: u32) -> Result<Option<JobRecord>, String> {
+    let mut msg: *mut ffi::tfc_job_info_msg_t = std::ptr::null_mut();
+    let show = ffi::TFC_SHOW_ALL as u16;
+    #[cfg(tfc_load_job_step_id)]
+    // SAFETY: `msg` is a valid out-pointer; the step id is passed by value, as this release's
+    // prototype says (tests/abi.rs).
+    let rc = unsafe {
+        ffi::slurm_load_job(
+            &mut msg,
+            step_id_of(job_id, ffi::TFC_NO_VAL as u32, ffi::TFC_NO_VAL as u32),
+            show,
+        )
+    };
+    #[cfg(not(tfc_load_job_step_id))]
+    // SAFETY: `msg` is a valid out-pointer; plain integers otherwise.
+    let rc = unsafe { ffi::slurm_load_job(&mut msg, job_id, show) };
+    if rc != 0 || msg.is_null() {
+        let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+        return match errno {
+            ffi::TFC_ESLURM_INVALID_JOB_ID => Ok(None),
+            _ => Err(slurm_error_text()),
+        };
+    }
+    // SAFETY: non-NULL, as libslurm made it: `record_count` records of JOB_INFO_SIZE bytes at
+    // `job_array` (checked NULL), each read within its record at this release's offsets
+    // (build.rs; tests/abi.rs checks size and offsets against the release's slurm.h).
+    let record = unsafe {
+        let msg = &*msg;
+        let base = msg.job_array as *const u8;
+        let field = |record: usize, offset: usize| {
+            std::ptr::read_unaligned(base.add(record * ffi::JOB_INFO_SIZE + offset) as *const u32)
+        };
+        (0..msg.record_count as usize)
+            .filter(|_| !base.is_null())
+            .find(|&r| field(r, ffi::JOB_INFO_JOB_ID.1) == job_id)
+            .map(|r| JobRecord {
+                user_id: field(r, ffi::JOB_INFO_USER_ID),
+                het_job_id: field(r, ffi::JOB_INFO_HET_JOB_ID),
+            })
+    };
+    // SAFETY: made by slurm_load_job and not used after this.
+    unsafe { ffi::slurm_free_job_info_msg(msg) };
+    Ok(record)
+}
+
+/// The ports slurmctld reserved for step `step_id` of job `job_id` (`slurm_get_job_steps`),
+/// as Slurm writes them (`12000-12003`); `None` when it reserved none, or has no such step.
+/// Blocks until slurmctld answers.
+pub fn step_reserved_ports(job_id: u32, step_id: u32) -> Result<Option<String>, String> {
+    let mut msg: *mut ffi::tfc_job_step_info_response_msg_t = std::ptr::null_mut();
+    let show = ffi::TFC_SHOW_ALL as u16;
+    #[cfg(tfc_get_job_steps_step_id)]
+    let rc = {
+        let mut id = step_id_of(job_id, ffi::TFC_NO_VAL as u32, step_id);
+        // SAFETY: `id` is a valid slurm_step_id_t and `msg` a valid out-pointer, both
+        // outliving the call (tests/abi.rs checks the prototype).
+        unsafe { ffi::slurm_get_job_steps(&mut id, &mut msg, show) }
+    };
+    #[cfg(not(tfc_get_job_steps_step_id))]
+    // SAFETY: `msg` is a valid out-pointer; plain integers otherwise.
+    let rc = unsafe { ffi::slurm_get_job_steps(0, job_id, step_id, &mut msg, show) };
+    if rc != 0 || msg.is_null() {
+        let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+        return match errno {
+            ffi::TFC_ESLURM_INVALID_JOB_ID | ffi::TFC_ESLURM_ALREADY_DONE => Ok(None),
+            _ => Err(slurm_error_text()),
+        };
+    }
+    // SAFETY: non-NULL, as libslurm made it: `job_step_count` records of JOB_STEP_INFO_SIZE
+    // bytes at `job_steps` (checked NULL), each read within its record at this release's
+    // offsets (build.rs; tests/abi.rs checks them); `resv_ports` is NULL or a C string.
+    let ports = unsafe {
+        let msg = &*msg;
+        let base = msg.job_steps as *const u8;
+        let record = |r: usize| base.add(r * ffi::JOB_STEP_INFO_SIZE);
+        let u32_at =
+            |r: usize, offset: usize| std::ptr::read_unaligned(record(r).add(offset) as *const u32);
+        (0..msg.job_step_count as usize)
+            .filter(|_| !base.is_null())
+            .find(|&r| {
+                u32_at(r, ffi::JOB_STEP_INFO_JOB_ID) == job_id
+                    && u32_at(r, ffi::JOB_STEP_INFO_STEP_ID) == step_id
+            })
+            .and_then(|r| {
+                let text =
+                    std::ptr::read_unaligned(record(r).add(ffi::JOB_STEP_INFO_RESV_PORTS)
+                        as *const *const std::ffi::c_char);
+                c_string(text)
+            })
+    };
+    // SAFETY: made by slurm_get_job_steps and not used after this.
+    unsafe { ffi::slurm_free_job_step_info_response_msg(msg) };
+    Ok(ports)
 }
 
 /// Slurm's text for the error number the last libslurm call left.

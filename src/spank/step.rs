@@ -5,18 +5,24 @@
 use super::error::ShellError;
 use super::handle::{Spank, U32Item};
 use super::runtimes;
+use super::slurm;
 use crate::core::container::Runtimes;
 use crate::core::layout::TASK_HOSTS_VAR;
-use crate::core::{Component, ProxyEnv, StepInputs, StepKind};
+use crate::core::{het, Component, ProxyEnv, StepInputs, StepKind};
 
 /// What Slurm says of the step before anything is planned: its ids, this component's node and
-/// task counts, and which kind of step it is (one job's, or a heterogeneous job's or step's).
+/// task counts, which kind of step it is (one job's, or a heterogeneous job's or step's), and,
+/// for a heterogeneous job's step, its component jobs as slurmctld vouches for them.
 pub struct Shape {
     pub job_id: u32,
     pub step_id: u32,
     pub nodes: u32,
     pub tasks: u32,
     pub kind: StepKind,
+    /// A heterogeneous job's component jobs, each one slurmctld says is a component of that
+    /// job and the step's user's ([`het::vouched_job_ids`]), or why they were refused; empty
+    /// for any other step.
+    pub het_jobs: Result<Vec<u32>, crate::core::Error>,
 }
 
 impl Shape {
@@ -40,12 +46,23 @@ impl Shape {
             het_size: env("SLURM_HET_SIZE")?.as_deref(),
         }
         .kind()?;
+        let het_jobs = match kind {
+            StepKind::HetJob { size, .. } => het::vouched_job_ids(
+                size,
+                |name| sp.getenv(name).ok().flatten(),
+                job_id,
+                item(U32Item::JobUid, "the job's user id")?,
+                &mut slurm::job_record,
+            ),
+            _ => Ok(Vec::new()),
+        };
         Ok(Shape {
             job_id,
             step_id,
             nodes,
             tasks,
             kind,
+            het_jobs,
         })
     }
 }
@@ -78,14 +95,20 @@ impl StepVars {
         })
     }
 
-    /// The inputs these variables give; the rest (ids, components, topology) as the default.
+    /// `SLURM_STEP_RESV_PORTS` as the job's environment has it: the user's, until slurmctld
+    /// vouches for it ([`crate::core::ports::Reservation`]).
+    pub fn resv_ports(&self) -> Option<&str> {
+        self.resv_ports.as_deref()
+    }
+
+    /// The inputs these variables give; the rest (ids, components, topology, the reserved
+    /// ports) as the default.
     pub fn inputs(&self) -> StepInputs<'_> {
         StepInputs {
             nodelist: &self.nodelist,
             tasks_per_node: &self.tasks_per_node,
             distribution: self.distribution.as_deref(),
             plane_size: self.plane_size.as_deref(),
-            resv_ports: self.resv_ports.as_deref(),
             task_hosts: self.task_hosts.as_deref(),
             proxies: self.proxies.clone(),
             runtimes: self.runtimes,

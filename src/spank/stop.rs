@@ -7,12 +7,12 @@
 //! - the decider's end or a failed trainer, in `task_exit`, from a thread
 //!   ([`Stop::after_return`]): slurmstepd must send that task's own status first.
 
-use crate::core::StepKind;
 use crate::spank::error::ShellError;
 use crate::spank::handle::{Spank, U32Item};
 use crate::spank::het;
 use crate::spank::log;
 use crate::spank::slurm;
+use crate::spank::step::Shape;
 use std::sync::Mutex;
 use std::thread::JoinHandle;
 
@@ -38,16 +38,17 @@ static STOPPER: Mutex<Option<JoinHandle<()>>> = Mutex::new(None);
 
 impl Stop {
     /// The step's one stop, built before the step is planned: every component's job of a
-    /// heterogeneous job, else this job (also when the step's kind is unknown). None when Slurm
-    /// gives no job or step id.
-    pub fn of_step(sp: &Spank, kind: Option<&StepKind>) -> Option<Stop> {
+    /// heterogeneous job (those slurmctld vouched for: [`Shape::het_jobs`]), else this job
+    /// (also when the step's shape is unknown, or its components were refused). None when
+    /// Slurm gives no job or step id.
+    pub fn of_step(sp: &Spank, shape: Option<&Shape>) -> Option<Stop> {
         let (job_id, step_id) = (
             sp.item_u32(U32Item::JobId).ok()?,
             sp.item_u32(U32Item::StepId).ok()?,
         );
         Some(Stop {
-            jobs: het::jobs_to_stop(sp, kind, job_id),
-            het_leader: kind.and_then(|kind| het::leader(sp, kind)),
+            jobs: het::jobs_to_stop(shape, job_id),
+            het_leader: het::leader(shape),
             step_id,
         })
     }

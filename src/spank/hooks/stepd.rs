@@ -7,6 +7,7 @@ use crate::core::ending::WorkerSeen;
 use crate::core::error::OnError;
 use crate::core::het::Own;
 use crate::core::plan::{self, UNSET_ON_ERROR};
+use crate::core::ports::Reservation;
 use crate::core::tf_config::Renderers;
 use crate::core::topology;
 use crate::core::{gpus, Error, NodeFacts, Place, Settings, Spec, StepInputs, StepPlan};
@@ -19,6 +20,7 @@ use crate::spank::isolation::firewall;
 use crate::spank::log;
 use crate::spank::oci::NodeOci;
 use crate::spank::oom;
+use crate::spank::slurm;
 use crate::spank::sock_diag;
 use crate::spank::step::{gtids, Shape, StepVars};
 use crate::spank::stop::{self, Stop};
@@ -47,6 +49,8 @@ pub struct Node {
     /// In Slurm's container (23.02 and later): the node's oci.conf, when it can keep the
     /// task's variables from the program.
     oci: Option<NodeOci>,
+    /// Why `SLURM_STEP_RESV_PORTS` was not taken ([`Reservation`]), said by rank 0.
+    reservation_note: Option<String>,
 }
 
 /// slurmstepd, once per node before the tasks fork: build the step's one [`Stop`], then plan
@@ -69,7 +73,7 @@ pub fn init_post_opt(sp: &Spank) -> c_int {
         return 0;
     }
     let shape = Shape::read(sp);
-    state.stop = Stop::of_step(sp, shape.as_ref().ok().map(|shape| &shape.kind));
+    state.stop = Stop::of_step(sp, shape.as_ref().ok());
     let planned = shape.and_then(|shape| plan_node(sp, spec, settings(&state), &shape));
     if let Err(e) = &planned {
         if e.on_error() == OnError::StopNow {
@@ -127,11 +131,18 @@ fn plan_node(
         gtids: &gtids,
         hostname: None,
     };
-    let het = het::components(sp, &shape.kind, shape.step_id, own)?;
+    let het = het::components(shape, own)?;
     let topology = topology::applies(ffi::TOPOLOGY_ORDERS_BLOCK_STEPS, shape.nodes, het.is_some())
         .then(crate::spank::topology::node_ranks)
         .flatten();
     let vars = StepVars::read(sp)?;
+    let reservation = match het {
+        // A heterogeneous step's ports never come from the merged reservation.
+        Some(_) => Reservation::vouched(None, || Ok(None)),
+        None => Reservation::vouched(vars.resv_ports(), || {
+            slurm::step_reserved_ports(shape.job_id, shape.step_id)
+        }),
+    };
     let plan = StepPlan::new(
         &spec,
         &settings,
@@ -140,6 +151,7 @@ fn plan_node(
             het: het.as_ref(),
             job_id: shape.job_id,
             step_id: shape.step_id,
+            resv_ports: reservation.ports.as_deref(),
             ..vars.inputs()
         },
     )?;
@@ -169,6 +181,7 @@ fn plan_node(
         claim: Some(claim),
         firewall,
         oci,
+        reservation_note: reservation.note,
         plan,
         place,
         verbose,
@@ -235,7 +248,7 @@ pub fn task_init(sp: &Spank) -> c_int {
         }
         handle::end_task(1);
     }
-    let node = sp.getenv("SLURMD_NODENAME").ok().flatten();
+    let node = crate::spank::process::node_name();
     log::error(&plan::task_error_line(
         &e.to_string(),
         node.as_deref(),
@@ -281,9 +294,10 @@ fn apply(sp: &Spank, node: &mut Node) -> Result<(), ShellError> {
         }
     }
     if env.rank == 0 {
-        // Once per step: why some GPUs stay unused.
-        if let Some(note) = node.plan.gpu_note(node.place.step_gpus()) {
-            log::user(&note);
+        // Once per step: why some GPUs stay unused, why the reserved ports were not taken.
+        let gpu_note = node.plan.gpu_note(node.place.step_gpus());
+        for note in gpu_note.iter().chain(&node.reservation_note) {
+            log::user(note);
         }
     }
     if node.verbose {
