@@ -486,3 +486,59 @@ fn the_admin_guide_names_each_part_of_the_checks_line() {
         );
     }
 }
+
+/// The threat model's inventory of what root reads from the job's environment
+/// ([`tfcluster::core::root_inputs`]): the admin guide's table is the code's, every name the
+/// shell reads from the job's environment (its literals, and the core's named ones it passes)
+/// is listed, and a name that is not listed is refused (as `Spank::getenv` refuses it).
+#[test]
+fn the_inventory_of_roots_inputs_is_the_codes() {
+    use tfcluster::core::root_inputs::{job_env_listed, markdown};
+    use tfcluster::core::{check, container, gpus, layout, proxy};
+    let guide = &pages()[Path::new("docs/admin-guide.md")];
+    assert!(
+        guide.contains(&markdown()),
+        "docs/admin-guide.md's table of what root reads is not root_inputs::markdown():\n{}",
+        markdown()
+    );
+    let mut read: Vec<String> = names_read_in_the_shell()
+        .into_iter()
+        .filter(|name| name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+        .collect();
+    // The process's own environment (srun's, slurmstepd's): not the job's.
+    read.retain(|name| {
+        ![
+            "SLURMD_NODENAME",
+            "SLURM_CONF",
+            "SLURM_DISTRIBUTION",
+            "SLURM_HOSTFILE",
+        ]
+        .contains(&name.as_str())
+            || job_env_listed(name)
+    });
+    read.extend(proxy::READ.map(String::from));
+    read.extend(
+        [
+            gpus::VAR,
+            gpus::SLURM_STEP_GPUS,
+            container::BUNDLE_VAR,
+            layout::TASK_HOSTS_VAR,
+            check::SRUN_VAR,
+            check::SRUN_ISOLATE_VAR,
+            "SLURM_JOB_ID_HET_GROUP_0",
+            "SLURM_JOB_ID_PACK_GROUP_127",
+        ]
+        .map(String::from),
+    );
+    for name in &read {
+        assert!(
+            job_env_listed(name),
+            "root reads {name}, which root_inputs::JOB_ENV does not list"
+        );
+    }
+    #[rustfmt::skip]
+    let refused = ["SLURMD_NODENAME", "SLURM_JOB_ID", "SLURM_JOB_ID_HET_GROUP_", "SLURM_JOB_ID_HET_GROUP_1x", "LD_PRELOAD", ""];
+    for name in refused {
+        assert!(!job_env_listed(name), "{name:?} is listed");
+    }
+}

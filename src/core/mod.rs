@@ -22,6 +22,7 @@ pub mod place;
 pub mod plan;
 pub mod ports;
 pub mod proxy;
+pub mod root_inputs;
 pub mod run_dir;
 pub mod settings;
 pub mod spec;

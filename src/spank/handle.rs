@@ -242,8 +242,14 @@ impl Spank {
         Ok(global)
     }
 
-    /// A variable of the job (remote context only); `Ok(None)` when unset.
+    /// A variable of the job (remote context only, where the plugin runs as root); `Ok(None)`
+    /// when unset. The job's environment is the user's, so only the names of the threat
+    /// model's inventory are read ([`crate::core::root_inputs::JOB_ENV`]): any other is
+    /// refused (`ESPANK_BAD_ARG`), and the step that asked for it fails, as its tests would.
     pub fn getenv(&self, name: &str) -> SpankResult<Option<String>> {
+        if !crate::core::root_inputs::job_env_listed(name) {
+            return Err(SpankError(ffi::TFC_ESPANK_BAD_ARG));
+        }
         let name = cstring(name);
         let mut len: usize = 4096;
         loop {
