@@ -258,7 +258,7 @@ fn messages() -> Vec<(Result<()>, &'static str)> {
         (claims::check_free(&[20000, 20001], &[12], &[claims::Claim { job_id: 57, step_id: 3, owner: claims::Owner { pid: 4242, start: 9 }, ports: vec![20001] }], &[]),
          "port 20001 is already a port of job 57's step 3, which runs here: the two steps' ports met, and one step's server could not listen on it; drop port_base (or pick another), or run the step again (tfcluster's own ports follow the job and step ids); a site avoids this altogether with Slurm's port reservation (MpiParams=ports=, docs/admin-guide.md)"),
         (claims::check_free(&[20000], &[12], &[], &[claims::Listener { port: 20000, uid: 61002 }]),
-         "port 20000 is already in use here (a program of uid 61002 listens on it): the step's server could not listen on it, and its peers would connect to that program; drop port_base (or pick another), or run the step again (tfcluster's own ports follow the job and step ids); a site avoids this altogether with Slurm's port reservation (MpiParams=ports=, docs/admin-guide.md)"),
+         "port 20000 is already in use here (a socket of uid 61002 holds it, listening or connected): the step's server could not listen on it, and its peers could connect to that program; drop port_base (or pick another), or run the step again (tfcluster's own ports follow the job and step ids); a site avoids this altogether with Slurm's port reservation (MpiParams=ports=, docs/admin-guide.md)"),
         (step_err("worker:*,port_base=0", &[], "a", "1", None),
          "--tf-cluster: port_base='0' is invalid: expected a port number 1-65535"),
     ]

@@ -7,8 +7,8 @@ mod common;
 use common::admin_guide_words;
 use common::cluster::{dir, records, sh, sh_ok, srun_stopped_waiting, tool, PlugStack};
 use tfcluster::core::claims::{
-    check_free, diag_reply, listeners, listening_request, node_dir, Claim, DiagReply, Listener,
-    Owner, CLAIMS_DIR, LOCK_FILE, LOCK_WAIT,
+    check_free, diag_reply, listeners, listening_request, node_dir, ports_request, Claim,
+    DiagReply, Listener, Owner, Socket, CLAIMS_DIR, LOCK_FILE, LOCK_WAIT,
 };
 use tfcluster::core::ports::{PortPolicy, Reservation, StepPorts};
 use tfcluster::core::run_dir::{action, chain, replace_file, Action, Found, RUN_DIR};
@@ -253,6 +253,58 @@ fn the_listening_sockets_request() {
     assert_eq!(request, expected);
 }
 
+/// The request for a step's ports alone: the same header and request, its length grown by a
+/// bytecode attribute (length 20, INET_DIAG_REQ_BYTECODE) of two port comparisons:
+/// `sport >= 20000` (true: on to the next, 8 bytes on; false: 20, past the end: left out),
+/// `sport <= 20003` (true: the end, kept; false: past it).
+#[test]
+fn the_request_for_a_steps_ports() {
+    let request = ports_request(2, tfcluster::core::claims::HOLDING, Some((20000, 20003)));
+    let mut expected = Vec::new();
+    expected.extend_from_slice(&92u32.to_ne_bytes());
+    expected.extend_from_slice(&20u16.to_ne_bytes());
+    expected.extend_from_slice(&0x301u16.to_ne_bytes());
+    expected.extend_from_slice(&1u32.to_ne_bytes());
+    expected.extend_from_slice(&0u32.to_ne_bytes());
+    expected.extend_from_slice(&[2, 6, 0, 0]);
+    expected.extend_from_slice(&(0xffeu32 & !(1 << 6)).to_ne_bytes()); // every state but TIME_WAIT
+    expected.resize(72, 0);
+    expected.extend_from_slice(&20u16.to_ne_bytes());
+    expected.extend_from_slice(&1u16.to_ne_bytes());
+    for (code, no, port) in [(2u8, 20u16, 20000u16), (3, 12, 20003)] {
+        expected.extend_from_slice(&[code, 8]);
+        expected.extend_from_slice(&no.to_ne_bytes());
+        expected.extend_from_slice(&[0, 0]);
+        expected.extend_from_slice(&port.to_ne_bytes());
+    }
+    assert_eq!(request, expected);
+}
+
+/// On this machine's kernel: a look at some ports finds the sockets on them, of any state but
+/// TIME_WAIT (a connection bound to a port holds it as a listener does), and no other port's.
+#[test]
+fn the_kernel_filters_a_look_at_a_steps_ports() {
+    use tfcluster::spank::sock_diag::holding;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let client = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let client_port = client.local_addr().unwrap().port();
+    let found = holding(&[port]);
+    assert!(
+        !found.is_empty() && found.iter().all(|s| s.port == port),
+        "{found:?}"
+    );
+    let found = holding(&[client_port]);
+    assert!(
+        !found.is_empty() && found.iter().all(|s| s.port == client_port),
+        "the connecting side's port: {found:?}"
+    );
+    let other = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let other_port = other.local_addr().unwrap().port();
+    drop(other);
+    assert!(holding(&[other_port]).is_empty());
+}
+
 /// A netlink message as the kernel sends it: header (length, type), then `body`.
 fn message(kind: u16, body: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
@@ -264,14 +316,26 @@ fn message(kind: u16, body: &[u8]) -> Vec<u8> {
     out
 }
 
-/// An `inet_diag_msg` of a listening socket on `port` owned by `uid`.
+/// An `inet_diag_msg` of a listening socket on `port` owned by `uid`, its cookie 77.
 fn listening_socket(port: u16, uid: u32) -> Vec<u8> {
     let mut body = vec![10, 10, 0, 0]; // AF_INET6, TCP_LISTEN
     body.extend_from_slice(&port.to_be_bytes());
+    body.resize(44, 0);
+    body.extend_from_slice(&77u64.to_ne_bytes()); // cookie
     body.resize(64, 0);
     body.extend_from_slice(&uid.to_ne_bytes());
     body.extend_from_slice(&4242u32.to_ne_bytes()); // inode
     body
+}
+
+/// A listening socket as [`diag_reply`] reads [`listening_socket`]'s.
+fn socket(port: u16, uid: u32) -> Socket {
+    Socket {
+        port,
+        uid,
+        state: 10,
+        cookie: 77,
+    }
 }
 
 /// The kernel's replies: (what, the buffer, what it says).
@@ -281,9 +345,9 @@ fn the_kernels_replies_about_listening_sockets() {
     let two = [message(20, &listening_socket(20000, 61002)), message(20, &listening_socket(22, 0))].concat();
     let cases: Vec<(&str, Vec<u8>, DiagReply)> = vec![
         ("two sockets, more to come", two.clone(),
-         DiagReply::More(vec![Listener { port: 20000, uid: 61002 }, Listener { port: 22, uid: 0 }])),
+         DiagReply::More(vec![socket(20000, 61002), socket(22, 0)])),
         ("two sockets, then the end", [two.clone(), message(3, &[0; 4])].concat(),
-         DiagReply::Done(vec![Listener { port: 20000, uid: 61002 }, Listener { port: 22, uid: 0 }])),
+         DiagReply::Done(vec![socket(20000, 61002), socket(22, 0)])),
         ("the end alone",             message(3, &[0; 4]),             DiagReply::Done(vec![])),
         ("an error (no inet_diag)",   message(2, &[0xea, 0xff, 0xff, 0xff]), DiagReply::Failed),
         ("a message cut short",       message(20, &listening_socket(1, 1))[..40].to_vec(), DiagReply::Failed),
@@ -306,6 +370,7 @@ fn the_kernel_lists_a_listening_socket_with_its_owner() {
     let uid = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap());
     let found = tfcluster::spank::sock_diag::from_kernel(tfcluster::core::claims::LISTENING)
         .expect("socket diagnostics answer");
+    let found: Vec<Listener> = found.iter().map(Socket::listener).collect();
     assert!(found.contains(&Listener { port, uid }), "{found:?}");
     let mut proc: Vec<Listener> = ["/proc/net/tcp", "/proc/net/tcp6"]
         .iter()

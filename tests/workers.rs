@@ -1,16 +1,27 @@
 //! The watcher of `fail_fast=auto` with ps (`tfcluster::spank::workers`), its own thread run on
-//! this machine's kernel: a worker is marked once a connection to its server port is seen, and
-//! not before; one more look finds a connection that is closing; the thread ends by itself once
-//! every worker is marked, or at its stop within one look, and says so.
+//! this machine's kernel: a worker is marked once a connection to its server port is seen that
+//! the job's user holds and that was not there when the watch started, and not before; one more
+//! look finds a connection that is closing; the thread ends by itself once every worker is
+//! marked, or at its stop within one look, and says so.
 
 mod common;
 use common::cluster::within;
-use std::io::Read;
 use std::net::{TcpListener, TcpStream};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
-use tfcluster::spank::sock_diag::connected_ports;
+use tfcluster::spank::sock_diag::connections;
 use tfcluster::spank::workers::Watcher;
+
+/// This process's uid: the owner of its /proc entry (the job's user, for these watches).
+fn me() -> u32 {
+    std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap())
+}
+
+/// The watcher's look at `ports` for this process's user, as slurmstepd's is for the job's.
+fn look(ports: &[u16]) -> impl Fn() -> Vec<(u16, u64)> + Send + Sync + 'static {
+    let (ports, uid) = (ports.to_vec(), me());
+    move || connections(&ports, uid)
+}
 
 /// A server port on this machine, and a port no one listens on.
 fn ports() -> (TcpListener, u16, u16) {
@@ -30,8 +41,13 @@ fn a_worker_is_marked_once_a_connection_to_its_port_is_seen() {
     let (tx, said) = mpsc::channel();
     let say = move |line: &str| tx.send(line.to_string()).unwrap();
     let every = Duration::from_millis(50);
-    let watcher =
-        Watcher::start(vec![(7, port), (8, unused)], connected_ports, every, say).unwrap();
+    let watcher = Watcher::start(
+        vec![(7, port), (8, unused)],
+        look(&[port, unused]),
+        every,
+        say,
+    )
+    .unwrap();
     // Listening alone is no connection.
     std::thread::sleep(4 * every);
     assert!(!watcher.reached(7) && !watcher.reached(8));
@@ -64,16 +80,15 @@ fn the_thread_ends_once_every_worker_is_marked() {
     let (listener, port, _) = ports();
     let (tx, said) = mpsc::channel();
     let say = move |line: &str| tx.send(line.to_string()).unwrap();
-    // A look an hour apart: only the connection, seen at the first look, can end it.
-    let _client = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    let (_server, _) = listener.accept().unwrap();
     let watcher = Watcher::start(
         vec![(3, port)],
-        connected_ports,
-        Duration::from_secs(3600),
+        look(&[port]),
+        Duration::from_millis(50),
         say,
     )
     .unwrap();
+    let _client = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let (_server, _) = listener.accept().unwrap();
     let line = said.recv_timeout(Duration::from_secs(5)).unwrap();
     assert!(
         line.contains("the chief has connected to every one"),
@@ -82,29 +97,51 @@ fn the_thread_ends_once_every_worker_is_marked() {
     assert!(watcher.reached(3));
 }
 
+/// What never marks a worker: a connection that was there before the watch started (the step's
+/// tasks had not), one another user holds, and no connection at all.
+#[test]
+fn a_connection_older_than_the_step_or_another_users_marks_nothing() {
+    let (listener, port, _) = ports();
+    let _client = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let (_server, _) = listener.accept().unwrap();
+    let every = Duration::from_millis(20);
+    let watcher = Watcher::start(vec![(3, port)], look(&[port]), every, |_| {}).unwrap();
+    std::thread::sleep(10 * every);
+    assert!(!watcher.reached(3), "a connection older than the watch");
+    assert!(!watcher.look_again(3));
+    // The same connection, looked for as another user's: the kernel's answer names its owner.
+    assert!(!connections(&[port], me()).is_empty());
+    assert!(
+        connections(&[port], me() + 61002).is_empty(),
+        "another user's look"
+    );
+}
+
 #[test]
 fn one_more_look_finds_a_connection_that_is_closing() {
     let (listener, port, _) = ports();
-    // A look an hour apart, which has not seen the connection yet.
-    let watcher =
-        Watcher::start(vec![(5, port)], Vec::new, Duration::from_secs(3600), |_| {}).unwrap();
-    let mut client = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    // A look an hour apart, whose first (just after the start) comes before the connection.
+    let watcher = Watcher::start(
+        vec![(5, port)],
+        look(&[port]),
+        Duration::from_secs(3600),
+        |_| {},
+    )
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let client = TcpStream::connect(("127.0.0.1", port)).unwrap();
     let (server, _) = listener.accept().unwrap();
-    // The worker's end closes first, as when its process dies: its socket lingers (FIN_WAIT,
-    // TIME_WAIT) under the server port.
+    // The worker's end closes first, as when its process dies: its socket lingers (FIN_WAIT)
+    // under the server port while the chief's end is open.
     drop(server);
-    let _ = client.read(&mut [0; 1]);
-    drop(client);
+    std::thread::sleep(Duration::from_millis(100));
     assert!(!watcher.reached(5));
-    assert!(
-        watcher.look_again(5, connected_ports),
-        "{:?}",
-        connected_ports()
-    );
+    assert!(watcher.look_again(5), "{:?}", connections(&[port], me()));
     assert!(watcher.reached(5));
+    drop(client);
 }
 
 #[test]
 fn nothing_to_watch_starts_no_thread() {
-    assert!(Watcher::start(Vec::new(), connected_ports, Duration::from_secs(1), |_| {}).is_none());
+    assert!(Watcher::start(Vec::new(), look(&[]), Duration::from_secs(1), |_| {}).is_none());
 }

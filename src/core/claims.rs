@@ -134,18 +134,19 @@ impl Claim {
 }
 
 /// Refuses `ports` when a live claim (`claims`, stale ones already left out) of another job's
-/// step or a listening socket holds one of them. Claims of `own_jobs` (the step's job; a
+/// step or a socket (`holding`: listening, connecting or connected, [`HOLDING`]) holds one of
+/// them. Claims of `own_jobs` (the step's job; a
 /// heterogeneous job's components are jobs of their own, and may share a node) are passed
 /// over: a job's concurrent steps never share automatic or reserved ports, and a step that has
 /// just ended may not have given its claim back when the job's next one, with the same
-/// `port_base`, starts. No task of the step runs yet, so any listener is someone else's (a
+/// `port_base`, starts. No task of the step runs yet, so any such socket is someone else's (a
 /// concurrent step of the job on the same `port_base` among them). The first port held, in
 /// `ports`' order.
 pub fn check_free(
     ports: &[u16],
     own_jobs: &[u32],
     claims: &[Claim],
-    listening: &[Listener],
+    holding: &[Listener],
 ) -> Result<()> {
     let others = || claims.iter().filter(|c| !own_jobs.contains(&c.job_id));
     for &port in ports {
@@ -156,7 +157,7 @@ pub fn check_free(
                 step_id: c.step_id,
             });
         }
-        if let Some(l) = listening.iter().find(|l| l.port == port) {
+        if let Some(l) = holding.iter().find(|l| l.port == port) {
             return Err(Error::PortListened { port, uid: l.uid });
         }
     }
@@ -171,8 +172,35 @@ pub struct Listener {
     pub uid: u32,
 }
 
+/// A TCP socket as the kernel's socket diagnostics report it: its local port, owner, state
+/// (the kernel's number: 1 ESTABLISHED ... 10 LISTEN) and cookie (the kernel's id for it, kept
+/// from its start to its end, also once its process has closed it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Socket {
+    pub port: u16,
+    pub uid: u32,
+    pub state: u8,
+    pub cookie: u64,
+}
+
+impl Socket {
+    pub fn listener(&self) -> Listener {
+        Listener {
+            port: self.port,
+            uid: self.uid,
+        }
+    }
+}
+
 /// TCP states as the kernel numbers them, as a mask of `1 << state`: LISTEN (10).
 pub const LISTENING: u32 = 1 << 10;
+/// TIME_WAIT (6): a connection closed on this side, owned by no process (uid 0, inode 0).
+pub const TIME_WAIT: u32 = 1 << 6;
+/// Every state of a socket that holds its local port, a process's (listening, connecting,
+/// connected or closing), all but TIME_WAIT ([`TIME_WAIT`]): TensorFlow's gRPC server binds
+/// with `SO_REUSEADDR`, which a TIME_WAIT does not stop, where any other socket on the port
+/// does. (A socket bound and never used is in no table the kernel dumps.)
+pub const HOLDING: u32 = 0b1111_1111_1110 & !TIME_WAIT;
 /// The states of a socket that has been connected (ESTABLISHED 1, FIN_WAIT1 4, FIN_WAIT2 5,
 /// TIME_WAIT 6, CLOSE_WAIT 8, LAST_ACK 9, CLOSING 11): a connection to a port, seen while it
 /// lasts or just after either end closed it.
@@ -220,16 +248,52 @@ pub fn listening_request(family: u8) -> Vec<u8> {
 
 /// [`listening_request`] for the sockets in one of `states` ([`CONNECTED`]).
 pub fn sockets_request(family: u8, states: u32) -> Vec<u8> {
-    const LENGTH: u32 = 16 + 56;
-    let mut out = Vec::with_capacity(LENGTH as usize);
-    out.extend_from_slice(&LENGTH.to_ne_bytes());
+    ports_request(family, states, None)
+}
+
+/// [`sockets_request`], the kernel passing over every socket whose local port is outside
+/// `ports` (`lo..=hi`), so that a look at a step's few ports walks no other socket's reply:
+/// an `INET_DIAG_REQ_BYTECODE` attribute after the request, two port comparisons of
+/// `inet_diag_bc_op`s (code, the jump when true, the jump when false, then an op that holds
+/// the port): `sport >= lo`, then `sport <= hi`; a false one jumps past the end (the socket is
+/// left out), the end accepts it.
+pub fn ports_request(family: u8, states: u32, ports: Option<(u16, u16)>) -> Vec<u8> {
+    const S_GE: u8 = 2;
+    const S_LE: u8 = 3;
+    const BYTECODE: u16 = 1;
+    let bytecode: Vec<u8> = match ports {
+        None => Vec::new(),
+        Some((lo, hi)) => [
+            [S_GE, 8].as_slice(),
+            &20u16.to_ne_bytes(),
+            &[0, 0],
+            &lo.to_ne_bytes(),
+            &[S_LE, 8],
+            &12u16.to_ne_bytes(),
+            &[0, 0],
+            &hi.to_ne_bytes(),
+        ]
+        .concat(),
+    };
+    let attribute = match bytecode.is_empty() {
+        true => 0,
+        false => 4 + bytecode.len(),
+    };
+    let length = (16 + 56 + attribute) as u32;
+    let mut out = Vec::with_capacity(length as usize);
+    out.extend_from_slice(&length.to_ne_bytes());
     out.extend_from_slice(&SOCK_DIAG_BY_FAMILY.to_ne_bytes());
     out.extend_from_slice(&(0x1u16 | 0x300).to_ne_bytes()); // NLM_F_REQUEST | NLM_F_DUMP
     out.extend_from_slice(&1u32.to_ne_bytes()); // sequence
     out.extend_from_slice(&0u32.to_ne_bytes()); // port id: the kernel's
     out.extend_from_slice(&[family, 6, 0, 0]); // IPPROTO_TCP
     out.extend_from_slice(&states.to_ne_bytes());
-    out.resize(LENGTH as usize, 0);
+    out.resize(16 + 56, 0);
+    if attribute > 0 {
+        out.extend_from_slice(&(attribute as u16).to_ne_bytes());
+        out.extend_from_slice(&BYTECODE.to_ne_bytes());
+        out.extend_from_slice(&bytecode);
+    }
     out
 }
 
@@ -240,17 +304,18 @@ const NLMSG_DONE: u16 = 3;
 /// What one reply of the kernel to [`listening_request`] says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DiagReply {
-    /// Listening sockets; more replies follow.
-    More(Vec<Listener>),
-    /// The last listening sockets; the dump is over.
-    Done(Vec<Listener>),
+    /// Sockets; more replies follow.
+    More(Vec<Socket>),
+    /// The last sockets; the dump is over.
+    Done(Vec<Socket>),
     /// The kernel refused the request (no `inet_diag`), or the reply is not of its shape.
     Failed,
 }
 
 /// One reply (a buffer of netlink messages) to [`listening_request`]. Each `inet_diag_msg`
 /// holds family, state, timer, retransmits, the socket id (source port first, in network
-/// order), expiry, queues, then the owner's uid (host order) at byte 64 of the message.
+/// order; the socket's cookie its last 8 bytes, at 44), expiry, queues, then the owner's uid
+/// (host order) at byte 64 of the message.
 pub fn diag_reply(buf: &[u8]) -> DiagReply {
     let u32_at = |b: &[u8], at: usize| -> Option<u32> {
         Some(u32::from_ne_bytes(b.get(at..at + 4)?.try_into().ok()?))
@@ -271,11 +336,20 @@ pub fn diag_reply(buf: &[u8]) -> DiagReply {
             NLMSG_DONE => return DiagReply::Done(found),
             NLMSG_ERROR => return DiagReply::Failed,
             SOCK_DIAG_BY_FAMILY => {
-                let (Some(port), Some(uid)) = (message.get(4..6), u32_at(message, 64)) else {
+                let (Some(port), Some(uid), Some(cookie)) = (
+                    message.get(4..6),
+                    u32_at(message, 64),
+                    message.get(44..52).and_then(|c| c.try_into().ok()),
+                ) else {
                     return DiagReply::Failed;
                 };
                 let port = u16::from_be_bytes([port[0], port[1]]);
-                found.push(Listener { port, uid });
+                found.push(Socket {
+                    port,
+                    uid,
+                    state: message[1],
+                    cookie: u64::from_ne_bytes(cookie),
+                });
             }
             _ => return DiagReply::Failed,
         }

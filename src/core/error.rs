@@ -346,8 +346,9 @@ pub enum Error {
         step_id: u32,
     },
     #[error(
-        "port {port} is already in use here (a program of uid {uid} listens on it): the step's \
-         server could not listen on it, and its peers would connect to that program; {fix}",
+        "port {port} is already in use here (a socket of uid {uid} holds it, listening or \
+         connected): the step's server could not listen on it, and its peers could connect to \
+         that program; {fix}",
         fix = PORT_FIX
     )]
     PortListened { port: u16, uid: u32 },

@@ -36,8 +36,13 @@ impl Claimant<'_> {
         let (dir, lock) = lock_node(self.node)?;
         let io = |what: &str, e: std::io::Error| format!("cannot {what} {}: {e}", dir.display());
         let live = live_claims(&dir);
-        claims::check_free(self.ports, self.jobs, &live, &sock_diag::listening())
-            .map_err(|e| e.to_string())?;
+        claims::check_free(
+            self.ports,
+            self.jobs,
+            &live,
+            &sock_diag::holding(self.ports),
+        )
+        .map_err(|e| e.to_string())?;
         let owner = process::me()
             .ok_or_else(|| "cannot read slurmstepd's own /proc/self/stat".to_string())?;
         let claim = Claim {

@@ -1,48 +1,79 @@
-//! The node's listening TCP sockets, asked of the kernel over `NETLINK_SOCK_DIAG` (what `ss -lt`
-//! uses): the request and the replies are the core's ([`crate::core::claims::listening_request`],
-//! [`crate::core::claims::diag_reply`]); this file only sends and receives. Where the kernel
-//! cannot answer (no `inet_diag`), `/proc/net/tcp` and `tcp6` say the same, at the cost of a
-//! walk over every connection.
+//! The node's TCP sockets, asked of the kernel over `NETLINK_SOCK_DIAG` (what `ss` uses): the
+//! request and the replies are the core's ([`crate::core::claims::ports_request`],
+//! [`crate::core::claims::diag_reply`]); this file only sends and receives. A look at a step's
+//! ports asks for those ports alone, filtered in the kernel. Where the kernel cannot answer (no
+//! `inet_diag`), `/proc/net/tcp` and `tcp6` say who holds a port, at the cost of a walk over
+//! every connection; the workers' watcher then sees no connection (it fails closed).
 
-use crate::core::claims::{self, DiagReply, Listener};
+use crate::core::claims::{self, DiagReply, Listener, Socket};
 use std::ffi::c_int;
 
 /// Every listening TCP socket of this network namespace, IPv4 and IPv6.
 pub fn listening() -> Vec<Listener> {
-    in_states(claims::LISTENING)
+    match from_kernel(claims::LISTENING) {
+        Some(found) => found.iter().map(Socket::listener).collect(),
+        None => from_proc(claims::LISTENING),
+    }
 }
 
-/// The local ports of every TCP socket of this network namespace that is or was just connected
-/// ([`claims::CONNECTED`]), IPv4 and IPv6.
-pub fn connected_ports() -> Vec<u16> {
-    in_states(claims::CONNECTED)
+/// The sockets of this network namespace that hold one of `ports` ([`claims::HOLDING`]: every
+/// state but TIME_WAIT), IPv4 and IPv6, the kernel passing over every other port.
+pub fn holding(ports: &[u16]) -> Vec<Listener> {
+    let (Some(&lo), Some(&hi)) = (ports.iter().min(), ports.iter().max()) else {
+        return Vec::new();
+    };
+    let found = match in_ports(claims::HOLDING, (lo, hi)) {
+        Some(found) => found.iter().map(Socket::listener).collect(),
+        None => from_proc(claims::HOLDING),
+    };
+    found
         .into_iter()
-        .map(|s| s.port)
+        .filter(|s| ports.contains(&s.port))
         .collect()
 }
 
-/// The sockets in one of `states`, from the kernel, else from `/proc/net/tcp` and `tcp6`.
-fn in_states(states: u32) -> Vec<Listener> {
-    match from_kernel(states) {
-        Some(found) => found,
-        None => ["/proc/net/tcp", "/proc/net/tcp6"]
-            .iter()
-            .filter_map(|path| std::fs::read_to_string(path).ok())
-            .flat_map(|text| claims::sockets(&text, states))
-            .collect(),
-    }
+/// The connections on one of `ports` that `uid` owns ([`claims::CONNECTED`] but TIME_WAIT,
+/// which no one owns): each one's port and cookie, which tells it from a connection seen
+/// before. Empty where the kernel does not answer: then nothing is seen.
+pub fn connections(ports: &[u16], uid: u32) -> Vec<(u16, u64)> {
+    let (Some(&lo), Some(&hi)) = (ports.iter().min(), ports.iter().max()) else {
+        return Vec::new();
+    };
+    in_ports(claims::CONNECTED & !claims::TIME_WAIT, (lo, hi))
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|s| s.uid == uid && ports.contains(&s.port))
+        .map(|s| (s.port, s.cookie))
+        .collect()
+}
+
+/// `/proc/net/tcp` and `tcp6`'s sockets in one of `states`, where the kernel's diagnostics do
+/// not answer (at the cost of a walk over every connection).
+fn from_proc(states: u32) -> Vec<Listener> {
+    ["/proc/net/tcp", "/proc/net/tcp6"]
+        .iter()
+        .filter_map(|path| std::fs::read_to_string(path).ok())
+        .flat_map(|text| claims::sockets(&text, states))
+        .collect()
 }
 
 /// The sockets in one of `states` as socket diagnostics report them, IPv4 and IPv6; `None`
 /// when the kernel does not answer as it should.
-pub fn from_kernel(states: u32) -> Option<Vec<Listener>> {
-    let families = [libc::AF_INET, libc::AF_INET6].map(|family| dump(family as u8, states));
+pub fn from_kernel(states: u32) -> Option<Vec<Socket>> {
+    let families = [libc::AF_INET, libc::AF_INET6]
+        .map(|family| dump(&claims::sockets_request(family as u8, states)));
     Some(families.into_iter().collect::<Option<Vec<_>>>()?.concat())
 }
 
-/// One family's sockets in one of `states`, or `None` when the kernel does not answer as it
-/// should.
-fn dump(family: u8, states: u32) -> Option<Vec<Listener>> {
+/// [`from_kernel`], of the local ports `lo..=hi` alone, filtered in the kernel.
+pub fn in_ports(states: u32, ports: (u16, u16)) -> Option<Vec<Socket>> {
+    let families = [libc::AF_INET, libc::AF_INET6]
+        .map(|family| dump(&claims::ports_request(family as u8, states, Some(ports))));
+    Some(families.into_iter().collect::<Option<Vec<_>>>()?.concat())
+}
+
+/// The sockets one request asks for, or `None` when the kernel does not answer as it should.
+fn dump(request: &[u8]) -> Option<Vec<Socket>> {
     // SAFETY: plain socket(2); the descriptor is closed by `Fd` below.
     let fd = unsafe {
         libc::socket(
@@ -55,7 +86,6 @@ fn dump(family: u8, states: u32) -> Option<Vec<Listener>> {
         return None;
     }
     let fd = Fd(fd);
-    let request = claims::sockets_request(family, states);
     // SAFETY: `request` is valid for reads of its length; the socket is connected to nothing,
     // so a netlink socket sends to the kernel (port id 0).
     let sent = unsafe { libc::send(fd.0, request.as_ptr().cast(), request.len(), 0) };

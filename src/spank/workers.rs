@@ -1,7 +1,10 @@
 //! The watcher of `fail_fast=auto` in a step with `ps` ([`crate::core::ending`] says why): a
 //! thread of the step's slurmstepd that looks, every [`EVERY`], for a connection to each of the
-//! node's workers' server ports ([`super::sock_diag::connected_ports`]), and marks a worker
-//! reached once it sees one. In ParameterServerStrategy only the chief connects to a worker's
+//! node's workers' server ports ([`super::sock_diag::connections`]: one held by the job's
+//! processes, not there when the watch started, asked of the kernel for those ports alone), and
+//! marks a worker reached once it sees one. Another user's socket on the port (an outbound
+//! connection bound to it), a TIME_WAIT an earlier step left, or a connection older than the
+//! step marks nothing. In ParameterServerStrategy only the chief connects to a worker's
 //! server, so a mark means the chief has reached it, and its failure from then on leaves the
 //! step running ([`crate::core::ending::WorkerSeen`]).
 //!
@@ -19,26 +22,37 @@ use std::time::Duration;
 /// may still end the step (the conservative side).
 pub const EVERY: Duration = Duration::from_secs(1);
 
+/// What the watcher asks the kernel: the connections on the workers' ports that the job's
+/// user owns, each as its port and cookie ([`super::sock_diag::connections`]).
+pub type Look = dyn Fn() -> Vec<(u16, u64)> + Send + Sync;
+
 /// The node's workers, by global rank and server port, and whether each has been reached.
 pub struct Watcher {
     workers: Arc<Vec<(u32, u16, AtomicBool)>>,
+    /// The connections that were there when the watch started (the step's tasks had not
+    /// started): they are nobody's reaching a worker of this step.
+    before: Arc<Vec<u64>>,
+    look: Arc<Look>,
     stop: Arc<(Mutex<bool>, Condvar)>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl Watcher {
-    /// Starts watching `workers` (global rank, server port), asking `look` for the ports that
-    /// have a connection every `every`; `say` gets the line when the thread ends. `None` when
-    /// there is nothing to watch or no thread can be started (then no worker is ever marked).
+    /// Starts watching `workers` (global rank, server port), asking `look` for the job's
+    /// connections on their ports every `every`, the first time here (what it finds then
+    /// never marks a worker); `say` gets the line when the thread ends. `None` when there is
+    /// nothing to watch or no thread can be started (then no worker is ever marked).
     pub fn start(
         workers: Vec<(u32, u16)>,
-        look: impl Fn() -> Vec<u16> + Send + 'static,
+        look: impl Fn() -> Vec<(u16, u64)> + Send + Sync + 'static,
         every: Duration,
         say: impl Fn(&str) + Send + Sync + 'static,
     ) -> Option<Watcher> {
         if workers.is_empty() {
             return None;
         }
+        let look: Arc<Look> = Arc::new(look);
+        let before: Arc<Vec<u64>> = Arc::new(look().into_iter().map(|(_, inode)| inode).collect());
         let workers: Arc<Vec<_>> = Arc::new(
             workers
                 .into_iter()
@@ -46,14 +60,15 @@ impl Watcher {
                 .collect(),
         );
         let stop = Arc::new((Mutex::new(false), Condvar::new()));
-        let (marks, stopped) = (workers.clone(), stop.clone());
+        let (marks, stopped, seen_before, looking) =
+            (workers.clone(), stop.clone(), before.clone(), look.clone());
         let say = Arc::new(say);
         let said = say.clone();
         let spawned = std::thread::Builder::new()
             .name("tfcluster-workers".into())
             .spawn(move || {
                 let why = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    watch(&marks, &look, every, &stopped)
+                    watch(&marks, &*looking, &seen_before, every, &stopped)
                 }))
                 .unwrap_or("it panicked");
                 said(&format!(
@@ -71,6 +86,8 @@ impl Watcher {
         };
         Some(Watcher {
             workers,
+            before,
+            look,
             stop,
             thread: Some(thread),
         })
@@ -84,17 +101,12 @@ impl Watcher {
     }
 
     /// Looks once more, here, for rank `rank`'s port (a worker that just ended: its connection
-    /// may be closing), with `look`; marks it when seen.
-    pub fn look_again(&self, rank: u32, look: impl Fn() -> Vec<u16>) -> bool {
+    /// may be closing); marks it when seen.
+    pub fn look_again(&self, rank: u32) -> bool {
         if self.reached(rank) {
             return true;
         }
-        let ports = look();
-        for (r, port, seen) in self.workers.iter() {
-            if *r == rank && ports.contains(port) {
-                seen.store(true, Ordering::Relaxed);
-            }
-        }
+        mark(&self.workers, &(self.look)(), &self.before, Some(rank));
         self.reached(rank)
     }
 
@@ -115,21 +127,38 @@ impl Drop for Watcher {
     }
 }
 
+/// Marks each worker (of rank `only`, if given) whose port has a connection in `found` that
+/// was not there `before`.
+fn mark(
+    workers: &[(u32, u16, AtomicBool)],
+    found: &[(u16, u64)],
+    before: &[u64],
+    only: Option<u32>,
+) {
+    for (rank, port, seen) in workers {
+        if only.is_some_and(|r| r != *rank) {
+            continue;
+        }
+        if found
+            .iter()
+            .any(|(p, cookie)| p == port && !before.contains(cookie))
+        {
+            seen.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
 /// The thread: a look every `every` until every worker is marked or `stop` is set; why it ended.
 fn watch(
     workers: &[(u32, u16, AtomicBool)],
-    look: &dyn Fn() -> Vec<u16>,
+    look: &Look,
+    before: &[u64],
     every: Duration,
     stop: &(Mutex<bool>, Condvar),
 ) -> &'static str {
     let (flag, wake) = stop;
     loop {
-        let ports = look();
-        for (_, port, seen) in workers {
-            if ports.contains(port) {
-                seen.store(true, Ordering::Relaxed);
-            }
-        }
+        mark(workers, &look(), before, None);
         if workers
             .iter()
             .all(|(_, _, seen)| seen.load(Ordering::Relaxed))

@@ -87,12 +87,16 @@ pub fn init_post_opt(sp: &Spank) -> c_int {
     // workers, watched from before they start.
     if let Ok(node) = &planned {
         let watched = node.plan.watched_workers(&node.place);
-        state.workers = Watcher::start(
-            watched,
-            sock_diag::connected_ports,
-            workers::EVERY,
-            log::debug,
-        );
+        let ports: Vec<u16> = watched.iter().map(|&(_, port)| port).collect();
+        let uid = sp.item_u32(U32Item::JobUid).ok();
+        state.workers = uid.and_then(|uid| {
+            Watcher::start(
+                watched,
+                move || sock_diag::connections(&ports, uid),
+                workers::EVERY,
+                log::debug,
+            )
+        });
     }
     state.plan = Some(planned);
     0
@@ -331,9 +335,7 @@ pub fn task_exit(sp: &Spank) -> c_int {
     // closing.
     let (watcher, lost_before) = (&state.workers, node.lost_workers);
     let seen = || WorkerSeen {
-        reached: watcher
-            .as_ref()
-            .is_some_and(|w| w.look_again(rank, sock_diag::connected_ports)),
+        reached: watcher.as_ref().is_some_and(|w| w.look_again(rank)),
         lost_before,
     };
     let Some(end) = node
