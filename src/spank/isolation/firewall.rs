@@ -111,12 +111,16 @@ pub fn install(
 /// Removes the tables of other steps whose tasks ended here once slurmctld says those steps
 /// have ended everywhere (one request per table; usually the job's previous step): slurmd's
 /// holder lets go of one it holds, any other goes here. A table whose step slurmctld cannot
-/// answer for stays, for the next step or the job's epilog. The tables it removed or had let go.
+/// answer for stays, for the next step or the job's epilog. The tables it removed.
 fn remove_ended<'a>(nft: &mut Nft, listing: &'a str, own: (u32, u32)) -> Vec<&'a str> {
     let mut gone = Vec::new();
     for (table, job_id, step_id) in isolation::tables::ended_steps(listing) {
-        if (job_id, step_id) != own && slurm::step_exists(job_id, step_id) == Some(false) {
-            let _ = nft.run(&isolation::tables::removal(table));
+        // Gone only once removed: a table whose removal failed (a holder of another job still
+        // owns it) keeps its ports for `tables_clear` to see.
+        if (job_id, step_id) != own
+            && slurm::step_exists(job_id, step_id) == Some(false)
+            && nft.run(&isolation::tables::removal(table)).is_ok()
+        {
             gone.push(table);
         }
     }
