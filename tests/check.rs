@@ -121,7 +121,7 @@ struct Row {
     fails: bool,
 }
 
-const COPY: &str = "0.11.0 24.11";
+const COPY: &str = "0.12.0 24.11";
 const NONE: (ApptainerEnv, Runtimes) = (ApptainerEnv::Found, Runtimes::NONE);
 const APPTAINER: Runtimes = Runtimes {
     apptainer: true,
@@ -133,7 +133,7 @@ fn rows() -> Vec<Row> {
     let ok = Row { what: "", srun: Some(COPY), srun_isolates: Some(true), slurmd: Slurmd::ThisFile, claims: Ok(()), settings: Ok(()), isolation: Isolation::Works { held: true },
                    apptainer: NONE, oci: None, run_dir: &[], says: &[], fails: false };
     vec![
-        Row { what: "all as installed", says: &["check n9: tfcluster 0.11.0 built for Slurm 24.11 | srun: the same | slurmd: this file",
+        Row { what: "all as installed", says: &["check n9: tfcluster 0.12.0 built for Slurm 24.11 | srun: the same | slurmd: this file",
                 "isolate=yes: works; ended tables held by the job's extern step", "Apptainer's names: none", "oci.conf: none",
                 "/run/tfcluster: as tfcluster leaves it | ok"], ..ok.clone() },
         Row { what: "srun's host runs another version", srun: Some("0.10.0 24.11"), says: &["srun: 0.10.0 24.11",

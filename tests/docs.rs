@@ -462,8 +462,8 @@ fn the_admin_guide_names_each_part_of_the_checks_line() {
     use tfcluster::core::container::{ApptainerEnv, Runtimes};
     let line = NodeCheck {
         node: "n9",
-        copy: "0.11.0 24.11",
-        srun: Some("0.11.0 24.11"),
+        copy: "0.12.0 24.11",
+        srun: Some("0.12.0 24.11"),
         srun_isolates: Some(true),
         slurmd: Slurmd::ThisFile,
         claims: Ok(()),

@@ -32,7 +32,7 @@ pub const SRUN_VAR: &str = "TFCLUSTER_CHECK_SRUN";
 pub const SRUN_ISOLATE_VAR: &str = "TFCLUSTER_CHECK_SRUN_ISOLATE";
 
 /// A copy of tfcluster: its version and the Slurm release it was built for, as one word pair
-/// (`0.11.0 24.11`), the form of [`SRUN_VAR`].
+/// (`0.12.0 24.11`), the form of [`SRUN_VAR`].
 pub fn copy(version: &str, release: &str) -> String {
     format!("{version} {release}")
 }
