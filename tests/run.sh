@@ -26,6 +26,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 . tests/setup.sh
+# Other users run srun from this checkout: stop at once, saying what to change, where they cannot.
+bash tests/readable.sh "$root"
 
 logs=$(mktemp -d)
 # Every step's, suite's, test's and cluster start's seconds (tests/times.sh): the summary at the
