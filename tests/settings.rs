@@ -542,7 +542,7 @@ fn readme_documents_every_setting_as_the_code_does() {
         .map(|k| format!("`{}`", k.name))
         .collect();
     let line = format!(
-        "| per-job settings | `--tf-cluster=chief:1,ps:2,worker:*,port_base=9000,gpu_roles=chief+worker` | {} |",
+        "| per-job settings | `--tf-cluster=chief:1,ps:2,worker:*,port_base=24000,gpu_roles=chief+worker` | {} |",
         per_job.join(", ")
     );
     assert!(

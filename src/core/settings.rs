@@ -37,7 +37,7 @@ const YES_NO: &str = "expected yes or no";
 #[rustfmt::skip]
 pub const KEYS: &[Key] = &[
     Key { name: "port_base", per_job: true,
-          default: "unset", values: "1-65535", example: "`port_base=8888`",
+          default: "unset", values: "1-65535", example: "`port_base=24000`",
           meaning: "TensorFlow's scheme: local slot k listens on N+k",
           set: |s, v| {
         s.port_base = Some(port(v).ok_or(PORT)?);
