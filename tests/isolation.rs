@@ -17,8 +17,8 @@ use tfcluster::core::isolation::rules::{
     check_syncookies, persistent, OWNED, OWNED_PERSISTENT, SYNCOOKIES,
 };
 use tfcluster::core::isolation::tables::{
-    check_tables, ended_steps, ended_table_name, job_tables, other_tables, removal, set_ports,
-    table_name,
+    check_table_count, check_tables, ended_steps, ended_table_name, job_tables, other_tables,
+    removal, set_ports, table_jobs, table_name, MAX_TABLES, MAX_TABLES_PER_USER,
 };
 use tfcluster::core::topology::ConfFile::{self, Missing, Text, Unreadable};
 use tfcluster::core::Error;
@@ -520,6 +520,43 @@ fn the_tables_a_step_compares_its_ports_with() {
     for (line, compared) in cases {
         assert_eq!(!other_tables(line, &[12, 13], 3).is_empty(), *compared, "{line}");
     }
+}
+
+/// How many tables a node holds, and whose: a step's table is refused when the node holds
+/// MAX_TABLES already, or its user's jobs MAX_TABLES_PER_USER. User 1001 runs the step (its
+/// job 7); job 8 is user 1002's, job 9's owner slurmctld cannot say: (what, the node's other
+/// tables' jobs, refused and whose).
+#[rustfmt::skip]
+#[test]
+#[allow(clippy::type_complexity)] // a table of cases
+fn a_node_holds_so_many_tables_and_a_user_so_many() {
+    let owner = |job: u32| match job { 7 => Some(1001), 8 => Some(1002), _ => None };
+    let tables = |job: u32, n: usize| vec![("tfcluster_J_S", job); n];
+    let cases: Vec<(&str, Vec<(&str, u32)>, Option<bool>)> = vec![
+        ("an empty node",                                 vec![],                                          None),
+        ("the user's steps one short of their bound",     tables(7, MAX_TABLES_PER_USER - 1),              None),
+        ("the user's steps at their bound",               tables(7, MAX_TABLES_PER_USER),                  Some(true)),
+        ("another user's steps at the user's bound",      tables(8, MAX_TABLES_PER_USER),                  None),
+        ("unknown owners count for the node alone",       tables(9, MAX_TABLES - 1),                       None),
+        ("the node at its bound",                         [tables(8, MAX_TABLES / 2), tables(9, MAX_TABLES / 2)].concat(), Some(false)),
+    ];
+    for (what, jobs, refused) in cases {
+        let mut asked = Vec::new();
+        let got = check_table_count(&jobs, 1001, |job| { asked.push(job); owner(job) });
+        match (refused, got) {
+            (None, Ok(())) => {}
+            (Some(yours), Err(Error::TooManyTables { yours: y, .. })) => assert_eq!(yours, y, "{what}"),
+            (want, got) => panic!("{what}: {want:?} {got:?}"),
+        }
+        asked.sort();
+        asked.dedup();
+        assert!(asked.len() <= 2, "{what}: each job's owner asked once: {asked:?}");
+    }
+    // Each tfcluster table's job, as `list tables` names them; others are passed over, and
+    // so are the tables just removed.
+    let listing = "table inet tfcluster_57_0\ntable inet tfcluster_57_1_ended\ntable inet tfcluster_12_3\n\
+                   table inet filter\ntable inet tfcluster_x_1\ntable ip nat\n";
+    assert_eq!(table_jobs(listing, &["tfcluster_12_3"]), [("tfcluster_57_0", 57), ("tfcluster_57_1_ended", 57)]);
 }
 
 /// Which other step's table refuses a node's step ports: (what, the step's ports here, other
@@ -1547,6 +1584,71 @@ fn a_heterogeneous_step_whose_node_cannot_isolate_stops_every_component() {
         "{what}"
     );
     assert!(seconds < 60, "{what}");
+}
+
+/// From the attacker's side: a user whose jobs already hold MAX_TABLES_PER_USER tables on n9
+/// (made here as root, named for the user's running job, as steps of it would leave them) is
+/// refused one more with a line and no task, while another user's isolated step on n9 runs; the
+/// job's epilog removes the user's tables when the job ends.
+#[test]
+#[ignore = "needs the test cluster: run tests/run.sh"]
+fn a_user_gets_no_more_tables_on_a_node_than_the_bound() {
+    let _plugstack = PlugStack::isolated("");
+    let job = sh_ok(&format!(
+        "runuser -u {OWNER} -- salloc --no-shell -p shared -w n9 -n1 -t 3 2>&1 \
+         | sed -n 's/.*Granted job allocation \\([0-9]*\\).*/\\1/p'"
+    ));
+    let job = job.trim().to_string();
+    assert!(!job.is_empty(), "the user's job was not granted");
+    let script: String = (0..MAX_TABLES_PER_USER)
+        .map(|i| {
+            format!(
+                "add table inet {}\n",
+                table_name(job.parse().unwrap(), 1000 + i as u32)
+            )
+        })
+        .collect();
+    std::fs::write(dir().join("tables.nft"), script).unwrap();
+    sh_ok(&format!(
+        "nsenter --net=/run/netns/tfc-n9 nft -f {}",
+        dir().join("tables.nft").display()
+    ));
+    let out = sh(&format!(
+        "runuser -u {OWNER} -- srun --jobid={job} -n1 -t 1 --tf-cluster echo RAN"
+    ));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let refused = Error::TooManyTables {
+        count: MAX_TABLES_PER_USER,
+        max: MAX_TABLES_PER_USER,
+        yours: true,
+    };
+    let what = format!("{}\n{stderr}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        stderr.contains(&format!(
+            "tfcluster: isolate=yes: node n9 cannot install the step's firewall: {refused}"
+        )),
+        "{what}"
+    );
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("RAN"),
+        "{what}"
+    );
+    let other = sh(&format!(
+        "runuser -u {OTHER} -- srun -p shared -w n9 -n1 -t 1 --tf-cluster echo RAN"
+    ));
+    assert!(
+        String::from_utf8_lossy(&other.stdout).contains("RAN"),
+        "another user's step on n9: {}",
+        String::from_utf8_lossy(&other.stderr)
+    );
+    sh_ok(&format!("scancel {job}"));
+    let left = || {
+        sh_ok("nsenter --net=/run/netns/tfc-n9 nft list tables")
+            .lines()
+            .filter(|l| l.contains(&format!("tfcluster_{job}_")))
+            .count()
+    };
+    common::cluster::wait_for("the job's epilog to remove its tables", 60, || left() == 0);
 }
 
 /// A node that cannot install the step's firewall fails the step before any task starts, with

@@ -323,6 +323,23 @@ pub enum Error {
     )]
     PortInOtherTable { port: u16, table: String },
     #[error(
+        "{whose} already hold {count} tfcluster tables on this node, the most \
+         {who} ({max}): every table slows each packet of the node; {fix}",
+        whose = if *yours { "your steps" } else { "the node's steps" },
+        who = if *yours { "one user's steps may hold" } else { "a node holds" },
+        fix = if *yours {
+            "end some of your steps here, or run fewer at once, then run the step again"
+        } else {
+            "run the step again once steps here have ended; if this persists, ask the admin to \
+             look at the node's tables (nft list tables)"
+        }
+    )]
+    TooManyTables {
+        count: usize,
+        max: usize,
+        yours: bool,
+    },
+    #[error(
         "net.ipv4.tcp_syncookies is 2 here: the kernel answers every connection attempt with a \
          SYN cookie, which has no owner, so the firewall would drop the handshakes of the \
          owner's own tasks; set it to 1, the kernel's default (cookies only while a listener's \

@@ -105,3 +105,67 @@ pub fn check_tables(ports: &[u16], tables: &[(&str, Vec<u16>)]) -> Result<()> {
     }
     Ok(())
 }
+
+/// The most tfcluster tables a node holds at once: each adds base chains that every packet of
+/// the node walks (with 400 tables a UDP datagram over loopback took 24.5 µs, not 1.3, and
+/// `nft list tables` 5.9 s of CPU; at 1024 the kernel refused any further table, the admin's
+/// included). A node runs one table per isolated step, and one per step whose tasks ended there
+/// first while it runs elsewhere: 128 is more than a node runs steps at once.
+pub const MAX_TABLES: usize = 128;
+/// The most of those one user's jobs hold on a node, so that no user fills [`MAX_TABLES`] and
+/// keeps everyone else's isolated steps off the node.
+pub const MAX_TABLES_PER_USER: usize = 32;
+
+/// The job of each tfcluster table in the text of `list tables` (`tfcluster_JOB_STEP`, with or
+/// without [`ENDED`]), but `gone`'s.
+pub fn table_jobs<'l>(listing: &'l str, gone: &[&str]) -> Vec<(&'l str, u32)> {
+    listed(listing)
+        .filter(|name| !gone.contains(name))
+        .filter_map(|name| {
+            let ids = name.strip_prefix(TABLE_PREFIX)?;
+            let ids = ids.strip_suffix(ENDED).unwrap_or(ids);
+            let (job, step) = ids.split_once('_')?;
+            decimal::<u32>(step)?;
+            Some((name, decimal(job)?))
+        })
+        .collect()
+}
+
+/// Refuses one more table on the node (the step's, for user `uid`) when the node holds
+/// [`MAX_TABLES`] of tfcluster's already, or the user's jobs [`MAX_TABLES_PER_USER`]: `tables`
+/// is each table's job ([`table_jobs`]), `owner` says whose a job is (slurmctld's record;
+/// `None` when it cannot say: such a table counts for the node, not for the user).
+pub fn check_table_count(
+    tables: &[(&str, u32)],
+    uid: u32,
+    mut owner: impl FnMut(u32) -> Option<u32>,
+) -> Result<()> {
+    if tables.len() >= MAX_TABLES {
+        return Err(Error::TooManyTables {
+            count: tables.len(),
+            max: MAX_TABLES,
+            yours: false,
+        });
+    }
+    let mut owners: Vec<(u32, Option<u32>)> = Vec::new();
+    let mut yours = 0;
+    for &(_, job) in tables {
+        let whose = match owners.iter().find(|(j, _)| *j == job) {
+            Some(&(_, whose)) => whose,
+            None => {
+                let whose = owner(job);
+                owners.push((job, whose));
+                whose
+            }
+        };
+        yours += usize::from(whose == Some(uid));
+    }
+    match yours >= MAX_TABLES_PER_USER {
+        true => Err(Error::TooManyTables {
+            count: yours,
+            max: MAX_TABLES_PER_USER,
+            yours: true,
+        }),
+        false => Ok(()),
+    }
+}

@@ -67,12 +67,13 @@ pub fn install(
     })?;
     let table = firewall.table();
     // Left by this step's job before a requeue: by a killed slurmstepd, or after its tasks ended.
-    for left in [
+    let own = [
         table.clone(),
         isolation::tables::ended_table_name(job_id, step_id),
-    ] {
+    ];
+    for left in &own {
         if isolation::tables::listed(&listing).any(|t| t == left) {
-            nft.run(&isolation::tables::removal(&left)).map_err(|e| {
+            nft.run(&isolation::tables::removal(left)).map_err(|e| {
                 failed(format!(
                     "cannot remove the table inet {left} left here: {e}; once no slurmstepd \
                      of that step runs on the node, remove it as root (nft delete table inet \
@@ -81,7 +82,16 @@ pub fn install(
             })?;
         }
     }
-    let gone = remove_ended(&mut nft, &listing, (job_id, step_id));
+    let mut gone = remove_ended(&mut nft, &listing, (job_id, step_id));
+    // One more table here: within the node's bound and the user's (who owns each other job's
+    // tables, slurmctld says: one request per other job with a table on the node).
+    gone.extend(own.iter().map(String::as_str));
+    let jobs = isolation::tables::table_jobs(&listing, &gone);
+    isolation::tables::check_table_count(&jobs, uid, |job| match own_jobs.contains(&job) {
+        true => Some(uid),
+        false => slurm::job_record(job).ok().flatten().map(|r| r.user_id),
+    })
+    .map_err(|e| failed(e.to_string()))?;
     tables_clear(
         &mut nft,
         (&listing, &gone),
