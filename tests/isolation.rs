@@ -1586,6 +1586,33 @@ fn a_heterogeneous_step_whose_node_cannot_isolate_stops_every_component() {
     assert!(seconds < 60, "{what}");
 }
 
+/// From the attacker's side, `--tf-cluster=check` takes nothing from the user: a
+/// `SLURMD_NODENAME` they export does not rename the node in its line (or the files it looks
+/// at), and their process called `slurmd` in n9's namespaces is not taken for n9's slurmd.
+#[test]
+#[ignore = "needs the test cluster: run tests/run.sh"]
+fn the_check_takes_the_node_and_slurmd_from_slurm_not_the_user() {
+    let _plugstack = PlugStack::isolated_as("optional", "");
+    let d = dir().join("fake-slurmd");
+    let d = d.display();
+    let pid = dir().join("slurmd-n9.pid");
+    // Another user's process called slurmd, in n9's network and host name namespaces.
+    sh_ok(&format!(
+        "mkdir -p {d} && cp /bin/sleep {d}/slurmd && chmod 755 {d} {d}/slurmd && \
+         (setsid nsenter --target $(cat {pid}) --net --uts setpriv --reuid=$(id -u {OTHER}) \
+          --regid=$(id -g {OTHER}) --clear-groups {d}/slurmd 120 >/dev/null 2>&1 </dev/null &)"
+    ));
+    let out = sh(&format!(
+        "runuser -u {OWNER} -- srun --export=ALL,SLURMD_NODENAME=n10 -p shared -w n9 -N1 -n1 -t 1 --tf-cluster=check true"
+    ));
+    sh(&format!("pkill -f '^{d}/slurmd 120$'"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let what = format!("srun {:?}\n{stderr}", out.status.code());
+    assert!(stderr.contains("check n9: "), "{what}");
+    assert!(!stderr.contains("check n10: "), "{what}");
+    assert!(stderr.contains("slurmd: this file"), "{what}");
+}
+
 /// From the attacker's side: a user whose jobs already hold MAX_TABLES_PER_USER tables on n9
 /// (made here as root, named for the user's running job, as steps of it would leave them) is
 /// refused one more with a line and no task, while another user's isolated step on n9 runs; the
