@@ -1596,6 +1596,7 @@ fn the_check_takes_the_node_and_slurmd_from_slurm_not_the_user() {
     let d = dir().join("fake-slurmd");
     let d = d.display();
     let pid = dir().join("slurmd-n9.pid");
+    let pid = pid.display();
     // Another user's process called slurmd, in n9's network and host name namespaces.
     sh_ok(&format!(
         "mkdir -p {d} && cp /bin/sleep {d}/slurmd && chmod 755 {d} {d}/slurmd && \
