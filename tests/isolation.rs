@@ -1588,11 +1588,14 @@ fn a_heterogeneous_step_whose_node_cannot_isolate_stops_every_component() {
 
 /// From the attacker's side, `--tf-cluster=check` takes nothing from the user: a
 /// `SLURMD_NODENAME` they export does not rename the node in its line (or the files it looks
-/// at), and their process called `slurmd` in n9's namespaces is not taken for n9's slurmd.
+/// at), and their process called `slurmd` in n9's namespaces is not taken for n9's slurmd (two
+/// slurmd there would make the line say so instead of "this file").
 #[test]
 #[ignore = "needs the test cluster: run tests/run.sh"]
 fn the_check_takes_the_node_and_slurmd_from_slurm_not_the_user() {
     let _plugstack = PlugStack::isolated_as("optional", "");
+    // Earlier tests replace the plugin's file: n9's slurmd then runs another copy.
+    sh_ok(&format!("{} restart-slurmd n9 >&2", cluster_sh()));
     let d = dir().join("fake-slurmd");
     let d = d.display();
     let pid = dir().join("slurmd-n9.pid");
