@@ -10,15 +10,20 @@ use crate::core::container::Runtimes;
 use crate::core::layout::TASK_HOSTS_VAR;
 use crate::core::{het, Component, ProxyEnv, StepInputs, StepKind};
 
-/// What Slurm says of the step before anything is planned: its ids, this component's node and
-/// task counts, which kind of step it is (one job's, or a heterogeneous job's or step's), and,
-/// for a heterogeneous job's step, its component jobs as slurmctld vouches for them.
+/// What Slurm says of the step before anything is planned, read once, from what Slurm vouches
+/// for: its ids and user (SPANK items), this component's node and task counts, which kind of
+/// step it is (one job's, or a heterogeneous job's or step's), and, for a heterogeneous job's
+/// step, its component jobs as slurmctld vouches for them. The stop, the components' probe,
+/// the claims, the firewall and the workers' watcher all take it.
 pub struct Shape {
     pub job_id: u32,
     pub step_id: u32,
     pub nodes: u32,
     pub tasks: u32,
     pub kind: StepKind,
+    /// The job's user (`S_JOB_UID`): whose the step's jobs must be, whose connections count,
+    /// whom the firewall admits.
+    pub uid: u32,
     /// A heterogeneous job's component jobs, each one slurmctld says is a component of that
     /// job and the step's user's ([`het::vouched_job_ids`]), or why they were refused; empty
     /// for any other step.
@@ -46,12 +51,13 @@ impl Shape {
             het_size: env("SLURM_HET_SIZE")?.as_deref(),
         }
         .kind()?;
+        let uid = item(U32Item::JobUid, "the job's user id")?;
         let het_jobs = match kind {
             StepKind::HetJob { size, .. } => het::vouched_job_ids(
                 size,
                 |name| sp.getenv(name).ok().flatten(),
                 job_id,
-                item(U32Item::JobUid, "the job's user id")?,
+                uid,
                 &mut slurm::job_record,
             ),
             _ => Ok(Vec::new()),
@@ -62,6 +68,7 @@ impl Shape {
             nodes,
             tasks,
             kind,
+            uid,
             het_jobs,
         })
     }

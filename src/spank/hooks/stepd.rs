@@ -51,6 +51,8 @@ pub struct Node {
     oci: Option<NodeOci>,
     /// Why `SLURM_STEP_RESV_PORTS` was not taken ([`Reservation`]), said by rank 0.
     reservation_note: Option<String>,
+    /// The job's user ([`Shape::uid`]): whose connections the workers' watcher counts.
+    uid: u32,
 }
 
 /// slurmstepd, once per node before the tasks fork: build the step's one [`Stop`], then plan
@@ -88,15 +90,13 @@ pub fn init_post_opt(sp: &Spank) -> c_int {
     if let Ok(node) = &planned {
         let watched = node.plan.watched_workers(&node.place);
         let ports: Vec<u16> = watched.iter().map(|&(_, port)| port).collect();
-        let uid = sp.item_u32(U32Item::JobUid).ok();
-        state.workers = uid.and_then(|uid| {
-            Watcher::start(
-                watched,
-                move || sock_diag::connections(&ports, uid),
-                workers::EVERY,
-                log::debug,
-            )
-        });
+        let uid = node.uid;
+        state.workers = Watcher::start(
+            watched,
+            move || sock_diag::connections(&ports, uid),
+            workers::EVERY,
+            log::debug,
+        );
     }
     state.plan = Some(planned);
     0
@@ -173,7 +173,7 @@ fn plan_node(
         false => None,
     };
     // Last, so that nothing after them can fail and leave the rules to the epilog.
-    let uid = item(U32Item::JobUid, "the job's user id")?;
+    let uid = shape.uid;
     let jobs = het.map_or_else(|| vec![shape.job_id], |het| het.jobs);
     let claim = claim(&plan, place.node, &jobs, shape.step_id)?;
     let firewall = firewall::install(&plan, (shape.job_id, &jobs), shape.step_id, uid, place.node)?;
@@ -186,6 +186,7 @@ fn plan_node(
         firewall,
         oci,
         reservation_note: reservation.note,
+        uid,
         plan,
         place,
         verbose,
