@@ -736,6 +736,11 @@ fn a_forged_component_job_id_touches_no_other_users_job() {
         let run = parse(sh(&line));
         let own = leader_of(&run.stderr).to_string();
         let what = format!("{how}: {line}\n{}", run.stderr);
+        // First what matters most: the other user's step runs on.
+        assert!(
+            running(),
+            "{what}: the other user's step {step} was stopped"
+        );
         assert!(!run.stdout.contains("RAN"), "{what}: the user's task ran");
         let job_id = job.replace("{own}", &own).replace("{victim}", &victim);
         let error = Error::HetJobNotVouched {
@@ -752,10 +757,6 @@ fn a_forged_component_job_id_touches_no_other_users_job() {
         assert!(
             !run.stderr.contains("slurmctld gave"),
             "{what}: a node asked about the other job"
-        );
-        assert!(
-            running(),
-            "{what}: the other user's step {step} was stopped"
         );
     }
 }
