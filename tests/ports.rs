@@ -761,3 +761,35 @@ fn a_reservation_slurm_did_not_make_is_not_the_steps() {
         }
     }
 }
+
+/// Every file tfcluster writes under `/run/tfcluster` (claims, the holder's files, a handed-over
+/// table) is root's alone: mode 0600, also where an older version left it 0644, and never
+/// written through a symbolic link.
+#[test]
+fn files_under_run_tfcluster_are_written_0600() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    use tfcluster::spank::run_dir::write_private;
+    let d = std::env::temp_dir().join(format!("tfc-private-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().mode() & 0o7777;
+    let new = d.join("new");
+    write_private(&new, "a").unwrap();
+    assert_eq!(
+        (mode(&new), std::fs::read_to_string(&new).unwrap()),
+        (0o600, "a".into())
+    );
+    let old = d.join("old");
+    std::fs::write(&old, "longer text").unwrap();
+    std::fs::set_permissions(&old, std::fs::Permissions::from_mode(0o644)).unwrap();
+    write_private(&old, "b").unwrap();
+    assert_eq!(
+        (mode(&old), std::fs::read_to_string(&old).unwrap()),
+        (0o600, "b".into())
+    );
+    let target = d.join("target");
+    std::fs::write(&target, "kept").unwrap();
+    std::os::unix::fs::symlink(&target, d.join("link")).unwrap();
+    assert!(write_private(&d.join("link"), "c").is_err());
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "kept");
+    std::fs::remove_dir_all(&d).unwrap();
+}

@@ -52,7 +52,8 @@ impl Claimant<'_> {
             ports: self.ports.to_vec(),
         };
         let path = dir.join(Claim::file_name(claim.job_id, claim.step_id));
-        fs::write(&path, claim.text()).map_err(|e| io("write a claim in", e))?;
+        crate::spank::run_dir::write_private(&path, &claim.text())
+            .map_err(|e| io("write a claim in", e))?;
         drop(lock);
         Ok(Claimed { path })
     }

@@ -1,6 +1,7 @@
 //! The files of `/run/tfcluster` as the core says they must be ([`crate::core::run_dir`]): each
 //! directory made or closed on the way down, and the claims' lock taken within a deadline. The
-//! raw calls (`lstat`, `mkdir`, `chmod`, `flock`) are here and nowhere else.
+//! raw calls (`lstat`, `mkdir`, `chmod`, `flock`) are here and nowhere else, and every file
+//! written there is written by [`write_private`].
 
 use crate::core::run_dir::{self, Action, Found, PRIVATE};
 use std::fs::{self, File};
@@ -85,4 +86,19 @@ pub fn lock(path: &Path, limit: Duration) -> Result<File, String> {
         }
         std::thread::sleep(Duration::from_millis(10));
     }
+}
+
+/// Writes `text` to `path` (in a directory [`private`] made) as root's alone, mode 0600 (also
+/// where an older version left the file 0644), never through a symbolic link.
+pub fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut file = File::options()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)?;
+    file.set_permissions(fs::Permissions::from_mode(0o600))?;
+    file.write_all(text.as_bytes())
 }

@@ -58,7 +58,7 @@ pub fn hand_over_in(
     let at = |stage| dir.join(handover::stage_file(job_id, step_id, stage));
     let left = at(Stage::Left);
     let tmp = dir.join(format!(".{}", handover::step_file(job_id, step_id)));
-    if fs::write(&tmp, ended)
+    if crate::spank::run_dir::write_private(&tmp, ended)
         .and_then(|()| fs::rename(&tmp, &left))
         .is_err()
     {

@@ -120,7 +120,7 @@ pub fn start<T: Tables + 'static>(
             text.unwrap_or_default().trim()
         ));
     }
-    let made = fs::write(&file, handover::holder_text(me))
+    let made = crate::spank::run_dir::write_private(&file, &handover::holder_text(me))
         .map_err(|e| format!("cannot write in {}: {e}", dir.display()))
         .and_then(|()| Watch::new(dir));
     let (watch, wake) = match made {
@@ -269,7 +269,10 @@ fn hold(
             match act {
                 Act::Yield => return Ok(Ended::Yielded),
                 Act::Reclaim => {
-                    let _ = fs::write(dir.join(HOLDER_FILE), handover::holder_text(me));
+                    let _ = crate::spank::run_dir::write_private(
+                        &dir.join(HOLDER_FILE),
+                        &handover::holder_text(me),
+                    );
                 }
                 Act::Take(key, from) => {
                     if from == Stage::Held {
