@@ -89,6 +89,8 @@ fn what_is_not_as_tfcluster_leaves_it() {
         ("/run/tfcluster/claims/.lock", Entry::File { uid: 0, mode: 0o644 },  Some(("can be opened by other users", false))),
         ("/run/tfcluster/claims/x",     Entry::File { uid: 1000, mode: 0o600 }, Some(("belongs to uid 1000", true))),
         ("/run/tfcluster/claims/x",     Entry::Other,                         Some(("neither a file nor a directory", true))),
+        // Another job's files are named without its ids.
+        ("/run/tfcluster/held/n9/57/step_57.0", Entry::File { uid: 1000, mode: 0o600 }, Some(("/run/tfcluster/held/n9/N/step_N.N belongs to uid 1000", true))),
     ];
     for (path, entry, want) in cases {
         let got = run_dir_note(path, entry);

@@ -130,6 +130,7 @@ pub enum Entry {
 /// file of another owner or anything but files and directories is refused by the next step
 /// there.
 pub fn run_dir_note(path: &str, entry: &Entry) -> Option<(String, bool)> {
+    let path = &shown(path);
     match entry {
         Entry::Dir(found) => match run_dir::action(path, *found, 0) {
             Action::Use | Action::Make => None,
@@ -153,6 +154,31 @@ pub fn run_dir_note(path: &str, entry: &Entry) -> Option<(String, bool)> {
             true,
         )),
     }
+}
+
+/// `path` as the check's line shows it to whoever ran it: below a node's directory
+/// (`/run/tfcluster/claims/NODE/...`, `/run/tfcluster/held/NODE/...`) the names carry other
+/// jobs' ids, which the line does not tell (each number is shown as `N`; the admin finds the
+/// file with `ls`).
+pub fn shown(path: &str) -> String {
+    path.split('/')
+        .enumerate()
+        .map(|(at, segment)| match at >= 5 {
+            true => {
+                let mut out = String::new();
+                for c in segment.chars() {
+                    match (c.is_ascii_digit(), out.ends_with('N')) {
+                        (true, true) => {}
+                        (true, false) => out.push('N'),
+                        (false, _) => out.push(c),
+                    }
+                }
+                out
+            }
+            false => segment.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("/")
 }
 
 /// Everything a node found, for its line.
