@@ -23,8 +23,8 @@ const MAX_ENTRIES: usize = 10_000;
 
 /// The node's verdict for this step (`--tf-cluster=check`).
 pub fn node(sp: &Spank, settings: Result<Settings, Error>) -> Verdict {
-    // The node's name as slurmstepd has it (NodeName), as a step's claims name it; never the
-    // job's environment, which is the user's.
+    // The node's name as slurmstepd has it (NodeName), as every file a node keeps is named
+    // (claims, holders); never the job's environment, which is the user's.
     let node = process::node_name().unwrap_or_else(|| "this node".into());
     let copy = check::copy(env!("CARGO_PKG_VERSION"), ffi::SLURM_RELEASE);
     let srun = sp.getenv(check::SRUN_VAR).ok().flatten();
@@ -147,9 +147,7 @@ fn isolation(sp: &Spank, node: &str, address: &str) -> Isolation {
         ));
     }
     let _ = nft.run(&tables::removal(&table));
-    // The holders' directory, named as the holders name it (the kernel's host name).
-    let holders = process::host_name().unwrap_or_else(|| node.to_string());
-    let file = Path::new(&handover::job_dir(&holders, job)).join(handover::HOLDER_FILE);
+    let file = Path::new(&handover::job_dir(node, job)).join(handover::HOLDER_FILE);
     let text = fs::read_to_string(file).ok();
     let nobody = crate::core::claims::Owner { pid: 0, start: 0 };
     let held =

@@ -36,10 +36,10 @@ pub fn jobs_to_stop(shape: Option<&Shape>, own_job: u32) -> Vec<u32> {
     }
 }
 
-/// The machine's short host name, which is the node's name wherever slurmd found its node by
-/// its host name (the usual case): it tells apart components of equal shape ([`Own`]).
+/// The node's name as slurmstepd has it ([`super::process::node_name`]: its NodeName, else the
+/// machine's short host name): it tells apart components of equal shape ([`Own`]).
 pub fn hostname() -> Option<String> {
-    let name = super::process::host_name()?;
+    let name = super::process::node_name()?;
     let short = name.split('.').next()?;
     (!short.is_empty()).then(|| short.to_string())
 }

@@ -20,6 +20,7 @@ use crate::spank::isolation::firewall;
 use crate::spank::log;
 use crate::spank::oci::NodeOci;
 use crate::spank::oom;
+use crate::spank::process;
 use crate::spank::slurm;
 use crate::spank::sock_diag;
 use crate::spank::step::{gtids, Shape, StepVars};
@@ -193,11 +194,14 @@ fn plan_node(
     })
 }
 
-/// This node's claim on the ports its tasks listen on, for the step's `jobs` ([`Claimant`]).
+/// This node's claim on the ports its tasks listen on, for the step's `jobs` ([`Claimant`]),
+/// in the directory of the node as slurmstepd names it ([`process::node_name`]), never as the
+/// job's environment does (the step's node list is the user's to set).
 fn claim(plan: &StepPlan, node: usize, jobs: &[u32], step_id: u32) -> Result<Claimed, ShellError> {
     let host = &plan.hosts[node];
+    let own = process::node_name().unwrap_or_else(|| host.clone());
     Claimant {
-        node: host,
+        node: &own,
         jobs,
         step_id,
         ports: &plan.node_ports(node),
@@ -253,7 +257,7 @@ pub fn task_init(sp: &Spank) -> c_int {
         }
         handle::end_task(1);
     }
-    let node = crate::spank::process::node_name();
+    let node = process::node_name();
     log::error(&plan::task_error_line(
         &e.to_string(),
         node.as_deref(),

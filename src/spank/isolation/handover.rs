@@ -32,7 +32,7 @@ pub enum Handed {
 /// ([`HANDOVER`] at most, twice that when the holder has claimed it by then). The caller keeps
 /// its own table until this returns.
 pub fn hand_over(job_id: u32, step_id: u32, ended: &str) -> Handed {
-    let Some(node) = process::host_name() else {
+    let Some(node) = process::node_name() else {
         return Handed::NoHolder;
     };
     let dir = handover::job_dir(&node, job_id);
@@ -88,7 +88,7 @@ pub fn hand_over_in(
 /// in slurmd's log, once per node until it reboots (a marker in [`handover::node_dir`], on the
 /// node's /run): the site learns what it leaves open, without a line at every step.
 pub fn say_no_holder_once(job_id: u32, step_id: u32) {
-    let Some(node) = process::host_name() else {
+    let Some(node) = process::node_name() else {
         return;
     };
     let dir = PathBuf::from(handover::node_dir(&node));
@@ -126,7 +126,7 @@ fn waited(done: impl Fn() -> bool, limit: Duration) -> bool {
 /// held for the job, which it lets go once their files are gone (the caller waits for that:
 /// only their owner can remove them).
 pub fn forget(job_id: u32) -> Vec<String> {
-    let Some(node) = process::host_name() else {
+    let Some(node) = process::node_name() else {
         return Vec::new();
     };
     let _ = fs::remove_dir_all(handover::job_dir(&node, job_id));

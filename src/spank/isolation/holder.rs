@@ -55,7 +55,7 @@ pub fn start_for_job(job_id: u32) -> Option<Holder> {
             handover::HELD_DIR
         ));
     };
-    let (Some(node), Some(me)) = (process::host_name(), process::me()) else {
+    let (Some(node), Some(me)) = (process::node_name(), process::me()) else {
         failed("cannot read the node's name or this process's /proc entry".into());
         return None;
     };
