@@ -11,7 +11,7 @@ use crate::core::Error;
 
 /// The step's ranks for a heterogeneous job or step ([`het::probe`]), asking slurmctld for each
 /// component's layout of step `step_id` (a heterogeneous job's: `shape.het_jobs`, which
-/// slurmctld vouched for), with the machine's host name as `own`'s; `None` for a whole step.
+/// slurmctld vouched for), with the node's name as `own`'s ([`hostname`]); `None` for a whole step.
 pub fn components(shape: &Shape, own: Own) -> Result<Option<HetLayout>, Error> {
     // A whole step asks nothing, and needs no host name either.
     let hostname = (shape.kind != StepKind::Whole).then(hostname).flatten();
