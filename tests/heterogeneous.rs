@@ -632,7 +632,7 @@ fn a_component_slurmctld_does_not_vouch_for_stops_the_whole_step() {
     let run = parse(sh(&format!(
         "salloc -p cpu -w cpu1 -n2 : -p gpu -w n9 -n2 bash -c \
          'echo LEADER=$SLURM_JOB_ID_HET_GROUP_0 >&2; \
-          SLURM_JOB_ID_HET_GROUP_1=999999 srun --het-group=0,1 --tf-cluster bash -c \"sleep 30; exec {}\"'",
+          SLURM_JOB_ID_HET_GROUP_1=999999 srun --het-group=0,1 --tf-cluster bash -c \"sleep 90; exec {}\"'",
         tool("report.sh")
     )));
     let elapsed = started.elapsed().as_secs_f64();
@@ -648,7 +648,10 @@ fn a_component_slurmctld_does_not_vouch_for_stops_the_whole_step() {
     }
     assert!(run.tasks.is_empty(), "{}", run.stdout);
     eprintln!("the step ended after {elapsed:.2} s");
-    assert!(elapsed < 25.0, "the step ran {elapsed:.1} s");
+    // Well before the tasks' 90 s: 0.5 to 1.3 s, but 20.5 s on 25.11, where the leader's node
+    // signals its own step's tasks (build.rs, het_leader_signal) and slurmctld's signal waits
+    // for that slurmstepd, still in the hook (2026-11-29, two runs).
+    assert!(elapsed < 60.0, "the step ran {elapsed:.1} s");
 }
 
 /// The number a test's shell printed after `LEADER=`.

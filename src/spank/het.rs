@@ -45,11 +45,17 @@ pub fn hostname() -> Option<String> {
 }
 
 /// A heterogeneous job's first component's job (its leader), as slurmctld vouched for it. A
-/// step whose components were refused stops its own job alone, as a leader's is stopped (on
-/// 25.11 a plain stop of a leader's step cancels every component's whole job: build.rs).
+/// step whose components were refused stops its own job alone: as a leader's is stopped where
+/// slurmctld's record says it is one (on 25.11 a plain stop of a leader's step cancels every
+/// component's whole job: build.rs), else as any job's.
 pub fn leader(shape: Option<&Shape>) -> Option<u32> {
-    match &shape?.het_jobs {
+    let shape = shape?;
+    match &shape.het_jobs {
         Ok(jobs) => jobs.first().copied(),
-        Err(_) => Some(shape?.job_id),
+        Err(_) => slurm::job_record(shape.job_id)
+            .ok()
+            .flatten()
+            .filter(|record| record.het_job_id == shape.job_id)
+            .map(|_| shape.job_id),
     }
 }
