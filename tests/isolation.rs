@@ -915,7 +915,7 @@ const ADMIN_DAY: &[(&str, &str)] = &[
         "slurmd restarted as its unit starts it",
         "{cluster} restart-slurmd --busy --keep-munge --options '{unit}' n9 >&2",
     ),
-    ("scontrol reconfigure", "scontrol reconfigure"),
+    ("scontrol reconfigure", "{cluster} reconfigure >&2"),
     ("SIGHUP to slurmd", "kill -HUP $(cat {pid})"),
     (
         "the plugin upgraded",

@@ -16,6 +16,9 @@
 #   tests/cluster/cluster.sh restart-slurmctld
 #                                             restart slurmctld (its jobs and nodes kept from its
 #                                             state files) and wait until every node is idle
+#   tests/cluster/cluster.sh reconfigure      scontrol reconfigure, as an admin does; a slurmctld
+#                                             that does not answer within 60 s after it is
+#                                             restarted, with a line
 #   tests/cluster/cluster.sh configless NODE yes|no
 #                                             configless Slurm (SlurmctldParameters=
 #                                             enable_configless): restart slurmctld, and NODE's
@@ -429,6 +432,21 @@ restart_controller() {
     log "restarted slurmctld"
 }
 
+# reconfigure: see the usage above. 25.05's slurmctld twice stopped answering after
+# "Reconfigure signal (SIGHUP) received" (2026-11-27 and 2026-11-29, in dozens of runs: Slurm's
+# hang, with no line of tfcluster's in its log), and every later test of its lane then waited
+# out its 5-minute limit; slurmd's side of a reconfigure, what the tests look at, came first.
+reconfigure() {
+    timeout 30 scontrol reconfigure || log "scontrol reconfigure: no answer within 30 s"
+    local until=$((SECONDS + 60))
+    while [ $SECONDS -lt $until ]; do
+        timeout 5 scontrol ping >/dev/null 2>&1 && return 0
+        sleep 0.5
+    done
+    log "slurmctld did not answer for 60 s after scontrol reconfigure (Slurm's hang, seen on 25.05): restarting it"
+    restart_controller
+}
+
 # unwell: see the usage above. A step whose processes outlive UnkillableStepTimeout drains its
 # node ("Kill task failed"), and every later job that asks for that node waits: a CI run lost 70
 # minutes so, 14 tests each waiting out its 5-minute limit (2026-11-28). The tests call this
@@ -621,6 +639,7 @@ case "${1:-}" in
     plugstack) set_plugstack "${2:?plugstack line}" ;;
     restart-slurmd) shift; timed restart_slurmd "$@" ;;
     restart-slurmctld) timed restart_controller ;;
+    reconfigure) timed reconfigure ;;
     configless) shift; timed configless "$@" ;;
     configured) shift; timed configured "$@" ;;
     prolog-flags) shift; timed prolog_flags "$@" ;;
