@@ -678,27 +678,30 @@ kill -- -$root; wait $root 2>/dev/null"
 #[test]
 #[allow(clippy::type_complexity)] // a table of cases
 fn only_the_reservation_slurmctld_holds_is_the_steps() {
-    // (what, SLURM_STEP_RESV_PORTS, slurmctld's record, the ports taken, a note)
-    let rows: [(&str, Option<&str>, Result<Option<&str>, &str>, Option<&str>, bool); 7] = [
-        ("no variable: slurmctld is not asked", None, Err("not asked"), None, false),
-        ("Slurm's own reservation", Some("12000-12001"), Ok(Some("12000-12001")), Some("12000-12001"), false),
-        ("the same ports written otherwise", Some("12000,12001"), Ok(Some("12000-12001")), Some("12000,12001"), false),
-        ("exported by the user, Slurm reserved none", Some("7100"), Ok(None), None, true),
-        ("other ports than Slurm's", Some("7100-7101"), Ok(Some("12000-12001")), None, true),
-        ("slurmctld did not answer: port_range's", Some("12000-12001"), Err("Unable to contact slurm controller"), None, true),
-        ("a list that is no list", Some("x"), Ok(Some("12000")), None, true),
+    // (what, SLURM_STEP_RESV_PORTS, slurmctld's record, the ports taken and whether a note says
+    // why not, or the refusal)
+    let unchecked = Error::ReservationUnchecked { reason: "Unable to contact slurm controller".into() };
+    let rows: [(&str, Option<&str>, Result<Option<&str>, &str>, Result<(Option<&str>, bool), Error>); 7] = [
+        ("no variable: slurmctld is not asked", None, Err("not asked"), Ok((None, false))),
+        ("Slurm's own reservation", Some("12000-12001"), Ok(Some("12000-12001")), Ok((Some("12000-12001"), false))),
+        ("the same ports written otherwise", Some("12000,12001"), Ok(Some("12000-12001")), Ok((Some("12000,12001"), false))),
+        ("exported by the user, Slurm reserved none", Some("7100"), Ok(None), Ok((None, true))),
+        ("other ports than Slurm's", Some("7100-7101"), Ok(Some("12000-12001")), Ok((None, true))),
+        ("slurmctld did not answer: refused, as the other nodes may have had its answer",
+         Some("12000-12001"), Err("Unable to contact slurm controller"), Err(unchecked)),
+        ("a list that is no list", Some("x"), Ok(Some("12000")), Ok((None, true))),
     ];
-    for (what, env, record, ports, noted) in rows {
+    for (what, env, record, want) in rows {
         let mut asked = false;
         let got = Reservation::vouched(env, || {
             asked = true;
             record.map(|r| r.map(String::from)).map_err(String::from)
         });
-        assert_eq!(got.ports.as_deref(), ports, "{what}");
-        assert_eq!(got.note.is_some(), noted, "{what}: {:?}", got.note);
+        let got = got.map(|r| (r.ports, r.note.is_some()));
+        assert_eq!(got, want.map(|(ports, noted)| (ports.map(String::from), noted)), "{what}");
         assert_eq!(asked, env.is_some(), "{what}: slurmctld asked");
     }
-    let note = Reservation::vouched(Some("7100"), || Ok(None)).note.unwrap();
+    let note = Reservation::vouched(Some("7100"), || Ok(None)).unwrap().note.unwrap();
     assert_eq!(
         note,
         "note: SLURM_STEP_RESV_PORTS='7100' is not the reservation slurmctld holds for this step \

@@ -249,6 +249,13 @@ pub enum Error {
          run srun with --resv-ports=0 to let tfcluster choose the ports"
     )]
     ReservedPortList { value: String },
+    #[error(
+        "slurmctld did not say which ports it reserved for this step ({reason}), so this node \
+         cannot tell whether SLURM_STEP_RESV_PORTS is Slurm's, and its ports could differ from \
+         the other nodes'; run the step again, and if this persists ask the admin whether the \
+         nodes reach slurmctld"
+    )]
+    ReservationUnchecked { reason: String },
     #[error("port {base} + {tasks} tasks on one node goes past 65535; choose a lower port_base")]
     PortOverflow { base: u32, tasks: usize },
     #[error(
@@ -396,6 +403,7 @@ impl Error {
             | Error::HetStepTasks
             | Error::HetJobId { .. }
             | Error::HetJobNotVouched { .. }
+            | Error::ReservationUnchecked { .. }
             | Error::HetLayoutsShort { .. }
             | Error::HetLayout { .. }
             | Error::HetOwnComponent { .. } => OnError::StopNow,

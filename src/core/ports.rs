@@ -177,33 +177,36 @@ pub struct Reservation {
 }
 
 impl Reservation {
+    /// The reservation the step takes. Where slurmctld does not answer, the step is refused
+    /// ([`Error::ReservationUnchecked`]): each node asks for itself, and a node that fell back
+    /// to `port_range` while the others took the reservation would plan other ports than
+    /// theirs, a TF_CONFIG silently wrong.
     pub fn vouched(
         env: Option<&str>,
         slurmctld: impl FnOnce() -> std::result::Result<Option<String>, String>,
-    ) -> Reservation {
+    ) -> Result<Reservation> {
         let Some(env) = env.map(str::trim).filter(|v| !v.is_empty()) else {
-            return Reservation {
+            return Ok(Reservation {
                 ports: None,
                 note: None,
-            };
+            });
         };
-        let held = slurmctld();
+        let held = slurmctld().map_err(|reason| Error::ReservationUnchecked { reason })?;
         let same = |held: &str| {
             let (held, env) = (parse_port_list(held).ok(), parse_port_list(env).ok());
             held.is_some() && held == env
         };
         let said = match &held {
-            Ok(Some(held)) if same(held) => {
-                return Reservation {
+            Some(held) if same(held) => {
+                return Ok(Reservation {
                     ports: Some(env.to_string()),
                     note: None,
-                }
+                })
             }
-            Ok(Some(held)) => format!("it holds {held}"),
-            Ok(None) => "it holds none".to_string(),
-            Err(reason) => format!("slurmctld did not answer: {reason}"),
+            Some(held) => format!("it holds {held}"),
+            None => "it holds none".to_string(),
         };
-        Reservation {
+        Ok(Reservation {
             ports: None,
             note: Some(format!(
                 "note: SLURM_STEP_RESV_PORTS='{env}' is not the reservation slurmctld holds for \
@@ -211,6 +214,6 @@ impl Reservation {
                  this variable itself when it reserves ports (srun --resv-ports, MpiParams=ports): \
                  do not set or export it"
             )),
-        }
+        })
     }
 }

@@ -141,13 +141,10 @@ fn plan_node(
         .then(crate::spank::topology::node_ranks)
         .flatten();
     let vars = StepVars::read(sp)?;
-    let reservation = match het {
-        // A heterogeneous step's ports never come from the merged reservation.
-        Some(_) => Reservation::vouched(None, || Ok(None)),
-        None => Reservation::vouched(vars.resv_ports(), || {
-            slurm::step_reserved_ports(shape.job_id, shape.step_id)
-        }),
-    };
+    // A heterogeneous step's ports never come from the merged reservation (StepPlan::new).
+    let reservation = Reservation::vouched(vars.resv_ports().filter(|_| het.is_none()), || {
+        slurm::step_reserved_ports(shape.job_id, shape.step_id)
+    })?;
     let plan = StepPlan::new(
         &spec,
         &settings,
