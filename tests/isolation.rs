@@ -548,9 +548,14 @@ fn a_node_holds_so_many_tables_and_a_user_so_many() {
             (Some(yours), Err(Error::TooManyTables { yours: y, .. })) => assert_eq!(yours, y, "{what}"),
             (want, got) => panic!("{what}: {want:?} {got:?}"),
         }
-        asked.sort();
-        asked.dedup();
-        assert!(asked.len() <= 2, "{what}: each job's owner asked once: {asked:?}");
+        let mut once = asked.clone();
+        once.sort();
+        once.dedup();
+        assert_eq!(once.len(), asked.len(), "{what}: each job's owner asked once: {asked:?}");
+        assert!(once.len() <= 2, "{what}: only the tables' jobs asked: {asked:?}");
+        if jobs.len() < MAX_TABLES_PER_USER {
+            assert!(asked.is_empty(), "{what}: no one asked below the user's bound: {asked:?}");
+        }
     }
     // Each tfcluster table's job, as `list tables` names them; others are passed over, and
     // so are the tables just removed.

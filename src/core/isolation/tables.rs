@@ -134,7 +134,8 @@ pub fn table_jobs<'l>(listing: &'l str, gone: &[&str]) -> Vec<(&'l str, u32)> {
 /// Refuses one more table on the node (the step's, for user `uid`) when the node holds
 /// [`MAX_TABLES`] of tfcluster's already, or the user's jobs [`MAX_TABLES_PER_USER`]: `tables`
 /// is each table's job ([`table_jobs`]), `owner` says whose a job is (slurmctld's record;
-/// `None` when it cannot say: such a table counts for the node, not for the user).
+/// `None` when it cannot say: such a table counts for the node, not for the user), asked only
+/// where the node holds as many tables as one user may, once per job.
 pub fn check_table_count(
     tables: &[(&str, u32)],
     uid: u32,
@@ -146,6 +147,10 @@ pub fn check_table_count(
             max: MAX_TABLES,
             yours: false,
         });
+    }
+    // Fewer tables than one user may hold: nobody is at the bound, and nobody is asked.
+    if tables.len() < MAX_TABLES_PER_USER {
+        return Ok(());
     }
     let mut owners: Vec<(u32, Option<u32>)> = Vec::new();
     let mut yours = 0;
