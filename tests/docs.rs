@@ -542,3 +542,18 @@ fn the_inventory_of_roots_inputs_is_the_codes() {
         assert!(!job_env_listed(name), "{name:?} is listed");
     }
 }
+
+/// The admin guide's at-a-glance box gives the tables' bounds the code has
+/// (`core::isolation::tables`).
+#[test]
+fn the_admin_guide_gives_the_tables_bounds() {
+    use tfcluster::core::isolation::tables::{MAX_TABLES, MAX_TABLES_PER_USER};
+    let guide = &pages()[Path::new("docs/admin-guide.md")];
+    let said = format!(
+        "a node at its bound of {MAX_TABLES} tfcluster tables or the user's jobs at {MAX_TABLES_PER_USER} there"
+    );
+    assert!(
+        guide.contains(&said),
+        "docs/admin-guide.md does not say: {said}"
+    );
+}

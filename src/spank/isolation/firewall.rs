@@ -84,7 +84,7 @@ pub fn install(
     }
     let mut gone = remove_ended(&mut nft, &listing, (job_id, step_id));
     // One more table here: within the node's bound and the user's (who owns each other job's
-    // tables, slurmctld says, asked only where the node holds 32 or more).
+    // tables, slurmctld says, asked only where the node holds MAX_TABLES_PER_USER or more).
     gone.extend(own.iter().map(String::as_str));
     let jobs = isolation::tables::table_jobs(&listing, &gone);
     isolation::tables::check_table_count(&jobs, uid, |job| match own_jobs.contains(&job) {
