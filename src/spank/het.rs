@@ -11,10 +11,12 @@ use crate::core::Error;
 
 /// The step's ranks for a heterogeneous job or step ([`het::probe`]), asking slurmctld for each
 /// component's layout of step `step_id` (a heterogeneous job's: `shape.het_jobs`, which
-/// slurmctld vouched for), with the node's name as `own`'s ([`hostname`]); `None` for a whole step.
+/// slurmctld vouched for), with the node's name as `own`'s ([`short_node_name`]); `None` for a whole step.
 pub fn components(shape: &Shape, own: Own) -> Result<Option<HetLayout>, Error> {
     // A whole step asks nothing, and needs no host name either.
-    let hostname = (shape.kind != StepKind::Whole).then(hostname).flatten();
+    let hostname = (shape.kind != StepKind::Whole)
+        .then(short_node_name)
+        .flatten();
     let own = Own {
         hostname: hostname.as_deref(),
         ..own
@@ -38,7 +40,7 @@ pub fn jobs_to_stop(shape: Option<&Shape>, own_job: u32) -> Vec<u32> {
 
 /// The node's name as slurmstepd has it ([`super::process::node_name`]: its NodeName, else the
 /// machine's short host name): it tells apart components of equal shape ([`Own`]).
-pub fn hostname() -> Option<String> {
+pub fn short_node_name() -> Option<String> {
     let name = super::process::node_name()?;
     let short = name.split('.').next()?;
     (!short.is_empty()).then(|| short.to_string())
