@@ -218,9 +218,10 @@ fn a_plan_slurm_contradicts_stops_the_whole_step() {
     let original = std::fs::read_to_string(&conf).unwrap();
     std::fs::write(&conf, "SwitchName=s0 Nodes=n011,n012,n9,n10\n").unwrap();
     let started = std::time::Instant::now();
-    // Each task waits a second before reporting: long enough for the stop to reach it.
+    // Each task waits 10 s before reporting: long enough for the stop to reach it on a loaded
+    // machine (1 s was not, once, in a CI run on 2 cores with two releases' clusters at once).
     let out = sh(&format!(
-        "srun -N4 -n8 --tf-cluster=chief:1,worker:* bash -c 'sleep 1; exec {}'",
+        "srun -N4 -n8 --tf-cluster=chief:1,worker:* bash -c 'sleep 10; exec {}'",
         tool("report.sh")
     ));
     let elapsed = started.elapsed().as_secs_f64();

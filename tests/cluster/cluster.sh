@@ -444,7 +444,11 @@ reconfigure() {
         sleep 0.5
     done
     log "slurmctld did not answer for 60 s after scontrol reconfigure (Slurm's hang, seen on 25.05): restarting it"
-    restart_controller
+    # Jobs run through a reconfigure: the nodes answer again, not idle (waiting for idle, a CI
+    # run's isolation test died here, its job still on n9 and n10, 2026-11-29).
+    restart_slurmctld
+    wait_answering "${NODES[@]}"
+    log "restarted slurmctld"
 }
 
 # unwell: see the usage above. A step whose processes outlive UnkillableStepTimeout drains its
