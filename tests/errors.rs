@@ -103,6 +103,8 @@ fn messages() -> Vec<(Result<()>, &'static str)> {
          "--tf-cluster: chief and master cannot be used together (TensorFlow accepts one or the other); drop master:1 or chief:1"),
         (step_err("ps:1,worker:*,tuner=yes", &[], "a", "3", None),
          "--tf-cluster: tuner=yes makes the chief Keras Tuner's oracle, and the spec has no chief; add chief:1 (e.g. --tf-cluster=chief:1,worker:*,tuner=yes)"),
+        (step_err("chief:1,ps:1,worker:*,torch=yes", &[], "a", "3", None),
+         "--tf-cluster: torch=yes starts PyTorch, whose ranks are all workers, and the spec has chief, ps; write --tf-cluster='worker:*,torch=yes'"),
         (spec("ps:1,worker:3", 3),
          "--tf-cluster asks for 4 tasks (ps:1,worker:3) but the step has 3; change the counts, use '*' for one role, or run srun with -n 4"),
         (spec("chief:1,ps:2,worker:*", 3),
@@ -112,7 +114,7 @@ fn messages() -> Vec<(Result<()>, &'static str)> {
         (spec("master:*,worker:2", 4),
          "--tf-cluster: master:* gives 2 of the step's 4 tasks to master, but TensorFlow allows at most one master; write master:1 and give '*' to worker"),
         (step_err("worker:*,ports=1", &[], "a", "1", None),
-         "--tf-cluster: 'ports' is not a per-job setting; allowed: port_base, gpus, gpu_roles, rpc_layer, end_with_chief, fail_fast, preemption_exit, grpc_proxy_bypass, even_gpus, evaluator_cluster, dtensor, apptainer_env, keras, jax, tuner"),
+         "--tf-cluster: 'ports' is not a per-job setting; allowed: port_base, gpus, gpu_roles, rpc_layer, end_with_chief, fail_fast, preemption_exit, grpc_proxy_bypass, even_gpus, evaluator_cluster, dtensor, apptainer_env, keras, jax, torch, tuner"),
         (step_err("worker:*", &[], "n[1-2", "1", None),
          "hostlist 'n[1-2': '[' without a matching ']'"),
         (step_err("worker:*", &[], "n*\0[1-2]", "1,1", None),
@@ -208,9 +210,9 @@ fn messages() -> Vec<(Result<()>, &'static str)> {
         (step_err("worker:*,apptainer_env=no", &[], &long_names, "1(x10000)", None),
          "TF_CONFIG for 10000 tasks would be 420073 bytes, over Linux's limit of 131072 bytes for one environment variable; use fewer tasks or shorter node addresses"),
         (Settings::from_plugstack(&["port_bsae=9000"]).map(|_| ()),
-         "plugstack.conf: unknown tfcluster setting 'port_bsae'; known: port_base, port_range, port_block, address, gpus, gpu_roles, rpc_layer, end_with_chief, fail_fast, preemption_exit, grpc_proxy_bypass, even_gpus, evaluator_cluster, dtensor, apptainer_env, keras, jax, tuner, isolate"),
+         "plugstack.conf: unknown tfcluster setting 'port_bsae'; known: port_base, port_range, port_block, address, gpus, gpu_roles, rpc_layer, end_with_chief, fail_fast, preemption_exit, grpc_proxy_bypass, even_gpus, evaluator_cluster, dtensor, apptainer_env, keras, jax, torch, tuner, isolate"),
         (Settings::from_plugstack(&["verbose"]).map(|_| ()),
-         "plugstack.conf: unknown tfcluster setting 'verbose'; known: port_base, port_range, port_block, address, gpus, gpu_roles, rpc_layer, end_with_chief, fail_fast, preemption_exit, grpc_proxy_bypass, even_gpus, evaluator_cluster, dtensor, apptainer_env, keras, jax, tuner, isolate"),
+         "plugstack.conf: unknown tfcluster setting 'verbose'; known: port_base, port_range, port_block, address, gpus, gpu_roles, rpc_layer, end_with_chief, fail_fast, preemption_exit, grpc_proxy_bypass, even_gpus, evaluator_cluster, dtensor, apptainer_env, keras, jax, torch, tuner, isolate"),
         (Settings::from_plugstack(&["port_base=http"]).map(|_| ()),
          "plugstack.conf: port_base='http' is invalid: expected a port number 1-65535"),
         (Settings::from_plugstack(&["port_range=3000-2000"]).map(|_| ()),
@@ -240,7 +242,7 @@ fn messages() -> Vec<(Result<()>, &'static str)> {
         (Settings::from_plugstack(&["isolate=on"]).map(|_| ()),
          "plugstack.conf: isolate='on' is invalid: expected yes or no"),
         (step_err("worker:*,isolate=no", &["isolate=yes"], "a", "1", None),
-         "--tf-cluster: 'isolate' is not a per-job setting; allowed: port_base, gpus, gpu_roles, rpc_layer, end_with_chief, fail_fast, preemption_exit, grpc_proxy_bypass, even_gpus, evaluator_cluster, dtensor, apptainer_env, keras, jax, tuner"),
+         "--tf-cluster: 'isolate' is not a per-job setting; allowed: port_base, gpus, gpu_roles, rpc_layer, end_with_chief, fail_fast, preemption_exit, grpc_proxy_bypass, even_gpus, evaluator_cluster, dtensor, apptainer_env, keras, jax, torch, tuner"),
         (plan("worker:*", &["isolate=yes"], &step("n9,n10", "1,1", None))
             .firewall(7, 0, 1000, 0, |a| if a == "n10" { Err("Name or service not known".into()) } else { Ok(vec![[10, 0, 0, 9].into()]) })
             .map(|_| ()),
@@ -390,7 +392,7 @@ macro_rules! variants {
 #[rustfmt::skip]
 variants!(variant, VARIANTS, Error:
     SpecSyntax, EmptySpec, SpecAsProgram, UnknownRole, BadCount, DuplicateRole, SeveralWildcards,
-    SingletonRole, ChiefAndMaster, TunerWithoutChief, UnknownOverride, CountMismatch, NothingLeftForWildcard,
+    SingletonRole, ChiefAndMaster, TunerWithoutChief, TorchRoles, UnknownOverride, CountMismatch, NothingLeftForWildcard,
     SingletonWildcard, Hostlist, CountList, HetSize, HetStepTasks, HetJobId, HetJobNotVouched, HetLayoutsShort,
     HetLayout, HetOwnComponent, NodeCountMismatch,
     TooManyTasks, NoNodes, NodeListedTwice, ArbitraryDistribution, ContainerTooOld,

@@ -341,6 +341,60 @@ pub const APPTAINER_NAMES: &[(&str, [&str; 2])] = &[
             "SINGULARITYENV_KERASTUNER_ORACLE_PORT",
         ],
     ),
+    (
+        "MASTER_ADDR",
+        ["APPTAINERENV_MASTER_ADDR", "SINGULARITYENV_MASTER_ADDR"],
+    ),
+    (
+        "MASTER_PORT",
+        ["APPTAINERENV_MASTER_PORT", "SINGULARITYENV_MASTER_PORT"],
+    ),
+    ("RANK", ["APPTAINERENV_RANK", "SINGULARITYENV_RANK"]),
+    (
+        "WORLD_SIZE",
+        ["APPTAINERENV_WORLD_SIZE", "SINGULARITYENV_WORLD_SIZE"],
+    ),
+    (
+        "LOCAL_RANK",
+        ["APPTAINERENV_LOCAL_RANK", "SINGULARITYENV_LOCAL_RANK"],
+    ),
+    (
+        "LOCAL_WORLD_SIZE",
+        [
+            "APPTAINERENV_LOCAL_WORLD_SIZE",
+            "SINGULARITYENV_LOCAL_WORLD_SIZE",
+        ],
+    ),
+    (
+        "GROUP_RANK",
+        ["APPTAINERENV_GROUP_RANK", "SINGULARITYENV_GROUP_RANK"],
+    ),
+    (
+        "NODE_RANK",
+        ["APPTAINERENV_NODE_RANK", "SINGULARITYENV_NODE_RANK"],
+    ),
+    (
+        "PET_NNODES",
+        ["APPTAINERENV_PET_NNODES", "SINGULARITYENV_PET_NNODES"],
+    ),
+    (
+        "PET_NODE_RANK",
+        ["APPTAINERENV_PET_NODE_RANK", "SINGULARITYENV_PET_NODE_RANK"],
+    ),
+    (
+        "PET_MASTER_ADDR",
+        [
+            "APPTAINERENV_PET_MASTER_ADDR",
+            "SINGULARITYENV_PET_MASTER_ADDR",
+        ],
+    ),
+    (
+        "PET_MASTER_PORT",
+        [
+            "APPTAINERENV_PET_MASTER_PORT",
+            "SINGULARITYENV_PET_MASTER_PORT",
+        ],
+    ),
 ];
 
 /// The Apptainer and SingularityCE names of a variable tfcluster sets (none for another).

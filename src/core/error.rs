@@ -48,6 +48,11 @@ pub enum Error {
          add chief:1 (e.g. --tf-cluster=chief:1,worker:*,tuner=yes)"
     )]
     TunerWithoutChief,
+    #[error(
+        "--tf-cluster: torch=yes starts PyTorch, whose ranks are all workers, and the spec has {roles}; \
+         write --tf-cluster='worker:*,torch=yes'"
+    )]
+    TorchRoles { roles: String },
     #[error("--tf-cluster: '{key}' is not a per-job setting; allowed: {allowed}")]
     UnknownOverride { key: String, allowed: String },
     #[error(

@@ -29,6 +29,7 @@ pub mod spec;
 pub mod text;
 pub mod tf_config;
 pub mod topology;
+pub mod torch;
 pub mod tuner;
 
 pub use container::ContainerStep;

@@ -25,6 +25,7 @@ use super::spec::{Role, RoleTable, Spec};
 use super::text;
 use super::tf_config::{self, Renderers, TfConfigs};
 use super::topology::NodeRanks;
+use super::torch::TorchStep;
 use super::tuner::TunerStep;
 use std::borrow::Cow;
 
@@ -174,6 +175,8 @@ pub struct StepPlan {
     no_grpc_proxy: Option<String>,
     /// With `jax=yes` or `keras=3`: JAX's and Keras's variables ([`super::jax`]).
     jax: Option<JaxStep>,
+    /// With `torch=yes`: PyTorch's variables ([`super::torch`]).
+    torch: Option<TorchStep>,
     /// With `tuner=yes`: the oracle's place ([`super::tuner`]).
     tuner: Option<TunerStep>,
     /// srun handed the task order over in the environment (`-m arbitrary`): each task drops it.
@@ -215,6 +218,7 @@ impl StepPlan {
         };
         let keras3 = settings.keras == Keras::Three;
         let jax = JaxStep::new(settings.jax, keras3, &layout, &endpoints);
+        let torch = TorchStep::new(settings.torch, &roles, &layout, &endpoints)?;
         let tuner = TunerStep::new(settings.tuner, &roles, &layout, &endpoints)?;
         let tf_configs = TfConfigs::new(
             &roles,
@@ -244,6 +248,7 @@ impl StepPlan {
             dtensor_jobs,
             no_grpc_proxy,
             jax,
+            torch,
             tuner,
             task_hosts_passed: step.task_hosts.is_some(),
             ports_reserved: matches!(ports, StepPorts::Reserved(_)),
@@ -381,7 +386,7 @@ impl StepPlan {
 
     /// The whole environment of this node's local task `local` ([`Place`]: the node's place):
     /// its TF_CONFIG (rendered in `renderers`), GPU slice, `no_grpc_proxy`, DTensor variables,
-    /// `TF_USE_LEGACY_KERAS`, JAX's and Keras's variables and Keras Tuner's, and each of them
+    /// `TF_USE_LEGACY_KERAS`, JAX's and Keras's variables, PyTorch's and Keras Tuner's, and each of them
     /// again under the container runtimes' names when `apptainer_env` says so. `task_gpus` is
     /// the task's own `CUDA_VISIBLE_DEVICES` now, `program` the task's argv\[0\].
     pub fn task<'r>(
@@ -435,6 +440,9 @@ impl StepPlan {
                 GpuAction::Leave => None,
             };
             jax.add(&mut set, rank, slice);
+        }
+        if let Some(torch) = &self.torch {
+            torch.add(&mut set, rank, node, slot, gtids.len());
         }
         if let Some(tuner) = &self.tuner {
             tuner.add(&mut set, rank);

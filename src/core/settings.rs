@@ -175,6 +175,13 @@ pub const KEYS: &[Key] = &[
         s.jax = yes_no(v).ok_or(YES_NO)?;
         Ok(())
     } },
+    Key { name: "torch", per_job: true,
+          default: "`no`", values: "`yes`, `no`", example: "`torch=yes`",
+          meaning: "PyTorch across the step's tasks, `init_process_group()` and torchrun with no rendezvous arguments: set `MASTER_ADDR` and `MASTER_PORT` (rank 0's address and its port of the step, where torch's store listens), `RANK`, `WORLD_SIZE`, `LOCAL_RANK`, `LOCAL_WORLD_SIZE`, `GROUP_RANK` and `NODE_RANK` (nodes numbered from rank 0's), and in a step of one task per node torchrun's `PET_NNODES`, `PET_NODE_RANK`, `PET_MASTER_ADDR` and `PET_MASTER_PORT`; they win over the job's own; the spec must be workers alone",
+          set: |s, v| {
+        s.torch = yes_no(v).ok_or(YES_NO)?;
+        Ok(())
+    } },
     Key { name: "tuner", per_job: true,
           default: "`no`", values: "`yes`, `no`", example: "`tuner=yes`",
           meaning: "Keras Tuner's distributed search: the chief is the oracle (`KERASTUNER_TUNER_ID=chief`), every other task a tuner (`tuner0`, `tuner1`, ... in rank order), all with `KERASTUNER_ORACLE_IP` and `KERASTUNER_ORACLE_PORT` (the chief's address and port); the spec needs a chief",
@@ -318,6 +325,8 @@ pub struct Settings {
     pub keras: Keras,
     /// JAX's own multi-process variables ([`super::jax`]); `keras=3` sets them too.
     pub jax: bool,
+    /// PyTorch's `env://` and torchrun's variables ([`super::torch`]).
+    pub torch: bool,
     /// Keras Tuner's distributed search: the chief is the oracle ([`super::tuner`]).
     pub tuner: bool,
     /// Each node of a step lets only the job's own processes on the step's own nodes connect
@@ -346,6 +355,7 @@ impl Default for Settings {
             apptainer_env: ApptainerEnv::Found,
             keras: Keras::Auto,
             jax: false,
+            torch: false,
             tuner: false,
             isolate: false,
         }

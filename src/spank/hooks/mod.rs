@@ -40,9 +40,9 @@ use std::sync::{Mutex, MutexGuard};
 pub const OPTION_NAME: &str = "tf-cluster";
 /// `srun --help`'s line. The argument is optional, so getopt takes it only after `=`: the line
 /// says so, since `--tf-cluster SPEC` would make SPEC the program.
-pub const OPTION_USAGE: &str = "[tfcluster] TF_CONFIG and a GPU share per task for TensorFlow. \
-     Write the =: --tf-cluster=chief:1,ps:2,worker:* (SPEC is ROLE:COUNT,...); no SPEC: every \
-     task a worker; --tf-cluster=off: not this step";
+pub const OPTION_USAGE: &str = "[tfcluster] TF_CONFIG and a GPU share per task for TensorFlow \
+     (PyTorch: --tf-cluster=worker:*,torch=yes). Write the =: --tf-cluster=chief:1,ps:2,worker:* \
+     (SPEC is ROLE:COUNT,...); no SPEC: every task a worker; --tf-cluster=off: not this step";
 
 /// Everything the plugin remembers inside one process (srun, or one slurmstepd and the task
 /// children it forks, which inherit a copy).

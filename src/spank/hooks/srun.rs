@@ -3,7 +3,7 @@
 use super::{settings, state};
 use crate::core::container::{self, ContainerStep};
 use crate::core::layout::{Distribution, TASK_HOSTS_VAR};
-use crate::core::{hostlist, tf_config, tuner, Error, Settings, Spec};
+use crate::core::{hostlist, tf_config, torch, tuner, Error, Settings, Spec};
 use crate::spank::error::{ShellError, ENV_OPTION};
 use crate::spank::ffi;
 use crate::spank::handle::{self, Spank, U32Item};
@@ -112,6 +112,9 @@ fn check_before_launch(
     settings.check_ports_before_launch(tasks, nodes)?;
     if settings.tuner {
         tuner::check(&roles)?;
+    }
+    if settings.torch {
+        torch::check(&roles)?;
     }
     pass_hostfile_order(tasks)?;
     log::verbose(&roles.report());
