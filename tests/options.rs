@@ -237,3 +237,80 @@ fn jax_keras_and_tuner_variables_reach_every_task() {
         assert_eq!(got, want.join(";"), "rank {rank}");
     }
 }
+
+/// A `torch=yes` step: where it runs (before srun, srun's placement), and each rank's host and
+/// exactly the PyTorch and torchrun variables it gets, sorted (`{port}`: rank 0's port of the
+/// step, as its TF_CONFIG endpoint names it).
+struct TorchStep {
+    what: &'static str,
+    before: &'static str,
+    srun: &'static str,
+    ranks: &'static [(&'static str, &'static str)],
+}
+
+const TORCH_HOSTFILE: &str = "torch-hostfile";
+
+#[rustfmt::skip]
+const TORCH_STEPS: &[TorchStep] = &[
+    TorchStep { what: "block", before: "", srun: "-w n9,n10 -N2 -n4 --tf-cluster=worker:*,torch=yes {r}", ranks: &[
+        ("n9",  "GROUP_RANK=0 LOCAL_RANK=0 LOCAL_WORLD_SIZE=2 MASTER_ADDR=n9 MASTER_PORT={port} NODE_RANK=0 RANK=0 WORLD_SIZE=4"),
+        ("n9",  "GROUP_RANK=0 LOCAL_RANK=1 LOCAL_WORLD_SIZE=2 MASTER_ADDR=n9 MASTER_PORT={port} NODE_RANK=0 RANK=1 WORLD_SIZE=4"),
+        ("n10", "GROUP_RANK=1 LOCAL_RANK=0 LOCAL_WORLD_SIZE=2 MASTER_ADDR=n9 MASTER_PORT={port} NODE_RANK=1 RANK=2 WORLD_SIZE=4"),
+        ("n10", "GROUP_RANK=1 LOCAL_RANK=1 LOCAL_WORLD_SIZE=2 MASTER_ADDR=n9 MASTER_PORT={port} NODE_RANK=1 RANK=3 WORLD_SIZE=4")] },
+    TorchStep { what: "cyclic", before: "", srun: "-w n9,n10 -N2 -n4 -m cyclic --tf-cluster=worker:*,torch=yes {r}", ranks: &[
+        ("n9",  "GROUP_RANK=0 LOCAL_RANK=0 LOCAL_WORLD_SIZE=2 MASTER_ADDR=n9 MASTER_PORT={port} NODE_RANK=0 RANK=0 WORLD_SIZE=4"),
+        ("n10", "GROUP_RANK=1 LOCAL_RANK=0 LOCAL_WORLD_SIZE=2 MASTER_ADDR=n9 MASTER_PORT={port} NODE_RANK=1 RANK=1 WORLD_SIZE=4"),
+        ("n9",  "GROUP_RANK=0 LOCAL_RANK=1 LOCAL_WORLD_SIZE=2 MASTER_ADDR=n9 MASTER_PORT={port} NODE_RANK=0 RANK=2 WORLD_SIZE=4"),
+        ("n10", "GROUP_RANK=1 LOCAL_RANK=1 LOCAL_WORLD_SIZE=2 MASTER_ADDR=n9 MASTER_PORT={port} NODE_RANK=1 RANK=3 WORLD_SIZE=4")] },
+    // The host file n10,n9,n10,n9: rank 0 and node 0 on n10, the second of the step's nodes.
+    TorchStep { what: "rank 0 on the second node", before: "SLURM_HOSTFILE={hostfile}", srun: "-n4 -m arbitrary --tf-cluster=worker:*,torch=yes {r}", ranks: &[
+        ("n10", "GROUP_RANK=0 LOCAL_RANK=0 LOCAL_WORLD_SIZE=2 MASTER_ADDR=n10 MASTER_PORT={port} NODE_RANK=0 RANK=0 WORLD_SIZE=4"),
+        ("n9",  "GROUP_RANK=1 LOCAL_RANK=0 LOCAL_WORLD_SIZE=2 MASTER_ADDR=n10 MASTER_PORT={port} NODE_RANK=1 RANK=1 WORLD_SIZE=4"),
+        ("n10", "GROUP_RANK=0 LOCAL_RANK=1 LOCAL_WORLD_SIZE=2 MASTER_ADDR=n10 MASTER_PORT={port} NODE_RANK=0 RANK=2 WORLD_SIZE=4"),
+        ("n9",  "GROUP_RANK=1 LOCAL_RANK=1 LOCAL_WORLD_SIZE=2 MASTER_ADDR=n10 MASTER_PORT={port} NODE_RANK=1 RANK=3 WORLD_SIZE=4")] },
+    // torchrun's shape, with the job's own MASTER_ADDR and MASTER_PORT, which tfcluster's win over.
+    TorchStep { what: "one task per node, the job's own MASTER_*", before: "MASTER_ADDR=n10 MASTER_PORT=1", srun: "-w n9,n10 -N2 -n2 --tf-cluster=worker:*,torch=yes {r}", ranks: &[
+        ("n9",  "GROUP_RANK=0 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR=n9 MASTER_PORT={port} NODE_RANK=0 PET_MASTER_ADDR=n9 PET_MASTER_PORT={port} PET_NNODES=2 PET_NODE_RANK=0 RANK=0 WORLD_SIZE=2"),
+        ("n10", "GROUP_RANK=1 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR=n9 MASTER_PORT={port} NODE_RANK=1 PET_MASTER_ADDR=n9 PET_MASTER_PORT={port} PET_NNODES=2 PET_NODE_RANK=1 RANK=1 WORLD_SIZE=2")] },
+    TorchStep { what: "--export=NONE", before: "", srun: "--export=NONE -w n9,n10 -N2 -n2 --tf-cluster=worker:*,torch=yes {r}", ranks: &[
+        ("n9",  "GROUP_RANK=0 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR=n9 MASTER_PORT={port} NODE_RANK=0 PET_MASTER_ADDR=n9 PET_MASTER_PORT={port} PET_NNODES=2 PET_NODE_RANK=0 RANK=0 WORLD_SIZE=2"),
+        ("n10", "GROUP_RANK=1 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR=n9 MASTER_PORT={port} NODE_RANK=1 PET_MASTER_ADDR=n9 PET_MASTER_PORT={port} PET_NNODES=2 PET_NODE_RANK=1 RANK=1 WORLD_SIZE=2")] },
+    // A heterogeneous step: rank 0 on cpu2 (component 0), the node list cpu2,n9.
+    TorchStep { what: "a heterogeneous step", before: "", srun: "-p cpu -w cpu2 -n1 --tf-cluster=worker:*,torch=yes {r} : -p gpu -w n9 -n2 {r}", ranks: &[
+        ("cpu2", "GROUP_RANK=0 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 MASTER_ADDR=cpu2 MASTER_PORT={port} NODE_RANK=0 RANK=0 WORLD_SIZE=3"),
+        ("n9",   "GROUP_RANK=1 LOCAL_RANK=0 LOCAL_WORLD_SIZE=2 MASTER_ADDR=cpu2 MASTER_PORT={port} NODE_RANK=1 RANK=1 WORLD_SIZE=3"),
+        ("n9",   "GROUP_RANK=1 LOCAL_RANK=1 LOCAL_WORLD_SIZE=2 MASTER_ADDR=cpu2 MASTER_PORT={port} NODE_RANK=1 RANK=2 WORLD_SIZE=3")] },
+];
+
+/// Every task of a `torch=yes` step gets exactly these variables, from the step's real layout,
+/// on every release; tests/torch.rs shows PyTorch and torchrun meeting on them.
+#[test]
+#[ignore = "needs the test cluster: run tests/run.sh"]
+fn torch_variables_follow_the_real_layout() {
+    let hostfile = common::cluster::dir().join(TORCH_HOSTFILE);
+    std::fs::write(&hostfile, "n10\nn9\nn10\nn9\n").unwrap();
+    for step in TORCH_STEPS {
+        let before = step
+            .before
+            .replace("{hostfile}", &hostfile.display().to_string());
+        let srun = step.srun.replace("{r}", &tool("torch_env.sh"));
+        let stdout = sh_ok(&format!("{before} srun {srun}"));
+        let mut tasks = records(&stdout, "T");
+        tasks.sort_by_key(|t| t[0].parse::<u32>().unwrap_or(u32::MAX));
+        let rank_0 = tasks.first().map_or("", |t| t[3]);
+        // {"cluster":{"worker":["HOST:PORT",...
+        let port = rank_0
+            .split_once("\"worker\":[\"")
+            .and_then(|(_, rest)| rest.split_once('"'))
+            .and_then(|(endpoint, _)| endpoint.rsplit_once(':'))
+            .map_or("?", |(_, port)| port);
+        let got: Vec<(&str, &str)> = tasks.iter().map(|t| (t[1], t[2])).collect();
+        let want: Vec<(&str, String)> = step
+            .ranks
+            .iter()
+            .map(|(host, vars)| (*host, vars.replace("{port}", port)))
+            .collect();
+        let want: Vec<(&str, &str)> = want.iter().map(|(h, v)| (*h, v.as_str())).collect();
+        assert_eq!(got, want, "{}:\n{stdout}", step.what);
+    }
+}

@@ -169,7 +169,7 @@ fuzz_start=$SECONDS
 ) &
 fuzz=$!
 # The TensorFlow virtualenvs the chosen releases need (made once per machine).
-python= python_2_15= jax_python=
+python= python_2_15= jax_python= torch_python=
 for release in "${tested[@]}"; do
     if marked "$release" tensorflow && [ -z "$python" ]; then
         python=$(bash tests/tensorflow/setup.sh)
@@ -180,13 +180,16 @@ for release in "${tested[@]}"; do
     if marked "$release" jax && [ -z "$jax_python" ]; then
         jax_python=$(bash tests/jax/setup.sh)
     fi
+    if marked "$release" torch && [ -z "$torch_python" ]; then
+        torch_python=$(bash tests/torch/setup.sh)
+    fi
 done
 step_done virtualenvs
 # The lanes at once, each in a network namespace of its own (tests/release/lane.sh), with its
 # own cluster state directory and cargo target directory (each release rebuilds only tfcluster
 # itself there; two lanes in one directory would rebuild it for each other's release at every
 # suite).
-export TFC_PYTHON=$python TFC_PYTHON_2_15=$python_2_15 TFC_JAX_PYTHON=$jax_python
+export TFC_PYTHON=$python TFC_PYTHON_2_15=$python_2_15 TFC_JAX_PYTHON=$jax_python TFC_TORCH_PYTHON=$torch_python
 # The other lanes' and the other-release builds' target directories start from the crates tfcluster
 # uses as `cargo test` compiled them here (tests/release/seed.sh; not tfcluster's own, which
 # each release compiles against its headers), so that a lane's first build, and the first

@@ -36,7 +36,12 @@ pub fn tool(name: &str) -> String {
     let tools = dir().join("tools");
     COPY.call_once(|| {
         std::fs::create_dir_all(&tools).unwrap();
-        for sub in ["tests/cluster", "tests/tensorflow", "tests/jax"] {
+        for sub in [
+            "tests/cluster",
+            "tests/tensorflow",
+            "tests/jax",
+            "tests/torch",
+        ] {
             let from = Path::new(env!("CARGO_MANIFEST_DIR")).join(sub);
             for entry in std::fs::read_dir(from).unwrap() {
                 let path = entry.unwrap().path();

@@ -50,6 +50,8 @@ REPO=$(cd "$(dirname "$0")/../.." && pwd)
 TF_VENV=${TFC_TF_VENV:-/var/cache/tfcluster/tf-venv}
 # The JAX, Keras 3 and Keras Tuner virtualenv (tests/jax/setup.sh).
 JAX_VENV=${TFC_JAX_VENV:-/var/cache/tfcluster/jax-venv}
+# PyTorch's (tests/torch/setup.sh).
+TORCH_VENV=${TFC_TORCH_VENV:-/var/cache/tfcluster/torch-venv}
 # Everything the test cluster, the install tests and the packaging run inside the root.
 # runc: the OCI runtime of the --container tests (oci.conf in tests/cluster/cluster.sh).
 # nftables: libnftables1, which the plugin loads for isolate=yes, and `nft`, with which the
@@ -268,8 +270,9 @@ up() {
         # The container image of the --container tests (they link it into their bundles).
         make_root bundle
         shared=(/tmp "$REPO")
-        # The TensorFlow virtualenvs: the newest, and others beside it (tf-venv-2.15.1); JAX's.
-        for venv in "$TF_VENV" "$TF_VENV"-* "$JAX_VENV"; do
+        # The TensorFlow virtualenvs: the newest, and others beside it (tf-venv-2.15.1); JAX's
+        # and PyTorch's.
+        for venv in "$TF_VENV" "$TF_VENV"-* "$JAX_VENV" "$TORCH_VENV"; do
             [ -d "$venv" ] && shared+=("$venv")
         done
         # The TensorFlow virtualenvs run on the host's Python 3.11 (one virtualenv serves every

@@ -76,6 +76,10 @@ if has jax; then
     : "${TFC_JAX_PYTHON:?the JAX virtualenv python (tests/jax/setup.sh)}"
     suites+=(jax)
 fi
+if has torch; then
+    : "${TFC_TORCH_PYTHON:?the PyTorch virtualenv python (tests/torch/setup.sh)}"
+    suites+=(torch)
+fi
 if has tensorflow-2.15; then
     export TFC_PYTHON_2_15
     : "${TFC_PYTHON_2_15:?the TensorFlow 2.15 virtualenv python (tests/run.sh makes it)}"
@@ -84,9 +88,9 @@ else
 fi
 has apptainer && suites+=(apptainer)
 # TFC_PART (tests/lanes.tsv, which tests/run.sh's lanes follow): `tensorflow` runs only the
-# suites with real TensorFlow, Keras, JAX and Apptainer, `cluster` every other suite and the
+# suites with real TensorFlow, Keras, JAX, PyTorch and Apptainer, `cluster` every other suite and the
 # topology and scale clusters after them; unset, all of them.
-tf_suites=" tensorflow keras jax apptainer "
+tf_suites=" tensorflow keras jax torch apptainer "
 in_part() {
     case ${TFC_PART:-} in
         tensorflow) [[ $tf_suites == *" $1 "* ]] ;;
