@@ -17,6 +17,9 @@
 #           Apptainer's and SingularityCE's names (three TF_CONFIG-sized variables per task)
 #   jax:    as `option`, with keras=3,tuner=yes: every task also gets JAX's, Keras's and Keras
 #           Tuner's variables (a few dozen bytes: KERAS_DISTRIBUTION_JOB_ADDRESSES is rank 0's endpoint)
+#   workers: the plugin loaded and --tf-cluster=worker:*,apptainer_env=auto given: the option alone,
+#           as a PyTorch step gives it
+#   torch:  as `workers`, with torch=yes: every task also gets PyTorch's and torchrun's variables
 #   isolate: as `option`, with isolate=yes in plugstack.conf: every node installs the step's
 #           firewall (4096 endpoints) before its tasks start and removes it as its slurmstepd exits
 #   packaged: the line the packages install (`optional PLUGIN isolate=yes`, the Makefile's
@@ -42,6 +45,7 @@ step=(-N64 -n4096)
 # one such variable; (h) is the default configuration, (f) both runtimes' names in every task.
 default_spec=--tf-cluster=chief:1,ps:8,worker:*,end_with_chief=no
 spec=$default_spec,apptainer_env=auto
+workers_spec=--tf-cluster=worker:*,apptainer_env=auto
 here=$(cd "$(dirname "$0")" && pwd)
 cd /tmp
 
@@ -69,7 +73,7 @@ idle() { # until every node of the cluster is idle (60 s at most)
 run() { # mode -> prints "wall_ms cpu_ms"
     local s b
     case $1 in
-        option|loaded|apptainer|default|jax) echo "required $plugin" > "$stack" ;;
+        option|loaded|apptainer|default|jax|workers|torch) echo "required $plugin" > "$stack" ;;
         packaged) echo "optional $plugin isolate=yes" > "$stack" ;;
         # port_range covers the ports the test cluster reserves (MpiParams), as a site's must.
         isolate) echo "required $plugin isolate=yes port_range=12000-32767" > "$stack" ;;
@@ -83,6 +87,8 @@ run() { # mode -> prints "wall_ms cpu_ms"
         default|packaged) srun "${step[@]}" "$default_spec" true ;;
         apptainer) srun "${step[@]}" "$default_spec,apptainer_env=always" true ;;
         jax) srun "${step[@]}" "$spec,keras=3,tuner=yes" true ;;
+        workers) srun "${step[@]}" "$workers_spec" true ;;
+        torch) srun "${step[@]}" "$workers_spec,torch=yes" true ;;
         loaded|none|spank) srun "${step[@]}" true ;;
         floor) TFC_FLOOR=$floor srun "${step[@]}" true ;;
     esac
