@@ -87,16 +87,19 @@ struct Psum {
     meet: bool,
     coordinator: &'static str,
     gpus: &'static [&'static str],
+    /// Rank 0's coordinator binds its address alone (`JAX_COORDINATOR_BIND_ADDRESS`): a
+    /// connection to its port at 127.0.0.1 is refused; JAX's default (every interface) takes it.
+    bound: bool,
 }
 
 #[rustfmt::skip]
 const PSUMS: &[Psum] = &[
-    Psum { what: "jax=yes, block placement",                   place: Place::Block,         spec: "worker:*,jax=yes", meet: true,  coordinator: "n9",    gpus: &[] },
-    Psum { what: "jax=yes, rank 0 on the second node",         place: Place::RankZeroOnN10, spec: "worker:*,jax=yes", meet: true,  coordinator: "n10",   gpus: &[] },
+    Psum { what: "jax=yes, block placement",                   place: Place::Block,         spec: "worker:*,jax=yes", meet: true,  coordinator: "n9",    gpus: &[], bound: true },
+    Psum { what: "jax=yes, rank 0 on the second node",         place: Place::RankZeroOnN10, spec: "worker:*,jax=yes", meet: true,  coordinator: "n10",   gpus: &[], bound: true },
     // JAX's own detection dials the first node of SLURM_STEP_NODELIST, where rank 0 is not.
-    Psum { what: "without jax=yes, rank 0 on the second node", place: Place::RankZeroOnN10, spec: "worker:*",         meet: false, coordinator: "",      gpus: &[] },
-    Psum { what: "jax=yes, 2 GPUs a task: JAX uses both",      place: Place::GpuNodes,      spec: "worker:*,jax=yes", meet: true,  coordinator: "n011",  gpus: &["0,1", "0,1", "0,1", "0,1"] },
-    Psum { what: "without jax=yes, 2 GPUs a task: JAX uses one", place: Place::GpuNodes,    spec: "worker:*",         meet: true,  coordinator: "unset", gpus: &["0", "0", "1", "1"] },
+    Psum { what: "without jax=yes, rank 0 on the second node", place: Place::RankZeroOnN10, spec: "worker:*",         meet: false, coordinator: "",      gpus: &[], bound: false },
+    Psum { what: "jax=yes, 2 GPUs a task: JAX uses both",      place: Place::GpuNodes,      spec: "worker:*,jax=yes", meet: true,  coordinator: "n011",  gpus: &["0,1", "0,1", "0,1", "0,1"], bound: true },
+    Psum { what: "without jax=yes, 2 GPUs a task: JAX uses one", place: Place::GpuNodes,    spec: "worker:*",         meet: true,  coordinator: "unset", gpus: &["0", "0", "1", "1"], bound: false },
 ];
 
 /// `jax.distributed.initialize()` with no arguments, then a sum over all 4 processes: each
@@ -134,6 +137,16 @@ fn jax_sums_over_every_process_wherever_rank_0_runs() {
             let host = r[3].rsplit_once(':').map_or(r[3], |(h, _)| h);
             assert_eq!(host, case.coordinator, "{what}");
         }
+        let bind = records(&stdout, "BIND");
+        let want = match case.bound {
+            true => (sums[0][3], "refused"),
+            false => ("unset", "open"),
+        };
+        assert_eq!(
+            bind.iter().map(|r| (r[0], r[1])).collect::<Vec<_>>(),
+            [want],
+            "{what}"
+        );
         if !case.gpus.is_empty() {
             let mut gpus: Vec<&str> = sums.iter().map(|r| r[4]).collect();
             gpus.sort();

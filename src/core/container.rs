@@ -342,6 +342,13 @@ pub const APPTAINER_NAMES: &[(&str, [&str; 2])] = &[
         ],
     ),
     (
+        "JAX_COORDINATOR_BIND_ADDRESS",
+        [
+            "APPTAINERENV_JAX_COORDINATOR_BIND_ADDRESS",
+            "SINGULARITYENV_JAX_COORDINATOR_BIND_ADDRESS",
+        ],
+    ),
+    (
         "MASTER_ADDR",
         ["APPTAINERENV_MASTER_ADDR", "SINGULARITYENV_MASTER_ADDR"],
     ),

@@ -10,7 +10,12 @@
 //! - `JAX_COORDINATOR_ADDRESS`: rank 0's `address:port` (its TF_CONFIG endpoint: a port of the
 //!   step's own block, claimed on its node and covered by `isolate=yes`);
 //! - `JAX_LOCAL_DEVICE_IDS`: `0,...,k-1` for a task whose slice of `k` GPUs tfcluster set, so
-//!   JAX uses the whole slice.
+//!   JAX uses the whole slice;
+//! - `JAX_COORDINATOR_BIND_ADDRESS`, in rank 0's task: the same `address:port`, so that the
+//!   coordinator listens on rank 0's address alone, not on every interface (JAX's default,
+//!   `[::]:port`). Only where rank 0's node resolves its own address to addresses none of
+//!   which is loopback ([`JaxStep::bind`]): Debian's installer maps a host's own name to
+//!   127.0.1.1, and a coordinator bound there would be out of every other node's reach.
 //!
 //! JAX takes the process count and id from Slurm (`SLURM_NTASKS`, `SLURM_PROCID`), which
 //! are right. With `keras=3` every task also gets Keras's own: `KERAS_BACKEND=jax` (the only
@@ -28,9 +33,12 @@ use super::address::Endpoints;
 use super::layout::Layout;
 use super::text;
 use std::borrow::Cow;
+use std::net::IpAddr;
 
 /// rank 0's `address:port`, where JAX's coordinator service listens.
 pub const COORDINATOR: &str = "JAX_COORDINATOR_ADDRESS";
+/// Where rank 0's coordinator listens: its `address:port` ([`JaxStep::bind`]).
+pub const BIND: &str = "JAX_COORDINATOR_BIND_ADDRESS";
 /// The task's GPUs as JAX numbers them (`0,...,k-1` of its `CUDA_VISIBLE_DEVICES`).
 pub const LOCAL_DEVICES: &str = "JAX_LOCAL_DEVICE_IDS";
 /// Keras's backend: `jax`.
@@ -46,6 +54,11 @@ pub const KERAS_PROCESS_ID: &str = "KERAS_DISTRIBUTION_PROCESS_ID";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JaxStep {
     coordinator: String,
+    /// rank 0's node, and its address as TF_CONFIG names it.
+    coordinator_node: usize,
+    coordinator_host: String,
+    /// Rank 0's bind address, once its node has resolved its own address ([`Self::bind`]).
+    bind: Option<String>,
     /// With `keras=3`: the process count.
     keras: Option<String>,
 }
@@ -61,7 +74,32 @@ impl JaxStep {
         let mut coordinator = endpoints.plain(first.0 as usize, first.1 as usize);
         coordinator.push('\0');
         let keras = keras3.then(|| text::decimal_nul(layout.tasks()));
-        Some(JaxStep { coordinator, keras })
+        Some(JaxStep {
+            coordinator,
+            coordinator_node: first.0 as usize,
+            coordinator_host: endpoints.address(first.0 as usize).to_string(),
+            bind: None,
+            keras,
+        })
+    }
+
+    /// On node `node`, which resolves rank 0's address with `resolve` (the node's own
+    /// resolver): when it runs rank 0 and every address the name resolves to is one other
+    /// nodes can reach (none loopback, at least one), rank 0's coordinator binds its
+    /// `address:port` alone. Otherwise JAX's default stays (every interface; `isolate=yes`
+    /// still covers the port). Returns whether it binds.
+    pub fn bind(
+        &mut self,
+        node: usize,
+        resolve: impl FnOnce(&str) -> Result<Vec<IpAddr>, String>,
+    ) -> bool {
+        if node != self.coordinator_node {
+            return false;
+        }
+        let reachable = resolve(&self.coordinator_host)
+            .is_ok_and(|found| !found.is_empty() && found.iter().all(|a| !a.is_loopback()));
+        self.bind = reachable.then(|| self.coordinator.clone());
+        reachable
     }
 
     /// Adds the task's variables to `set`: the coordinator, the GPUs of `gpus` (the slice
@@ -74,6 +112,9 @@ impl JaxStep {
         gpus: Option<&str>,
     ) {
         set.push((COORDINATOR, Cow::Borrowed(&self.coordinator)));
+        if let (0, Some(bind)) = (rank, &self.bind) {
+            set.push((BIND, Cow::Borrowed(bind)));
+        }
         if let Some(ids) = gpus.and_then(local_device_ids) {
             set.push((LOCAL_DEVICES, Cow::Owned(ids + "\0")));
         }
@@ -96,4 +137,74 @@ fn local_device_ids(visible: &str) -> Option<String> {
             .collect::<Vec<_>>()
             .join(",")
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::layout::{Distribution, TaskCounts};
+    use crate::core::ports::StepPorts;
+
+    /// What rank 0's address resolves to on a node: its addresses, or the resolver's error.
+    type Resolved = Result<&'static [&'static str], &'static str>;
+
+    /// (what, the node, what rank 0's address resolves to there, whether the coordinator binds it)
+    #[rustfmt::skip]
+    const BINDS: &[(&str, usize, Resolved, bool)] = &[
+        ("rank 0's node, a routable address",        0, Ok(&["10.0.0.9"]),               true),
+        ("rank 0's node, IPv4 and IPv6",             0, Ok(&["10.0.0.9", "fd00::9"]),    true),
+        ("Debian's 127.0.1.1 for the host's name",   0, Ok(&["127.0.1.1"]),              false),
+        ("a loopback among the addresses",           0, Ok(&["10.0.0.9", "::1"]),        false),
+        ("resolves to nothing",                      0, Ok(&[]),                         false),
+        ("does not resolve",                         0, Err("no such host"),             false),
+        ("another node: only rank 0's binds",        1, Ok(&["10.0.0.10"]),              false),
+    ];
+
+    #[test]
+    fn the_coordinator_binds_rank_0s_address_only_where_others_reach_it() {
+        let hosts = ["a".to_string(), "b".to_string()];
+        let layout =
+            Layout::build(&TaskCounts::from_counts(vec![1, 1]), Distribution::Block).unwrap();
+        let ports = StepPorts::plan(
+            &crate::core::Settings::default().ports(),
+            None,
+            1,
+            0,
+            1,
+            "a",
+        )
+        .unwrap();
+        let endpoints = Endpoints::new(&hosts, &Default::default(), &ports, 1);
+        for &(what, node, resolved, binds) in BINDS {
+            let mut step = JaxStep::new(true, false, &layout, &endpoints).unwrap();
+            let mut asked = None;
+            let bound = step.bind(node, |name| {
+                asked = Some(name.to_string());
+                resolved
+                    .map(|list| list.iter().map(|a| a.parse().unwrap()).collect())
+                    .map_err(str::to_string)
+            });
+            assert_eq!(bound, binds, "{what}");
+            let mut set = Vec::new();
+            step.add(&mut set, 0, None);
+            let bind = set
+                .iter()
+                .find(|(n, _)| *n == BIND)
+                .map(|(_, v)| v.to_string());
+            assert_eq!(bind.is_some(), binds, "{what}");
+            if binds {
+                assert_eq!(asked.as_deref(), Some("a"), "{what}");
+                assert_eq!(
+                    bind.as_deref(),
+                    set.iter()
+                        .find(|(n, _)| *n == COORDINATOR)
+                        .map(|(_, v)| v.as_ref()),
+                    "{what}"
+                );
+            }
+            let mut other = Vec::new();
+            step.add(&mut other, 1, None);
+            assert!(other.iter().all(|(n, _)| *n != BIND), "{what}: rank 1");
+        }
+    }
 }

@@ -336,6 +336,17 @@ impl StepPlan {
             .transpose()
     }
 
+    /// With `jax=yes` or `keras=3`, on node `node`: rank 0's coordinator binds rank 0's address
+    /// alone where the node resolves it (`resolve`) to addresses others reach
+    /// ([`JaxStep::bind`]). Whether it does.
+    pub fn bind_jax_coordinator(
+        &mut self,
+        node: usize,
+        resolve: impl FnOnce(&str) -> std::result::Result<Vec<std::net::IpAddr>, String>,
+    ) -> bool {
+        self.jax.as_mut().is_some_and(|jax| jax.bind(node, resolve))
+    }
+
     /// The ports node `node`'s tasks listen on: what the node claims ([`super::claims`]).
     pub fn node_ports(&self, node: usize) -> Vec<u16> {
         let local = self.layout.node(node).map_or(0, <[u32]>::len);

@@ -170,7 +170,7 @@ pub const KEYS: &[Key] = &[
     } },
     Key { name: "jax", per_job: true,
           default: "`no`", values: "`yes`, `no`", example: "`jax=yes`",
-          meaning: "`jax.distributed.initialize()` with no arguments across the step's tasks: set `JAX_COORDINATOR_ADDRESS` (rank 0's address and its port of the step) and, for a task whose GPU slice tfcluster set, `JAX_LOCAL_DEVICE_IDS` (`0,...,k-1`: the whole slice); JAX takes the process count and id from Slurm",
+          meaning: "`jax.distributed.initialize()` with no arguments across the step's tasks: set `JAX_COORDINATOR_ADDRESS` (rank 0's address and its port of the step; in rank 0's task also `JAX_COORDINATOR_BIND_ADDRESS`, the same, where rank 0's node resolves its address to none but addresses other nodes reach, so the coordinator does not listen on every interface) and, for a task whose GPU slice tfcluster set, `JAX_LOCAL_DEVICE_IDS` (`0,...,k-1`: the whole slice); JAX takes the process count and id from Slurm",
           set: |s, v| {
         s.jax = yes_no(v).ok_or(YES_NO)?;
         Ok(())

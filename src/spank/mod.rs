@@ -15,6 +15,7 @@ pub mod oci;
 pub mod oom;
 pub mod process;
 pub mod regex;
+pub mod resolver;
 pub mod run_dir;
 pub mod runtimes;
 pub mod slurm;

@@ -21,6 +21,7 @@ use crate::spank::log;
 use crate::spank::oci::NodeOci;
 use crate::spank::oom;
 use crate::spank::process;
+use crate::spank::resolver;
 use crate::spank::slurm;
 use crate::spank::sock_diag;
 use crate::spank::step::{gtids, Shape, StepVars};
@@ -145,7 +146,7 @@ fn plan_node(
     let reservation = Reservation::vouched(vars.resv_ports().filter(|_| het.is_none()), || {
         slurm::step_reserved_ports(shape.job_id, shape.step_id)
     })?;
-    let plan = StepPlan::new(
+    let mut plan = StepPlan::new(
         &spec,
         &settings,
         &StepInputs {
@@ -165,6 +166,9 @@ fn plan_node(
         slurm_gave_gpus: env(gpus::SLURM_STEP_GPUS)?.is_some(),
     };
     let place = plan.place(het.as_ref(), &facts)?;
+    if plan.bind_jax_coordinator(place.node, resolver::resolve) {
+        log::debug("jax: rank 0's coordinator binds rank 0's address alone");
+    }
     let verbose = plan::reports_tasks(env("SRUN_DEBUG")?.as_deref());
     let oci = match ffi::CONTAINER_GETS_TASK_ENV {
         true => env(container::BUNDLE_VAR)?.and_then(NodeOci::of_node),

@@ -10,9 +10,9 @@ use crate::spank::error::ShellError;
 use crate::spank::isolation::handover::{self, Handed};
 use crate::spank::isolation::nftables::Nft;
 use crate::spank::log;
+use crate::spank::resolver::resolve;
 use crate::spank::slurm;
 use crate::spank::topology;
-use std::net::{IpAddr, ToSocketAddrs};
 use std::path::Path;
 
 /// The firewall one slurmstepd installed, which [`leave`] replaces when it exits.
@@ -154,15 +154,6 @@ fn tables_clear(
         })
         .collect();
     isolation::tables::check_tables(ports, &tables)
-}
-
-/// The addresses a node's address resolves to (the resolver the node itself uses: getaddrinfo,
-/// so /etc/hosts, DNS, or whatever nsswitch.conf names).
-fn resolve(address: &str) -> Result<Vec<IpAddr>, String> {
-    (address, 0)
-        .to_socket_addrs()
-        .map(|found| found.map(|a| a.ip()).collect())
-        .map_err(|e| e.to_string())
 }
 
 /// slurmstepd, as it exits, its tasks all ended: the step may still run on other nodes, which
