@@ -10,6 +10,8 @@
 //!   (`apptainer_env=auto`): each variable also under `APPTAINERENV_` and `SINGULARITYENV_`;
 //! - **with JAX's, Keras's and Keras Tuner's**: the same with `keras=3` and `tuner=yes` (every
 //!   variable of [`tfcluster::core::jax`] and [`tfcluster::core::tuner`] on top of TF_CONFIG);
+//! - **workers, and with PyTorch's**: `worker:*` (the spec `torch=yes` needs), without and with
+//!   `torch=yes` (every variable of [`tfcluster::core::torch`] on top of TF_CONFIG);
 //! - **copy baseline**: copying a buffer as large as the TF_CONFIG, measured in the same run.
 //!
 //! Prints a table and, with `--json`, one JSON object per line for benches/run.sh.
@@ -89,16 +91,20 @@ fn main() {
     let spec = Spec::parse(Some("chief:1,ps:2,worker:*")).unwrap();
     let admin = Settings::default();
     let keras3 = Settings::from_plugstack(&["keras=3", "tuner=yes"]).unwrap();
+    let workers = Spec::parse(Some("worker:*")).unwrap();
+    let torch = Settings::from_plugstack(&["torch=yes"]).unwrap();
     let gpus = Some("0,1,2,3,4,5,6,7");
     if !json {
         println!(
-            "{:>6} {:>9} {:>16} {:>16} {:>16} {:>16} {:>14} {:>10}",
+            "{:>6} {:>9} {:>16} {:>16} {:>16} {:>16} {:>16} {:>16} {:>14} {:>10}",
             "tasks",
             "bytes",
             "one task cold",
             "plugin per task",
             "with apptainer",
             "keras=3,tuner",
+            "worker:*",
+            "worker:*,torch",
             "copy baseline",
             "ratio"
         );
@@ -127,8 +133,8 @@ fn main() {
         });
         // As slurmstepd does it: the step planned once per node, with the node's buffer made
         // before the tasks fork, shared by the node's tasks; each task renders into it.
-        let per_task_with = |settings: &Settings, program: Option<&str>| {
-            let plan = StepPlan::new(&spec, settings, &inputs(&s)).unwrap();
+        let per_task_of = |spec: &Spec, settings: &Settings, program: Option<&str>| {
+            let plan = StepPlan::new(spec, settings, &inputs(&s)).unwrap();
             let local = plan.layout.node(node).unwrap().len() as u32;
             let place = place_of(&plan, node, gpus);
             let mut renderers = plan.renderers();
@@ -137,15 +143,19 @@ fn main() {
                 env.set.iter().map(|(_, v)| v.len()).sum::<usize>()
             });
             let plan_time = measure(|| {
-                let plan = StepPlan::new(&spec, settings, &inputs(&s)).unwrap();
+                let plan = StepPlan::new(spec, settings, &inputs(&s)).unwrap();
                 (place_of(&plan, node, gpus), plan.renderers())
             });
             plan_time / local + render
         };
+        let per_task_with =
+            |settings: &Settings, program: Option<&str>| per_task_of(&spec, settings, program);
         let per_task = per_task_with(&admin, None);
         let per_apptainer_task = per_task_with(&admin, Some("/usr/bin/apptainer"));
         // Every variable of keras=3 and tuner=yes too.
         let per_keras3_task = per_task_with(&keras3, None);
+        let per_worker_task = per_task_of(&workers, &admin, None);
+        let per_torch_task = per_task_of(&workers, &torch, None);
         let plan = StepPlan::new(&spec, &admin, &inputs(&s)).unwrap();
         let bytes = plan.tf_config(Role::Worker, 0).len();
         let source = vec![b'x'; bytes];
@@ -153,20 +163,24 @@ fn main() {
         let ratio = per_task.as_secs_f64() / copy.as_secs_f64();
         if json {
             println!(
-                "{{\"tasks\":{tasks},\"bytes\":{bytes},\"cold_ns\":{},\"per_task_ns\":{},\"apptainer_ns\":{},\"keras3_ns\":{},\"copy_ns\":{},\"ratio\":{ratio:.2}}}",
+                "{{\"tasks\":{tasks},\"bytes\":{bytes},\"cold_ns\":{},\"per_task_ns\":{},\"apptainer_ns\":{},\"keras3_ns\":{},\"workers_ns\":{},\"torch_ns\":{},\"copy_ns\":{},\"ratio\":{ratio:.2}}}",
                 cold.as_nanos(),
                 per_task.as_nanos(),
                 per_apptainer_task.as_nanos(),
                 per_keras3_task.as_nanos(),
+                per_worker_task.as_nanos(),
+                per_torch_task.as_nanos(),
                 copy.as_nanos()
             );
         } else {
             println!(
-                "{tasks:>6} {bytes:>9} {:>13.1} us {:>13.1} us {:>13.1} us {:>13.1} us {:>11.2} us {ratio:>9.1}x",
+                "{tasks:>6} {bytes:>9} {:>13.1} us {:>13.1} us {:>13.1} us {:>13.1} us {:>13.1} us {:>13.1} us {:>11.2} us {ratio:>9.1}x",
                 cold.as_secs_f64() * 1e6,
                 per_task.as_secs_f64() * 1e6,
                 per_apptainer_task.as_secs_f64() * 1e6,
                 per_keras3_task.as_secs_f64() * 1e6,
+                per_worker_task.as_secs_f64() * 1e6,
+                per_torch_task.as_secs_f64() * 1e6,
                 copy.as_secs_f64() * 1e6,
             );
         }
