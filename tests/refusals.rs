@@ -54,6 +54,7 @@ fn bad_input() -> Vec<BadInput> {
         BadInput { args: "-N1 -n3 --tf-cluster=chief:1,ps:2,worker:*", code: 1,
                    line: srun_error(spec_error("chief:1,ps:2,worker:*", 3)) },
         BadInput { args: "-N1 -n3 --tf-cluster=ps:1,worker:*,tuner=yes", code: 1, line: srun_error(Error::TunerWithoutChief) },
+        BadInput { args: "-N1 -n3 --tf-cluster=chief:1,worker:*,torch=yes", code: 1, line: srun_error(Error::TorchRoles { roles: "chief".into() }) },
         BadInput { args: "-n2 -w n9,n10 -m arbitrary --tf-cluster", code: 1, line: srun_error(Error::ArbitraryDistribution) },
         BadInput { args: "-w n011 -N1 -n2 --gres=gpu:1 --tf-cluster", code: 1,
                    line: node_error("n011", Error::NotEnoughGpus { host: "n011".into(), gpus: 1, tokens: "0".into(), tasks: 2 }) },
