@@ -128,7 +128,9 @@ fn main() {
             let plan = StepPlan::new(&spec, &admin, &inputs(&s)).unwrap();
             let place = place_of(&plan, node, gpus);
             let mut renderers = plan.renderers();
-            let env = plan.task(&place, 0, gpus, None, &mut renderers).unwrap();
+            let env = plan
+                .task(&place, 0, gpus, None, &|_| false, &mut renderers)
+                .unwrap();
             env.set.iter().map(|(_, v)| v.len()).sum::<usize>()
         });
         // As slurmstepd does it: the step planned once per node, with the node's buffer made
@@ -139,7 +141,9 @@ fn main() {
             let place = place_of(&plan, node, gpus);
             let mut renderers = plan.renderers();
             let render = measure(|| {
-                let env = plan.task(&place, 0, gpus, program, &mut renderers).unwrap();
+                let env = plan
+                    .task(&place, 0, gpus, program, &|_| false, &mut renderers)
+                    .unwrap();
                 env.set.iter().map(|(_, v)| v.len()).sum::<usize>()
             });
             let plan_time = measure(|| {

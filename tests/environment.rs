@@ -43,14 +43,14 @@ const CASES: &[Case] = &[
     Case { what: "the node's GPUs split", runtimes: NONE, spec: "worker:*", admin: &["port_base=1000"], nodes: "a",
            tasks_per_node: "2", proxies: &[], gpus: Some("0,1,2,3"), program: None, rank: 1,
            set: &[r#"TF_CONFIG={"cluster":{"worker":["a:1000","a:1001"]},"task":{"type":"worker","index":1}}"#,
-                  "CUDA_VISIBLE_DEVICES=2,3"] },
+                  "CUDA_VISIBLE_DEVICES=2,3", "CUDA_DEVICE_ORDER=PCI_BUS_ID"] },
     Case { what: "gpus=keep: CUDA_VISIBLE_DEVICES untouched", runtimes: NONE, spec: "worker:*", admin: &["port_base=1000", "gpus=keep"],
            nodes: "a", tasks_per_node: "2", proxies: &[], gpus: Some("0,1,2,3"), program: None, rank: 0,
            set: &[r#"TF_CONFIG={"cluster":{"worker":["a:1000","a:1001"]},"task":{"type":"worker","index":0}}"#] },
     Case { what: "a role kept off GPUs gets none", runtimes: NONE, spec: "chief:1,worker:*,gpu_roles=worker", admin: &["port_base=1000"],
            nodes: "a", tasks_per_node: "2", proxies: &[], gpus: Some("0,1"), program: None, rank: 0,
            set: &[r#"TF_CONFIG={"cluster":{"chief":["a:1000"],"worker":["a:1001"]},"task":{"type":"chief","index":0}}"#,
-                  "CUDA_VISIBLE_DEVICES="] },
+                  "CUDA_VISIBLE_DEVICES=", "CUDA_DEVICE_ORDER=PCI_BUS_ID"] },
     Case { what: "a proxy: gRPC bypasses it for the cluster", runtimes: NONE, spec: "worker:*", admin: &["port_base=1000"],
            nodes: "a,b", tasks_per_node: "1(x2)", proxies: &[("https_proxy", "http://p:3128"), ("no_proxy", ".site")],
            gpus: None, program: None, rank: 0,
@@ -70,7 +70,7 @@ const CASES: &[Case] = &[
     Case { what: "everything at once", runtimes: NONE, spec: "worker:*,dtensor=yes", admin: &["port_base=1000"], nodes: "a",
            tasks_per_node: "2", proxies: &[("grpc_proxy", "x")], gpus: Some("5,7"), program: None, rank: 0,
            set: &[r#"TF_CONFIG={"cluster":{"worker":["a:1000","a:1001"]},"task":{"type":"worker","index":0}}"#,
-                  "CUDA_VISIBLE_DEVICES=5", "no_grpc_proxy=a", "DTENSOR_JOBS=a:1000,a:1001", "DTENSOR_CLIENT_ID=0"] },
+                  "CUDA_VISIBLE_DEVICES=5", "CUDA_DEVICE_ORDER=PCI_BUS_ID", "no_grpc_proxy=a", "DTENSOR_JOBS=a:1000,a:1001", "DTENSOR_CLIENT_ID=0"] },
     Case { what: "keras=2: tf.keras is Keras 2 (tf_keras) in every task", runtimes: NONE, spec: "chief:1,worker:*,keras=2", admin: &["port_base=1000"],
            nodes: "a", tasks_per_node: "2", proxies: &[], gpus: None, program: None, rank: 1,
            set: &[r#"TF_CONFIG={"cluster":{"chief":["a:1000"],"worker":["a:1001"]},"task":{"type":"worker","index":0}}"#,
@@ -82,15 +82,15 @@ const CASES: &[Case] = &[
     Case { what: "jax=yes with a GPU slice: JAX uses the whole slice", runtimes: NONE, spec: "worker:*,jax=yes", admin: &["port_base=1000"],
            nodes: "a", tasks_per_node: "2", proxies: &[], gpus: Some("0,1,2,3"), program: None, rank: 1,
            set: &[r#"TF_CONFIG={"cluster":{"worker":["a:1000","a:1001"]},"task":{"type":"worker","index":1}}"#,
-                  "CUDA_VISIBLE_DEVICES=2,3", "JAX_COORDINATOR_ADDRESS=a:1000", "JAX_LOCAL_DEVICE_IDS=0,1"] },
+                  "CUDA_VISIBLE_DEVICES=2,3", "CUDA_DEVICE_ORDER=PCI_BUS_ID", "JAX_COORDINATOR_ADDRESS=a:1000", "JAX_LOCAL_DEVICE_IDS=0,1"] },
     Case { what: "jax=yes, a role kept off GPUs: no device ids", runtimes: NONE, spec: "chief:1,worker:*,gpu_roles=worker,jax=yes", admin: &["port_base=1000"],
            nodes: "a", tasks_per_node: "2", proxies: &[], gpus: Some("0,1"), program: None, rank: 0,
            set: &[r#"TF_CONFIG={"cluster":{"chief":["a:1000"],"worker":["a:1001"]},"task":{"type":"chief","index":0}}"#,
-                  "CUDA_VISIBLE_DEVICES=", "JAX_COORDINATOR_ADDRESS=a:1000"] },
+                  "CUDA_VISIBLE_DEVICES=", "CUDA_DEVICE_ORDER=PCI_BUS_ID", "JAX_COORDINATOR_ADDRESS=a:1000"] },
     Case { what: "keras=3: Keras's three and JAX's own", runtimes: NONE, spec: "worker:*,keras=3", admin: &["port_base=1000"],
            nodes: "a,b", tasks_per_node: "1(x2)", proxies: &[], gpus: Some("0"), program: None, rank: 1,
            set: &[r#"TF_CONFIG={"cluster":{"worker":["a:1000","b:1000"]},"task":{"type":"worker","index":1}}"#,
-                  "CUDA_VISIBLE_DEVICES=0", "JAX_COORDINATOR_ADDRESS=a:1000", "JAX_LOCAL_DEVICE_IDS=0", "KERAS_BACKEND=jax",
+                  "CUDA_VISIBLE_DEVICES=0", "CUDA_DEVICE_ORDER=PCI_BUS_ID", "JAX_COORDINATOR_ADDRESS=a:1000", "JAX_LOCAL_DEVICE_IDS=0", "KERAS_BACKEND=jax",
                   "KERAS_DISTRIBUTION_JOB_ADDRESSES=a:1000", "KERAS_DISTRIBUTION_NUM_PROCESSES=2",
                   "KERAS_DISTRIBUTION_PROCESS_ID=1"] },
     Case { what: "torch=yes: torch's env:// variables from the real layout", runtimes: NONE, spec: "worker:*,torch=yes", admin: &["port_base=1000"],
@@ -101,7 +101,7 @@ const CASES: &[Case] = &[
     Case { what: "torch=yes, one task per node: torchrun's flags too, the node's GPUs", runtimes: NONE, spec: "worker:*,torch=yes",
            admin: &["port_base=1000", "address=%h-ib"], nodes: "a,b", tasks_per_node: "1(x2)", proxies: &[], gpus: Some("0,1"), program: None, rank: 1,
            set: &[r#"TF_CONFIG={"cluster":{"worker":["a-ib:1000","b-ib:1000"]},"task":{"type":"worker","index":1}}"#,
-                  "CUDA_VISIBLE_DEVICES=0,1", "MASTER_ADDR=a-ib", "MASTER_PORT=1000", "RANK=1", "WORLD_SIZE=2", "LOCAL_RANK=0",
+                  "CUDA_VISIBLE_DEVICES=0,1", "CUDA_DEVICE_ORDER=PCI_BUS_ID", "MASTER_ADDR=a-ib", "MASTER_PORT=1000", "RANK=1", "WORLD_SIZE=2", "LOCAL_RANK=0",
                   "LOCAL_WORLD_SIZE=1", "GROUP_RANK=1", "NODE_RANK=1", "PET_NNODES=2", "PET_NODE_RANK=1",
                   "PET_MASTER_ADDR=a-ib", "PET_MASTER_PORT=1000"] },
     Case { what: "tuner=yes: the chief is the oracle", runtimes: NONE, spec: "chief:1,worker:*,tuner=yes", admin: &["port_base=1000"],
@@ -136,9 +136,9 @@ const CASES: &[Case] = &[
     Case { what: "Apptainer on the node: each variable under its name too", runtimes: APPTAINER, spec: "worker:*", admin: &["port_base=1000"],
            nodes: "a", tasks_per_node: "2", proxies: &[], gpus: Some("0,1,2,3"), program: Some("/usr/bin/apptainer"), rank: 1,
            set: &[r#"TF_CONFIG={"cluster":{"worker":["a:1000","a:1001"]},"task":{"type":"worker","index":1}}"#,
-                  "CUDA_VISIBLE_DEVICES=2,3",
+                  "CUDA_VISIBLE_DEVICES=2,3", "CUDA_DEVICE_ORDER=PCI_BUS_ID",
                   r#"APPTAINERENV_TF_CONFIG={"cluster":{"worker":["a:1000","a:1001"]},"task":{"type":"worker","index":1}}"#,
-                  "APPTAINERENV_CUDA_VISIBLE_DEVICES=2,3"] },
+                  "APPTAINERENV_CUDA_VISIBLE_DEVICES=2,3", "APPTAINERENV_CUDA_DEVICE_ORDER=PCI_BUS_ID"] },
     Case { what: "SingularityCE on the node, with every variable", runtimes: SINGULARITY_CE, spec: "worker:*,dtensor=yes,keras=2", admin: &["port_base=1000"], nodes: "a",
            tasks_per_node: "1", proxies: &[("http_proxy", "x")], gpus: None, program: Some("singularity"), rank: 0,
            set: &[r#"TF_CONFIG={"cluster":{"worker":["a:1000"]},"task":{"type":"worker","index":0}}"#,
@@ -150,10 +150,10 @@ const CASES: &[Case] = &[
            admin: &["port_base=1000"], nodes: "a", tasks_per_node: "2", proxies: &[], gpus: Some("0"),
            program: Some("apptainer"), rank: 0,
            set: &[r#"TF_CONFIG={"cluster":{"chief":["a:1000"],"worker":["a:1001"]},"task":{"type":"chief","index":0}}"#,
-                  "CUDA_VISIBLE_DEVICES=",
+                  "CUDA_VISIBLE_DEVICES=", "CUDA_DEVICE_ORDER=PCI_BUS_ID",
                   r#"APPTAINERENV_TF_CONFIG={"cluster":{"chief":["a:1000"],"worker":["a:1001"]},"task":{"type":"chief","index":0}}"#,
                   r#"SINGULARITYENV_TF_CONFIG={"cluster":{"chief":["a:1000"],"worker":["a:1001"]},"task":{"type":"chief","index":0}}"#,
-                  "APPTAINERENV_CUDA_VISIBLE_DEVICES=", "SINGULARITYENV_CUDA_VISIBLE_DEVICES="] },
+                  "APPTAINERENV_CUDA_VISIBLE_DEVICES=", "SINGULARITYENV_CUDA_VISIBLE_DEVICES=", "APPTAINERENV_CUDA_DEVICE_ORDER=PCI_BUS_ID", "SINGULARITYENV_CUDA_DEVICE_ORDER=PCI_BUS_ID"] },
     Case { what: "apptainer_env=no: apptainer gets the plain variables only", runtimes: APPTAINER, spec: "worker:*,apptainer_env=no",
            admin: &["port_base=1000"], nodes: "a", tasks_per_node: "1", proxies: &[], gpus: None,
            program: Some("/usr/bin/apptainer"), rank: 0,
@@ -165,13 +165,13 @@ const CASES: &[Case] = &[
     Case { what: "the default, python itself: the names too (it may start apptainer later)", runtimes: APPTAINER, spec: "worker:*,keras=2", admin: &["port_base=1000"],
            nodes: "a", tasks_per_node: "1", proxies: &[], gpus: Some("0"), program: None, rank: 0,
            set: &[r#"TF_CONFIG={"cluster":{"worker":["a:1000"]},"task":{"type":"worker","index":0}}"#,
-                  "CUDA_VISIBLE_DEVICES=0", "TF_USE_LEGACY_KERAS=1",
+                  "CUDA_VISIBLE_DEVICES=0", "CUDA_DEVICE_ORDER=PCI_BUS_ID", "TF_USE_LEGACY_KERAS=1",
                   r#"APPTAINERENV_TF_CONFIG={"cluster":{"worker":["a:1000"]},"task":{"type":"worker","index":0}}"#,
-                  "APPTAINERENV_CUDA_VISIBLE_DEVICES=0", "APPTAINERENV_TF_USE_LEGACY_KERAS=1"] },
+                  "APPTAINERENV_CUDA_VISIBLE_DEVICES=0", "APPTAINERENV_CUDA_DEVICE_ORDER=PCI_BUS_ID", "APPTAINERENV_TF_USE_LEGACY_KERAS=1"] },
     Case { what: "the default, no runtime on the node: nothing more, even for a program named apptainer", runtimes: NONE, spec: "worker:*", admin: &["port_base=1000"],
            nodes: "a", tasks_per_node: "1", proxies: &[], gpus: Some("0"), program: Some("/opt/site/bin/apptainer"), rank: 0,
            set: &[r#"TF_CONFIG={"cluster":{"worker":["a:1000"]},"task":{"type":"worker","index":0}}"#,
-                  "CUDA_VISIBLE_DEVICES=0"] },
+                  "CUDA_VISIBLE_DEVICES=0", "CUDA_DEVICE_ORDER=PCI_BUS_ID"] },
     Case { what: "always: both names where no runtime was found", runtimes: NONE, spec: "worker:*,apptainer_env=always", admin: &["port_base=1000"],
            nodes: "a", tasks_per_node: "1", proxies: &[], gpus: None, program: Some("./run-in-image.sh"), rank: 0,
            set: &[r#"TF_CONFIG={"cluster":{"worker":["a:1000"]},"task":{"type":"worker","index":0}}"#,
@@ -232,7 +232,14 @@ fn the_task_order_hand_over_is_removed() {
         let (node, slot) = where_is(&plan, 0);
         let mut renderers = plan.renderers();
         let env = plan
-            .task(&place(&plan, node, None), slot, None, None, &mut renderers)
+            .task(
+                &place(&plan, node, None),
+                slot,
+                None,
+                None,
+                &|_| false,
+                &mut renderers,
+            )
             .unwrap();
         assert_eq!(env.unset, *unset, "{dist:?}");
     }
@@ -265,5 +272,57 @@ fn apptainer_names_are_the_prefixed_names() {
                 format!("SINGULARITYENV_{name}")
             ]
         );
+    }
+}
+
+/// (what, the names the job's environment sets itself, the variables tfcluster only defaults
+/// that the task gets): each gives way to the job's own, by itself. The node `a` resolves its
+/// address to 10.1.0.9, which its interface `ib0` holds.
+#[rustfmt::skip]
+const DEFAULTS: &[(&str, &[&str], &[&str])] = &[
+    ("none of its own",     &[],                     &["CUDA_DEVICE_ORDER=PCI_BUS_ID", "NCCL_SOCKET_IFNAME=ib0", "GLOO_SOCKET_IFNAME=ib0"]),
+    ("its own GPU order",   &["CUDA_DEVICE_ORDER"],  &["NCCL_SOCKET_IFNAME=ib0", "GLOO_SOCKET_IFNAME=ib0"]),
+    ("its own NCCL",        &["NCCL_SOCKET_IFNAME"], &["CUDA_DEVICE_ORDER=PCI_BUS_ID", "GLOO_SOCKET_IFNAME=ib0"]),
+    ("its own gloo",        &["GLOO_SOCKET_IFNAME"], &["CUDA_DEVICE_ORDER=PCI_BUS_ID", "NCCL_SOCKET_IFNAME=ib0"]),
+];
+
+#[test]
+fn the_gpu_order_and_the_collectives_interface_give_way_to_the_jobs_own() {
+    let step = StepInputs {
+        nodelist: "a",
+        tasks_per_node: "1",
+        job_id: 7,
+        ..Default::default()
+    };
+    let mut plan = common::plan("worker:*", &["port_base=1000"], &step);
+    let interfaces = [
+        ("lo".to_string(), "127.0.0.1".parse().unwrap()),
+        ("ib0".to_string(), "10.1.0.9".parse().unwrap()),
+    ];
+    let note =
+        plan.find_collectives_interface(0, |_| Ok(vec!["10.1.0.9".parse().unwrap()]), &interfaces);
+    assert_eq!(
+        note.as_deref(),
+        Some("node a: the collectives use ib0, which holds a (NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME)")
+    );
+    for (what, own, want) in DEFAULTS {
+        let mut renderers = plan.renderers();
+        let env = plan
+            .task(
+                &place(&plan, 0, Some("0")),
+                0,
+                Some("0"),
+                None,
+                &|name| own.contains(&name),
+                &mut renderers,
+            )
+            .unwrap();
+        let got: Vec<String> = env
+            .set
+            .iter()
+            .filter(|(name, _)| tfcluster::core::plan::DEFAULTED.contains(name))
+            .map(|(name, value)| format!("{name}={}", value.trim_end_matches('\0')))
+            .collect();
+        assert_eq!(got, *want, "{what}");
     }
 }

@@ -206,8 +206,8 @@ fn grpc_bypasses_a_proxy_for_the_cluster() {
 }
 
 /// Every task of a `keras=3,tuner=yes` step on the two GPU nodes gets exactly the JAX, Keras and
-/// Keras Tuner variables the core gives its rank (with the ports Slurm reserved for the step),
-/// on every release; tests/jax.rs shows the libraries reading them.
+/// Keras Tuner variables the core gives its rank (with the ports Slurm reserved for the step,
+/// and rank 0's coordinator bound to its address), on every release; tests/jax.rs shows the libraries reading them.
 #[test]
 #[ignore = "needs the test cluster: run tests/run.sh"]
 fn jax_keras_and_tuner_variables_reach_every_task() {
@@ -226,7 +226,9 @@ fn jax_keras_and_tuner_variables_reach_every_task() {
         inputs.job_id = job.parse().unwrap();
         inputs.step_id = step.parse().unwrap();
         inputs.resv_ports = (ports != "-").then_some(ports);
-        let plan = plan(spec, CLUSTER_SETTINGS, &inputs);
+        let mut plan = plan(spec, CLUSTER_SETTINGS, &inputs);
+        // n011, rank 0's node, resolves its name to its own address, which other nodes reach.
+        plan.bind_jax_coordinator(0, |_| Ok(vec![std::net::Ipv4Addr::new(10, 0, 0, 1).into()]));
         let gpus = Some("0,1,2,3");
         let mut want: Vec<String> =
             environment_running(&plan, rank.parse().unwrap(), gpus, gpus, None)
@@ -312,5 +314,45 @@ fn torch_variables_follow_the_real_layout() {
             .collect();
         let want: Vec<(&str, &str)> = want.iter().map(|(h, v)| (*h, v.as_str())).collect();
         assert_eq!(got, want, "{}:\n{stdout}", step.what);
+    }
+}
+
+/// (what, the job's environment, srun's arguments, what every task has: CUDA_DEVICE_ORDER,
+/// NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME, `-` when unset). Each node's one interface is
+/// `eth0` (tests/cluster/cluster.sh), which holds the node's address.
+#[rustfmt::skip]
+const DEFAULTED: &[(&str, &str, &str, &str)] = &[
+    ("GPUs split",                 "",                                               "-w n011 -N1 -n2 --gres=gpu:4 --tf-cluster",                       "PCI_BUS_ID|eth0|eth0"),
+    ("the job's own win",          "CUDA_DEVICE_ORDER=FASTEST_FIRST NCCL_SOCKET_IFNAME=ib9", "-w n011 -N1 -n2 --gres=gpu:4 --tf-cluster",               "FASTEST_FIRST|ib9|eth0"),
+    ("socket_ifname=no",           "",                                               "-w n011 -N1 -n2 --gres=gpu:4 --tf-cluster=worker:*,socket_ifname=no", "PCI_BUS_ID|-|-"),
+    ("a node without GPUs",        "",                                               "-p cpu -w cpu1 -N1 -n2 --tf-cluster",                             "-|eth0|eth0"),
+    ("without the option",         "",                                               "-w n011 -N1 -n2 --gres=gpu:4",                                    "-|-|-"),
+];
+
+/// The variables tfcluster only defaults: the GPUs' order wherever it sets the GPUs, the
+/// collectives' interface on every node, each unless the job sets its own; `srun -v` names the
+/// interface on each node.
+#[test]
+#[ignore = "needs the test cluster: run tests/run.sh"]
+fn gpu_order_and_the_collectives_interface() {
+    for (what, env, args, want) in DEFAULTED {
+        let stdout = sh_ok(&format!(
+            "{env} srun {args} sh -c 'echo \"D|${{CUDA_DEVICE_ORDER--}}|${{NCCL_SOCKET_IFNAME--}}|${{GLOO_SOCKET_IFNAME--}}\"'"
+        ));
+        let got: Vec<String> = records(&stdout, "D").iter().map(|r| r.join("|")).collect();
+        assert_eq!(got, vec![want.to_string(); 2], "{what}: srun {args}");
+    }
+    let run = sh(&format!(
+        "srun -v -w n011,n012 -N2 -n2 --tf-cluster {}",
+        tool("report.sh")
+    ));
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    let release = release::current();
+    for node in ["n011", "n012"] {
+        let line = format!("tfcluster: node {node}: the collectives use eth0, which holds {node} (NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME)");
+        assert!(
+            release.printed(&stderr, &line),
+            "expected {line:?} in:\n{stderr}"
+        );
     }
 }

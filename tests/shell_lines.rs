@@ -44,6 +44,7 @@ fn each_task_reports_what_it_got_under_srun_v() {
                 slot,
                 r.gpus,
                 None,
+                &|_| false,
                 &mut renderers,
             )
             .unwrap();

@@ -342,6 +342,27 @@ pub const APPTAINER_NAMES: &[(&str, [&str; 2])] = &[
         ],
     ),
     (
+        "CUDA_DEVICE_ORDER",
+        [
+            "APPTAINERENV_CUDA_DEVICE_ORDER",
+            "SINGULARITYENV_CUDA_DEVICE_ORDER",
+        ],
+    ),
+    (
+        "NCCL_SOCKET_IFNAME",
+        [
+            "APPTAINERENV_NCCL_SOCKET_IFNAME",
+            "SINGULARITYENV_NCCL_SOCKET_IFNAME",
+        ],
+    ),
+    (
+        "GLOO_SOCKET_IFNAME",
+        [
+            "APPTAINERENV_GLOO_SOCKET_IFNAME",
+            "SINGULARITYENV_GLOO_SOCKET_IFNAME",
+        ],
+    ),
+    (
         "JAX_COORDINATOR_BIND_ADDRESS",
         [
             "APPTAINERENV_JAX_COORDINATOR_BIND_ADDRESS",

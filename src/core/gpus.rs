@@ -11,6 +11,13 @@ use super::spec::{Role, RoleTable};
 
 /// The variable CUDA reads: Slurm's GPUs for the step (or the task) in, the task's slice out.
 pub const VAR: &str = "CUDA_VISIBLE_DEVICES";
+/// The order CUDA numbers GPUs in. Slurm numbers them in PCI bus order (NVML's), and its
+/// documentation says `CUDA_DEVICE_ORDER=PCI_BUS_ID` must be set for CUDA to number them the
+/// same; Slurm does not set it, and CUDA's default (fastest first) then makes a task on a node
+/// with mixed GPUs drive a GPU it was not given.
+pub const DEVICE_ORDER: &str = "CUDA_DEVICE_ORDER";
+/// [`DEVICE_ORDER`]'s value that is Slurm's order, NUL-terminated.
+pub const PCI_BUS_ORDER: &str = "PCI_BUS_ID\0";
 /// Slurm's own list of the step's GPUs on a node: gres/gpu sets it beside [`VAR`], and only
 /// where the step has GPUs.
 pub const SLURM_STEP_GPUS: &str = "SLURM_STEP_GPUS";

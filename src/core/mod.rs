@@ -7,6 +7,7 @@
 pub mod address;
 pub mod check;
 pub mod claims;
+pub mod collectives;
 pub mod container;
 pub mod ending;
 pub mod error;

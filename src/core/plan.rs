@@ -7,6 +7,7 @@
 //! in its own module; [`StepPlan::new`] only composes them.
 
 use super::address::Endpoints;
+use super::collectives;
 use super::container::{self, ApptainerEnv, Runtimes};
 use super::ending::{Decider, EndPolicy, StepEnd, WorkerSeen};
 use super::error::{Error, Result};
@@ -28,6 +29,10 @@ use super::topology::NodeRanks;
 use super::torch::TorchStep;
 use super::tuner::TunerStep;
 use std::borrow::Cow;
+
+/// The variables tfcluster sets only where the task's environment has none of its own: the
+/// order CUDA numbers GPUs in, and the collectives' interface.
+pub const DEFAULTED: [&str; 3] = [gpus::DEVICE_ORDER, collectives::NCCL, collectives::GLOO];
 
 /// What a task loses when srun handed the task order over (`-m arbitrary`): it is not for the
 /// program.
@@ -179,6 +184,9 @@ pub struct StepPlan {
     torch: Option<TorchStep>,
     /// With `tuner=yes`: the oracle's place ([`super::tuner`]).
     tuner: Option<TunerStep>,
+    /// With `socket_ifname=yes`: this node's interface for the collectives, once the node has
+    /// found it ([`Self::find_collectives_interface`]).
+    collectives_ifname: Option<String>,
     /// srun handed the task order over in the environment (`-m arbitrary`): each task drops it.
     task_hosts_passed: bool,
     /// The ports are Slurm's reservation for the step (`SLURM_STEP_RESV_PORTS`).
@@ -250,6 +258,7 @@ impl StepPlan {
             jax,
             torch,
             tuner,
+            collectives_ifname: None,
             task_hosts_passed: step.task_hosts.is_some(),
             ports_reserved: matches!(ports, StepPorts::Reserved(_)),
             runtimes: step.runtimes,
@@ -347,6 +356,38 @@ impl StepPlan {
         self.jax.as_mut().is_some_and(|jax| jax.bind(node, resolve))
     }
 
+    /// With `socket_ifname=yes`, on node `node`: the interface its tasks' collectives use, the
+    /// one that holds the node's address as the node resolves it (`resolve`), among the node's
+    /// `interfaces` ([`collectives::interface`]). The line `srun -v` prints for the node.
+    pub fn find_collectives_interface(
+        &mut self,
+        node: usize,
+        resolve: impl FnOnce(&str) -> std::result::Result<Vec<std::net::IpAddr>, String>,
+        interfaces: &[(String, std::net::IpAddr)],
+    ) -> Option<String> {
+        if !self.settings.socket_ifname {
+            return None;
+        }
+        let host = &self.hosts[node];
+        let address = self.endpoints.address(node);
+        match collectives::interface(&resolve(address), interfaces) {
+            Ok(ifname) => {
+                let line = format!(
+                    "node {host}: the collectives use {ifname}, which holds {address} ({} and {})",
+                    collectives::NCCL,
+                    collectives::GLOO
+                );
+                self.collectives_ifname = Some(ifname + "\0");
+                Some(line)
+            }
+            Err(why) => Some(format!(
+                "node {host}: {} and {} not set: {why}; NCCL and gloo choose",
+                collectives::NCCL,
+                collectives::GLOO
+            )),
+        }
+    }
+
     /// The ports node `node`'s tasks listen on: what the node claims ([`super::claims`]).
     pub fn node_ports(&self, node: usize) -> Vec<u16> {
         let local = self.layout.node(node).map_or(0, <[u32]>::len);
@@ -399,13 +440,16 @@ impl StepPlan {
     /// its TF_CONFIG (rendered in `renderers`), GPU slice, `no_grpc_proxy`, DTensor variables,
     /// `TF_USE_LEGACY_KERAS`, JAX's and Keras's variables, PyTorch's and Keras Tuner's, and each of them
     /// again under the container runtimes' names when `apptainer_env` says so. `task_gpus` is
-    /// the task's own `CUDA_VISIBLE_DEVICES` now, `program` the task's argv\[0\].
+    /// the task's own `CUDA_VISIBLE_DEVICES` now, `program` the task's argv\[0\], `own` whether
+    /// the task's environment has its own value of a name: the variables tfcluster only
+    /// defaults ([`DEFAULTED`]) are set only where it has none.
     pub fn task<'r>(
         &'r self,
         place: &Place,
         local: usize,
         task_gpus: Option<&str>,
         program: Option<&str>,
+        own: &dyn Fn(&str) -> bool,
         renderers: &'r mut Renderers,
     ) -> Result<TaskEnv<'r>> {
         let node = place.node;
@@ -431,6 +475,16 @@ impl StepPlan {
         ));
         if let GpuAction::Set(value) = &gpus {
             set.push((gpus::VAR, with_nul(value.clone())));
+            if !own(gpus::DEVICE_ORDER) {
+                set.push((gpus::DEVICE_ORDER, Cow::Borrowed(gpus::PCI_BUS_ORDER)));
+            }
+        }
+        if let Some(ifname) = &self.collectives_ifname {
+            for name in [collectives::NCCL, collectives::GLOO] {
+                if !own(name) {
+                    set.push((name, Cow::Borrowed(ifname.as_str())));
+                }
+            }
         }
         if let Some(value) = &self.no_grpc_proxy {
             set.push((proxy::VAR, Cow::Borrowed(value.as_str())));

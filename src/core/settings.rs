@@ -189,6 +189,13 @@ pub const KEYS: &[Key] = &[
         s.tuner = yes_no(v).ok_or(YES_NO)?;
         Ok(())
     } },
+    Key { name: "socket_ifname", per_job: true,
+          default: "`yes`", values: "`yes`, `no`", example: "`socket_ifname=no`",
+          meaning: "set `NCCL_SOCKET_IFNAME` and `GLOO_SOCKET_IFNAME` in every task to the node's interface that holds its step address (the one TF_CONFIG and `address=` name, as the node resolves it), so the collectives use the network the step's servers use; none where that address resolves to a loopback address, to no interface or to two, nor in a task whose job sets its own",
+          set: |s, v| {
+        s.socket_ifname = yes_no(v).ok_or(YES_NO)?;
+        Ok(())
+    } },
     Key { name: "isolate", per_job: false,
           default: "`no`", values: "`yes`, `no`", example: "`isolate=yes`",
           meaning: "plugstack.conf only: each node of a step admits connections to the step's TensorFlow ports only from the job's uid on the step's nodes, at the node's own step address, through an nftables table its slurmstepd owns; needs libnftables on the nodes, and `port_range` covering tfcluster's own ports and `port_base` (Slurm's reserved ports need not be). The code's default is `no`; the packaged snippet turns it on (see [Security](#security))",
@@ -327,6 +334,9 @@ pub struct Settings {
     pub jax: bool,
     /// PyTorch's `env://` and torchrun's variables ([`super::torch`]).
     pub torch: bool,
+    /// The collectives' interface, `NCCL_SOCKET_IFNAME` and `GLOO_SOCKET_IFNAME`
+    /// ([`super::collectives`]).
+    pub socket_ifname: bool,
     /// Keras Tuner's distributed search: the chief is the oracle ([`super::tuner`]).
     pub tuner: bool,
     /// Each node of a step lets only the job's own processes on the step's own nodes connect
@@ -356,6 +366,7 @@ impl Default for Settings {
             keras: Keras::Auto,
             jax: false,
             torch: false,
+            socket_ifname: true,
             tuner: false,
             isolate: false,
         }

@@ -99,6 +99,7 @@ pub fn environment_running(
             slot,
             task,
             program,
+            &|_| false,
             &mut renderers,
         )
         .unwrap();
@@ -117,7 +118,14 @@ pub fn tf_config(plan: &StepPlan, rank: u32) -> Value {
     let (node, slot) = where_is(plan, rank);
     let mut renderers = plan.renderers();
     let env = plan
-        .task(&place(plan, node, None), slot, None, None, &mut renderers)
+        .task(
+            &place(plan, node, None),
+            slot,
+            None,
+            None,
+            &|_| false,
+            &mut renderers,
+        )
         .unwrap();
     let text = plan.tf_config(env.role, env.index);
     // What slurmstepd hands the task: rendered in the node's buffer, the same text.
@@ -129,9 +137,16 @@ pub fn tf_config(plan: &StepPlan, rank: u32) -> Value {
 pub fn gpus(plan: &StepPlan, rank: u32, step: Option<&str>, task: Option<&str>) -> GpuAction {
     let (node, slot) = where_is(plan, rank);
     let mut renderers = plan.renderers();
-    plan.task(&place(plan, node, step), slot, task, None, &mut renderers)
-        .unwrap()
-        .gpus
+    plan.task(
+        &place(plan, node, step),
+        slot,
+        task,
+        None,
+        &|_| false,
+        &mut renderers,
+    )
+    .unwrap()
+    .gpus
 }
 
 pub fn set(v: &str) -> GpuAction {

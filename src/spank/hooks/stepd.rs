@@ -53,6 +53,9 @@ pub struct Node {
     oci: Option<NodeOci>,
     /// Why `SLURM_STEP_RESV_PORTS` was not taken ([`Reservation`]), said by rank 0.
     reservation_note: Option<String>,
+    /// With `socket_ifname=yes`: the collectives' interface on this node, or why none
+    /// (`srun -v` prints it).
+    collectives_note: Option<String>,
     /// The job's user ([`Shape::uid`]): whose connections the workers' watcher counts.
     uid: u32,
 }
@@ -169,6 +172,8 @@ fn plan_node(
     if plan.bind_jax_coordinator(place.node, resolver::resolve) {
         log::debug("jax: rank 0's coordinator binds rank 0's address alone");
     }
+    let collectives_note =
+        plan.find_collectives_interface(place.node, resolver::resolve, &resolver::interfaces());
     let verbose = plan::reports_tasks(env("SRUN_DEBUG")?.as_deref());
     let oci = match ffi::CONTAINER_GETS_TASK_ENV {
         true => env(container::BUNDLE_VAR)?.and_then(NodeOci::of_node),
@@ -188,6 +193,7 @@ fn plan_node(
         firewall,
         oci,
         reservation_note: reservation.note,
+        collectives_note,
         uid,
         plan,
         place,
@@ -283,11 +289,14 @@ fn apply(sp: &Spank, node: &mut Node) -> Result<(), ShellError> {
     })?;
     // The task's program, for apptainer_env=auto; unknown counts as not Apptainer.
     let program = sp.program().ok().flatten();
+    // The job's own value of a variable tfcluster only defaults wins.
+    let own = |name: &str| sp.getenv(name).ok().flatten().is_some();
     let env = node.plan.task(
         &node.place,
         local,
         task_gpus.as_deref(),
         program.as_deref(),
+        &own,
         &mut node.renderers,
     )?;
     for &name in env.unset {
@@ -311,6 +320,9 @@ fn apply(sp: &Spank, node: &mut Node) -> Result<(), ShellError> {
         }
     }
     if node.verbose {
+        if let (0, Some(note)) = (local, &node.collectives_note) {
+            log::user(note);
+        }
         log::user(&env.report(task_gpus.as_deref()));
     }
     Ok(())
