@@ -280,10 +280,10 @@ fn apptainer_names_are_the_prefixed_names() {
 /// address to 10.1.0.9, which its interface `ib0` holds.
 #[rustfmt::skip]
 const DEFAULTS: &[(&str, &[&str], &[&str])] = &[
-    ("none of its own",     &[],                     &["CUDA_DEVICE_ORDER=PCI_BUS_ID", "NCCL_SOCKET_IFNAME=ib0", "GLOO_SOCKET_IFNAME=ib0"]),
-    ("its own GPU order",   &["CUDA_DEVICE_ORDER"],  &["NCCL_SOCKET_IFNAME=ib0", "GLOO_SOCKET_IFNAME=ib0"]),
+    ("none of its own",     &[],                     &["CUDA_DEVICE_ORDER=PCI_BUS_ID", "NCCL_SOCKET_IFNAME==ib0", "GLOO_SOCKET_IFNAME=ib0"]),
+    ("its own GPU order",   &["CUDA_DEVICE_ORDER"],  &["NCCL_SOCKET_IFNAME==ib0", "GLOO_SOCKET_IFNAME=ib0"]),
     ("its own NCCL",        &["NCCL_SOCKET_IFNAME"], &["CUDA_DEVICE_ORDER=PCI_BUS_ID", "GLOO_SOCKET_IFNAME=ib0"]),
-    ("its own gloo",        &["GLOO_SOCKET_IFNAME"], &["CUDA_DEVICE_ORDER=PCI_BUS_ID", "NCCL_SOCKET_IFNAME=ib0"]),
+    ("its own gloo",        &["GLOO_SOCKET_IFNAME"], &["CUDA_DEVICE_ORDER=PCI_BUS_ID", "NCCL_SOCKET_IFNAME==ib0"]),
 ];
 
 #[test]

@@ -319,13 +319,14 @@ fn torch_variables_follow_the_real_layout() {
 
 /// (what, the job's environment, srun's arguments, what every task has: CUDA_DEVICE_ORDER,
 /// NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME, `-` when unset). Each node's one interface is
-/// `eth0` (tests/cluster/cluster.sh), which holds the node's address.
+/// `eth0` (tests/cluster/cluster.sh), which holds the node's address (`=eth0` for NCCL: that
+/// name exactly).
 #[rustfmt::skip]
 const DEFAULTED: &[(&str, &str, &str, &str)] = &[
-    ("GPUs split",                 "",                                               "-w n011 -N1 -n2 --gres=gpu:4 --tf-cluster",                       "PCI_BUS_ID|eth0|eth0"),
+    ("GPUs split",                 "",                                               "-w n011 -N1 -n2 --gres=gpu:4 --tf-cluster",                       "PCI_BUS_ID|=eth0|eth0"),
     ("the job's own win",          "CUDA_DEVICE_ORDER=FASTEST_FIRST NCCL_SOCKET_IFNAME=ib9", "-w n011 -N1 -n2 --gres=gpu:4 --tf-cluster",               "FASTEST_FIRST|ib9|eth0"),
     ("socket_ifname=no",           "",                                               "-w n011 -N1 -n2 --gres=gpu:4 --tf-cluster=worker:*,socket_ifname=no", "PCI_BUS_ID|-|-"),
-    ("a node without GPUs",        "",                                               "-p cpu -w cpu1 -N1 -n2 --tf-cluster",                             "-|eth0|eth0"),
+    ("a node without GPUs",        "",                                               "-p cpu -w cpu1 -N1 -n2 --tf-cluster",                             "-|=eth0|eth0"),
     ("without the option",         "",                                               "-w n011 -N1 -n2 --gres=gpu:4",                                    "-|-|-"),
 ];
 

@@ -17,6 +17,13 @@ pub const NCCL: &str = "NCCL_SOCKET_IFNAME";
 /// gloo's interface (PyTorch's, and JAX's on CPU).
 pub const GLOO: &str = "GLOO_SOCKET_IFNAME";
 
+/// The values of [`NCCL`] and [`GLOO`] that name interface `ifname`, NUL-terminated: NCCL
+/// takes a bare name as a prefix (`eth0` would match `eth0.100` too) and an exact name after
+/// `=`; gloo takes the name.
+pub fn values(ifname: &str) -> [String; 2] {
+    [format!("={ifname}\0"), format!("{ifname}\0")]
+}
+
 /// The interface, among the node's `interfaces` (each name with one of its addresses), that
 /// holds the node's step address, given what that address resolves to on the node
 /// (`resolved`). None where it resolves to nothing, to a loopback address, to no address of an

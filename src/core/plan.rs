@@ -185,8 +185,8 @@ pub struct StepPlan {
     /// With `tuner=yes`: the oracle's place ([`super::tuner`]).
     tuner: Option<TunerStep>,
     /// With `socket_ifname=yes`: this node's interface for the collectives, once the node has
-    /// found it ([`Self::find_collectives_interface`]).
-    collectives_ifname: Option<String>,
+    /// found it ([`Self::find_collectives_interface`]), as NCCL and gloo name it.
+    collectives_ifname: Option<[String; 2]>,
     /// srun handed the task order over in the environment (`-m arbitrary`): each task drops it.
     task_hosts_passed: bool,
     /// The ports are Slurm's reservation for the step (`SLURM_STEP_RESV_PORTS`).
@@ -377,7 +377,7 @@ impl StepPlan {
                     collectives::NCCL,
                     collectives::GLOO
                 );
-                self.collectives_ifname = Some(ifname + "\0");
+                self.collectives_ifname = Some(collectives::values(&ifname));
                 Some(line)
             }
             Err(why) => Some(format!(
@@ -479,10 +479,13 @@ impl StepPlan {
                 set.push((gpus::DEVICE_ORDER, Cow::Borrowed(gpus::PCI_BUS_ORDER)));
             }
         }
-        if let Some(ifname) = &self.collectives_ifname {
-            for name in [collectives::NCCL, collectives::GLOO] {
+        if let Some(values) = &self.collectives_ifname {
+            for (name, value) in [collectives::NCCL, collectives::GLOO]
+                .into_iter()
+                .zip(values)
+            {
                 if !own(name) {
-                    set.push((name, Cow::Borrowed(ifname.as_str())));
+                    set.push((name, Cow::Borrowed(value.as_str())));
                 }
             }
         }
