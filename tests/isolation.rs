@@ -1431,6 +1431,25 @@ fn syncookies(node: &str, value: u8) -> String {
     format!("nsenter --net=/run/netns/tfc-{node} sh -c 'echo {value} > {SYNCOOKIES}'")
 }
 
+/// `from` bound over `path` in one node's slurmd's mount namespace (which its slurmstepds
+/// inherit), until dropped.
+struct HiddenOn(String);
+
+impl HiddenOn {
+    fn node(name: &str, from: &str, path: &str) -> HiddenOn {
+        let pid = std::fs::read_to_string(dir().join(format!("slurmd-{name}.run.pid"))).unwrap();
+        let ns = format!("nsenter --mount --target {}", pid.trim());
+        sh_ok(&format!("{ns} mount --bind {from} {path}"));
+        HiddenOn(format!("{ns} umount {path}"))
+    }
+}
+
+impl Drop for HiddenOn {
+    fn drop(&mut self) {
+        sh_ok(&self.0);
+    }
+}
+
 /// Hides the nodes' libnftables from one node's slurmd alone (its mount namespace, which its
 /// slurmstepds inherit), until dropped.
 struct NoLibnftablesOn(String);
@@ -1464,6 +1483,12 @@ enum Wrong {
     PluginReplaced,
     /// A file of another user under /run/tfcluster (shared by the test cluster's nodes).
     ForeignFile,
+    /// tfcluster not loaded on the node: its plugstack.conf empty, as a node the enable step
+    /// missed (hidden from its slurmd's mount namespace, which its slurmstepds inherit).
+    NotLoaded(&'static str),
+    /// The node's plugin file built for another Slurm release, which slurmstepd refuses to load
+    /// and `optional` skips: a node upgraded to another release, the plugin not rebuilt.
+    OtherRelease(&'static str),
 }
 
 /// A row of the check: what is wrong, what each node's line then says, whether srun fails.
@@ -1480,6 +1505,7 @@ enum Undo {
     Nothing,
     SynCookies(#[allow(dead_code)] SynCookies),
     NoLibnftables(#[allow(dead_code)] NoLibnftablesOn),
+    Hidden(#[allow(dead_code)] HiddenOn),
     /// The plugin's original file, kept by a hard link, renamed back.
     Plugin(String),
     File(String),
@@ -1497,6 +1523,19 @@ impl Wrong {
                     "ln -f {p} {p}.kept && cp {p} {p}.new && mv {p}.new {p}"
                 ));
                 Undo::Plugin(p)
+            }
+            Wrong::NotLoaded(node) => Undo::Hidden(HiddenOn::node(
+                node,
+                "/dev/null",
+                &dir().join("etc/plugstack.conf").display().to_string(),
+            )),
+            Wrong::OtherRelease(node) => {
+                let (other, _) = common::release::built_for_another_release();
+                Undo::Hidden(HiddenOn::node(
+                    node,
+                    &other.display().to_string(),
+                    &common::cluster::plugin(),
+                ))
             }
             Wrong::ForeignFile => {
                 let f = format!("{}/check-foreign", tfcluster::core::run_dir::RUN_DIR);
@@ -1519,10 +1558,12 @@ impl Drop for Undo {
     }
 }
 
-/// `srun --tf-cluster=check` on n9 and n10 under the packaged line (`optional`, isolate=yes):
-/// one line per node, `| ok` where all is well, and srun fails when a node would refuse a step
-/// or run one unprotected, with that node's line naming why. One row per way a node is made
-/// wrong; the test cluster has no `PrologFlags=Contain`, so ended tables are held by no process.
+/// `srun --tf-cluster=check printenv TFCLUSTER_CHECKED` on n9 and n10 under the packaged line
+/// (`optional`, isolate=yes): one line per node, `| ok` where all is well, and srun fails when a
+/// node would refuse a step or run one unprotected, with that node's line naming why, or when
+/// tfcluster is not loaded on a node (no line from it; Slurm names it: its task exited 1). One
+/// row per way a node is made wrong; the test cluster has no `PrologFlags=Contain`, so ended
+/// tables are held by no process.
 /// Both slurmd are restarted first: earlier tests replace the plugin's file or take it out of
 /// plugstack.conf, and a slurmd that has not been restarted since is what the check names.
 #[rustfmt::skip]
@@ -1541,15 +1582,32 @@ fn the_check_names_what_is_wrong_with_each_node() {
         CheckRow { wrong: Wrong::PluginReplaced,          says: &[("n9", "NOT OK: slurmd runs another copy: restart slurmd"),
                                                                   ("n10", "NOT OK: slurmd runs another copy: restart slurmd")], fails: true },
         CheckRow { wrong: Wrong::ForeignFile,             says: &[("n9", "check-foreign belongs to uid"), ("n10", "check-foreign belongs to uid")], fails: true },
+        CheckRow { wrong: Wrong::NotLoaded("n10"),        says: &[], fails: true },
+        CheckRow { wrong: Wrong::OtherRelease("n10"),     says: &[], fails: true },
     ];
     for row in rows {
         let undo = row.wrong.make();
-        let out = sh("srun -p shared -w n9,n10 -N2 --ntasks-per-node=1 -t 1 --tf-cluster=check true");
+        let out = sh("srun -p shared -w n9,n10 -N2 --ntasks-per-node=1 -t 1 --tf-cluster=check printenv TFCLUSTER_CHECKED");
         drop(undo);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        let what = format!("{:?}: srun {:?}\n{stderr}", row.wrong, out.status.code());
+        let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        let what = format!("{:?}: srun {:?}\n{stdout}\n{stderr}", row.wrong, out.status.code());
         assert_eq!(!out.status.success(), row.fails, "{what}");
-        for node in ["n9", "n10"] {
+        let unloaded = match row.wrong {
+            Wrong::NotLoaded(node) | Wrong::OtherRelease(node) => Some(node),
+            _ => None,
+        };
+        // Each node that answered prints its name; Slurm names the one that did not.
+        let answered: Vec<&str> = ["n9", "n10"].into_iter().filter(|n| Some(*n) != unloaded).collect();
+        let mut printed: Vec<&str> = stdout.lines().collect();
+        printed.sort_unstable_by_key(|n| n.len());
+        if !row.fails || unloaded.is_some() {
+            assert_eq!(printed, answered, "{what}");
+        }
+        if let Some(node) = unloaded {
+            assert!(stderr.contains(&format!("{node}: task 1: Exited with exit code 1")), "{what}");
+            assert!(!stderr.contains(&format!("check {node}: ")), "{what}");
+        }
+        for node in answered {
             let head = format!("check {node}: ");
             let lines: Vec<&str> = stderr.lines().filter(|l| l.contains(&head)).collect();
             assert!(!lines.is_empty(), "no line of {node}: {what}");

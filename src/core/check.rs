@@ -1,5 +1,6 @@
 //! `--tf-cluster=check`: what an admin runs after installing or upgrading tfcluster, on every
-//! node at once (`srun -N<nodes> --ntasks-per-node=1 --tf-cluster=check true`). Each node's
+//! node at once (`srun -N<nodes> --ntasks-per-node=1 --tf-cluster=check printenv
+//! TFCLUSTER_CHECKED`, [`ANSWERED_VAR`]). Each node's
 //! slurmstepd looks at the node as a step of its own would (as root, before the task forks) and
 //! the node's task prints one line: tfcluster's version and the Slurm release it was built for,
 //! whether srun and slurmd run the same copy, whether `isolate=yes` works there and who holds the
@@ -30,6 +31,14 @@ pub const SRUN_VAR: &str = "TFCLUSTER_CHECK_SRUN";
 /// What srun adds beside [`SRUN_VAR`]: whether its own plugstack.conf line sets `isolate=yes`
 /// (`yes` or `no`). A node whose line does not, where srun's does, runs its steps unprotected.
 pub const SRUN_ISOLATE_VAR: &str = "TFCLUSTER_CHECK_SRUN_ISOLATE";
+
+/// What each node's tfcluster sets in the check's task: the node's name. The documented
+/// check runs `printenv TFCLUSTER_CHECKED`, which exits 1 in a task no tfcluster answered for:
+/// on a node where it is not loaded (no plugstack.conf line, its file missing, a build for
+/// another release, which slurmstepd refuses and `optional` skips), so srun exits non-zero and
+/// Slurm names the node (`srun: error: NODE: task N: Exited with exit code 1`). srun removes
+/// it from the step's environment first: an inherited value must not pass for a node's answer.
+pub const ANSWERED_VAR: &str = "TFCLUSTER_CHECKED";
 
 /// A copy of tfcluster: its version and the Slurm release it was built for, as one word pair
 /// (`0.12.0 24.11`), the form of [`SRUN_VAR`].

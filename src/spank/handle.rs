@@ -138,6 +138,18 @@ pub fn set_srun_env(name: &str, value: &str) -> Result<(), std::io::Error> {
     }
 }
 
+/// srun only: removes a variable from srun's own environment, so the step's does not inherit
+/// it ([`set_srun_env`]).
+pub fn unset_srun_env(name: &str) -> Result<(), std::io::Error> {
+    let name = cstring(name);
+    // SAFETY: a valid C string; as set_srun_env, in srun's own environment.
+    if unsafe { libc::unsetenv(name.as_ptr()) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
 /// A C string from C (an option's argument, a library's message), copied, bytes that are not
 /// UTF-8 replaced; `None` for NULL. The shell's one way to read a C string.
 ///

@@ -198,6 +198,12 @@ pub fn option(optarg: Option<String>, remote: bool) -> c_int {
                     log::debug(&format!("cannot set {name} in srun's environment: {e}"));
                 }
             }
+            if let Err(e) = handle::unset_srun_env(check::ANSWERED_VAR) {
+                log::debug(&format!(
+                    "cannot remove {} from srun's environment: {e}",
+                    check::ANSWERED_VAR
+                ));
+            }
         }
         return 0;
     }

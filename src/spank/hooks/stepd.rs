@@ -2,6 +2,7 @@
 //! the step when the chief is done, when a trainer fails, or when the plan turns out wrong.
 
 use super::{settings, state};
+use crate::core::check;
 use crate::core::container;
 use crate::core::ending::WorkerSeen;
 use crate::core::error::OnError;
@@ -236,6 +237,11 @@ pub fn task_init(sp: &Spank) -> c_int {
                 handle::end_task(1);
             }
             log::user(&verdict.line);
+        }
+        // The node answered: the check's program (printenv) finds its name.
+        let node = process::node_name().unwrap_or_else(|| "this node".into());
+        if let Err(e) = sp.setenv(check::ANSWERED_VAR, &node) {
+            log::error(&format!("cannot set {}: {e}", check::ANSWERED_VAR));
         }
         return 0;
     }
