@@ -557,3 +557,44 @@ fn the_admin_guide_gives_the_tables_bounds() {
         "docs/admin-guide.md does not say: {said}"
     );
 }
+
+/// Each version in CHANGELOG.md has its git tag, `vX.Y.Z`, on a commit whose Cargo.toml is
+/// that version: what the admin guide tells a site to check out for a version's tarball. A tree
+/// with no tag at all (a release tarball, a clone without tags) has nothing to check.
+#[test]
+fn every_changelog_version_has_its_tag() {
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .arg("-C")
+            .arg(repo())
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+    };
+    let tags = git(&["tag", "-l", "v*"]).unwrap_or_default();
+    if tags.trim().is_empty() {
+        eprintln!("no git tags here (a tarball or a clone without tags): nothing to check");
+        return;
+    }
+    let changelog = std::fs::read_to_string(repo().join("CHANGELOG.md")).unwrap();
+    let versions: Vec<&str> = changelog
+        .lines()
+        .filter_map(|l| l.strip_prefix("## ")?.split(' ').next())
+        .collect();
+    assert!(!versions.is_empty());
+    for version in versions {
+        let tag = format!("v{version}");
+        assert!(
+            tags.lines().any(|t| t == tag),
+            "CHANGELOG.md's {version} has no tag {tag}: git tag -a {tag} on its last commit"
+        );
+        let toml = git(&["show", &format!("{tag}:Cargo.toml")]).unwrap_or_default();
+        assert!(
+            toml.lines()
+                .any(|l| l == format!("version = \"{version}\"")),
+            "{tag}'s Cargo.toml is not version {version}"
+        );
+    }
+}
