@@ -30,6 +30,7 @@ tfc_stage "$stage" "$plugdir"
 printf 'tfcluster %s\nLicense: Apache-2.0\n On Debian systems the full text is in /usr/share/common-licenses/Apache-2.0.\n' \
     "$version" > "$stage/usr/share/doc/$name/copyright"
 mkdir -p "$stage/DEBIAN"
+echo "$TFC_ADMIN_CONF" > "$stage/DEBIAN/conffiles"
 cat > "$stage/DEBIAN/control" <<CONTROL
 Package: $name
 Version: $version
@@ -42,7 +43,8 @@ Maintainer: tfcluster developers <tfcluster@invalid>
 Description: Slurm SPANK plugin: TF_CONFIG and GPU split for distributed TensorFlow
  srun --tf-cluster=chief:1,ps:2,worker:* gives every task its TF_CONFIG and its
  share of the node's GPUs. Built for Slurm $tfc_slurm; enable it by linking
- /usr/share/tfcluster/tfcluster.conf into /etc/slurm/plugstack.conf.d/.
+ $TFC_ADMIN_CONF (the site's settings, kept through upgrades) into
+ /etc/slurm/plugstack.conf.d/.
 CONTROL
 mkdir -p "$out"
 deb="$out/${name}_${version}_${arch}.deb"

@@ -148,6 +148,9 @@ fn an_installed_plugin_runs_through_an_included_snippet() {
     let _ = std::fs::remove_dir_all(&prefix);
 }
 
+/// The admin's settings file the packages install once and keep through upgrades.
+const ADMIN_CONF: &str = "/etc/tfcluster/tfcluster.conf";
+
 /// The nodes the lifecycle test's jobs run on.
 const NODES: &str = "n011,n012";
 
@@ -165,7 +168,7 @@ const NODES: &str = "n011,n012";
 fn install_upgrade_and_removal_in_the_documented_order() {
     let release = release::current();
     let plugin_var = format!("PLUGIN={}", plugin());
-    let (installed, install, upgrade, remove) = match release.install {
+    let (installed, install, upgrade, remove, purge) = match release.install {
         Install::DebianPackage => {
             let deb = make(&["deb", &plugin_var]);
             let deb = deb.trim().to_string();
@@ -176,6 +179,11 @@ fn install_upgrade_and_removal_in_the_documented_order() {
                     release.version
                 )),
                 "{deb}"
+            );
+            // The admin's settings file, which dpkg keeps as the admin edited it.
+            assert_eq!(
+                run(&format!("dpkg-deb -I {deb} conffiles")),
+                format!("{ADMIN_CONF}\n")
             );
             let info = run(&format!("dpkg-deb -f {deb} Version Depends Suggests"));
             // libnftables: what isolate=yes, on in the packaged snippet, loads
@@ -207,6 +215,7 @@ fn install_upgrade_and_removal_in_the_documented_order() {
                     newer_deb.display()
                 ),
                 "dpkg -r slurm-spank-tfcluster".to_string(),
+                Some("dpkg --purge slurm-spank-tfcluster"),
             )
         }
         Install::FromSource => {
@@ -216,6 +225,7 @@ fn install_upgrade_and_removal_in_the_documented_order() {
                 install.clone(),
                 install,
                 format!("make -s -C {} uninstall", root().display()),
+                None,
             )
         }
         // Built from the source tarball, installed and removed by tests/rpm.rs.
@@ -229,7 +239,19 @@ fn install_upgrade_and_removal_in_the_documented_order() {
     // Both install under /usr (make install's default PREFIX).
     let man = "/usr/share/man/man8/spank-tfcluster.8";
     let man_installed = exists(man);
-    let stack = PlugStack::set("include /usr/share/tfcluster/tfcluster.conf");
+    // The package's admin file, edited as a site sets a setting: it survives the upgrade below
+    // (a source install enables the snippet under /usr/share; `make install-config` keeps its
+    // own copy, tested above).
+    let enabled = match purge {
+        Some(_) => {
+            run(&format!(
+                "sed -i 's/isolate=yes$/isolate=yes port_base=24000/' {ADMIN_CONF}"
+            ));
+            ADMIN_CONF
+        }
+        None => "/usr/share/tfcluster/tfcluster.conf",
+    };
+    let stack = PlugStack::set(&format!("include {enabled}"));
     run(&format!("{cluster} restart-slurmd {nodes}"));
     // 4. A newer build installed while a job runs, which holds its firewall through it.
     let d = dir().join("upgrade-while-running");
@@ -263,11 +285,18 @@ touch {d}/upgraded; wait $step; echo \"STEP|$?\"; cat {d}/out"
         );
     }
     let configs = step_tf_configs();
+    let edited = run(&format!("cat {enabled}"));
     // 6. Removed in order: the plugstack line, slurmd restarted, the package; then
     // /run/tfcluster, once no job runs.
     drop(stack);
     run(&format!("{cluster} restart-slurmd {nodes}"));
     run(&remove);
+    // dpkg -r keeps the admin's file; --purge removes it.
+    let kept = purge.map(|purge| {
+        let kept = exists(ADMIN_CONF);
+        run(purge);
+        kept
+    });
     let left = run(&format!(
         "for n in $(sinfo -h -N -o %N | sort -u); do echo \"TABLES|$n|$(nsenter --net=/run/netns/tfc-$n nft list tables | grep -c tfcluster_)\"; done
 echo \"RUN|$(find {RUN_DIR} -type f 2>/dev/null | sort | paste -sd,)\"
@@ -277,6 +306,18 @@ rm -rf {RUN_DIR}"
     assert!(man_installed, "{install}: {man}");
     assert!(!exists(man), "{remove} removes {man}");
     assert_eq!(configs.len(), 2, "{configs:?}");
+    if let Some(kept) = kept {
+        assert!(
+            edited.contains("isolate=yes port_base=24000\n"),
+            "{ADMIN_CONF} after the upgrade:\n{edited}"
+        );
+        assert!(
+            configs.iter().all(|c| c.contains(":24000\"")),
+            "the edited setting applies: {configs:?}"
+        );
+        assert!(kept, "{remove} keeps {ADMIN_CONF}");
+        assert!(!exists(ADMIN_CONF), "dpkg --purge removes {ADMIN_CONF}");
+    }
     assert!(!exists(installed), "{remove} removes it");
     assert!(!exists("/usr/share/tfcluster/tfcluster.conf"), "{remove}");
     assert!(

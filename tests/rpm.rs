@@ -196,6 +196,8 @@ fn rpmbuild_ta_builds_the_tarball_offline_for_the_installed_slurm() {
     assert_eq!(
         files,
         [
+            "/etc/tfcluster",
+            "/etc/tfcluster/tfcluster.conf",
             "/usr/lib64/slurm/spank_tfcluster.so",
             "/usr/share/doc/slurm-spank-tfcluster",
             "/usr/share/doc/slurm-spank-tfcluster/CHANGELOG.md",
@@ -208,6 +210,15 @@ fn rpmbuild_ta_builds_the_tarball_offline_for_the_installed_slurm() {
             "/usr/share/tfcluster/tfcluster.conf",
         ],
         "{list}"
+    );
+    // The admin's settings file: %config(noreplace), kept as the admin edited it (c: config,
+    // n: noreplace).
+    let flags = query(&b.rpm, "--qf '[%{FILEFLAGS:fflags} %{FILENAMES}\\n]'");
+    assert!(
+        flags
+            .lines()
+            .any(|l| l == "cn /etc/tfcluster/tfcluster.conf"),
+        "{flags}"
     );
 }
 
@@ -257,7 +268,7 @@ fn the_rpm_installs_against_slurms_provides_runs_a_step_and_removes() {
     ok(&format!("{} -i {}", b.rpm_db, b.rpm));
     let plugin = "/usr/lib64/slurm/spank_tfcluster.so";
     let here = in_root(&format!("test -f {plugin}"), 30).0;
-    let stack = PlugStack::set("include /usr/share/tfcluster/tfcluster.conf");
+    let stack = PlugStack::set("include /etc/tfcluster/tfcluster.conf");
     let (ran, out) = in_root(
         &format!(
             "cd /tmp && srun -N1 -n2 --tf-cluster=chief:1,worker:1 {}",
@@ -281,7 +292,11 @@ fn the_rpm_installs_against_slurms_provides_runs_a_step_and_removes() {
             .all(|c| c.starts_with("{\"cluster\":{\"chief\":[")),
         "{configs:?}"
     );
-    for gone in [plugin, "/usr/share/tfcluster/tfcluster.conf"] {
+    for gone in [
+        plugin,
+        "/usr/share/tfcluster/tfcluster.conf",
+        "/etc/tfcluster/tfcluster.conf",
+    ] {
         assert!(
             !in_root(&format!("test -e {gone}"), 30).0,
             "rpm -e left {gone}"
