@@ -202,7 +202,7 @@ impl Drop for OciConf {
 #[rustfmt::skip]
 const ENV_EXCLUDES: &[(&str, &[&str])] = &[
     ("^TF_CONFIG=",                         &["TF_CONFIG"]),
-    ("^(TF_|CUDA_)",                        &["TF_CONFIG", "CUDA_VISIBLE_DEVICES"]),
+    ("^(TF_|CUDA_)",                        &["TF_CONFIG", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER"]),
     ("^(SLURM_CONF|SLURM_CONF_SERVER)=",    &[]),
 ];
 

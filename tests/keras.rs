@@ -220,7 +220,14 @@ fn keras_3_fit_fails_and_the_step_ends_with_the_rank_named() {
         let (ok, stdout, stderr) = run(args, &newest.python, program, &work);
         let elapsed = started.elapsed().as_secs_f64();
         eprintln!("Keras 3, {program}: srun returned {elapsed:.1} s after the start");
-        assert!(!ok, "{program}: Keras 3's fit trained:\n{stdout}\n{stderr}");
+        // srun's own abort limit (KillWait + 2 s, 7 s here) can pass before the tasks'
+        // statuses arrive on a loaded machine: then srun says so and exits 0 (user guide).
+        let srun_gave_up =
+            stderr.contains("srun: error: Timed out waiting for job step to complete");
+        assert!(
+            !ok || srun_gave_up,
+            "{program}: Keras 3's fit trained:\n{stdout}\n{stderr}"
+        );
         assert!(
             stderr.contains(error),
             "{program}: Keras's error reaches srun's stderr:\n{stderr}"
