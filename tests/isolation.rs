@@ -1452,22 +1452,8 @@ impl Drop for HiddenOn {
 
 /// Hides the nodes' libnftables from one node's slurmd alone (its mount namespace, which its
 /// slurmstepds inherit), until dropped.
-struct NoLibnftablesOn(String);
-
-impl NoLibnftablesOn {
-    fn node(name: &str) -> NoLibnftablesOn {
-        let path = libnftables();
-        let pid = std::fs::read_to_string(dir().join(format!("slurmd-{name}.run.pid"))).unwrap();
-        let ns = format!("nsenter --mount --target {}", pid.trim());
-        sh_ok(&format!("{ns} mount --bind /dev/null {path}"));
-        NoLibnftablesOn(format!("{ns} umount {path}"))
-    }
-}
-
-impl Drop for NoLibnftablesOn {
-    fn drop(&mut self) {
-        sh_ok(&self.0);
-    }
+fn no_libnftables_on(name: &str) -> HiddenOn {
+    HiddenOn::node(name, "/dev/null", &libnftables())
 }
 
 /// What is made wrong on the test cluster for one row of the check.
@@ -1504,7 +1490,6 @@ struct CheckRow<'a> {
 enum Undo {
     Nothing,
     SynCookies(#[allow(dead_code)] SynCookies),
-    NoLibnftables(#[allow(dead_code)] NoLibnftablesOn),
     Hidden(#[allow(dead_code)] HiddenOn),
     /// The plugin's original file, kept by a hard link, renamed back.
     Plugin(String),
@@ -1516,7 +1501,7 @@ impl Wrong {
         match self {
             Wrong::Nothing => Undo::Nothing,
             Wrong::SynCookiesAlways(node) => Undo::SynCookies(SynCookies::set(&[node], 2)),
-            Wrong::NoLibnftables(node) => Undo::NoLibnftables(NoLibnftablesOn::node(node)),
+            Wrong::NoLibnftables(node) => Undo::Hidden(no_libnftables_on(node)),
             Wrong::PluginReplaced => {
                 let p = common::cluster::plugin();
                 sh_ok(&format!(
@@ -1634,7 +1619,7 @@ fn the_check_names_what_is_wrong_with_each_node() {
 #[ignore = "needs the test cluster: run tests/run.sh"]
 fn a_heterogeneous_step_whose_node_cannot_isolate_stops_every_component() {
     let _plugstack = PlugStack::isolated("");
-    let _hidden = NoLibnftablesOn::node("cpu1");
+    let _hidden = no_libnftables_on("cpu1");
     let started = std::time::Instant::now();
     let out = sh(&format!(
         "runuser -u {OWNER} -- srun -t 3 -p gpu -w n9 -n1 --tf-cluster sleep 120 : -p cpu -w cpu1 -n1 sleep 120"
