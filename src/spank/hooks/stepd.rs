@@ -57,6 +57,9 @@ pub struct Node {
     /// With `socket_ifname=yes`: the collectives' interface on this node, or why none
     /// (`srun -v` prints it).
     collectives_note: Option<String>,
+    /// Which of the variables tfcluster only defaults ([`plan::DEFAULTED`]) the job's
+    /// environment sets itself, looked up once for the node's tasks.
+    job_sets: Vec<&'static str>,
     /// The job's user ([`Shape::uid`]): whose connections the workers' watcher counts.
     uid: u32,
 }
@@ -175,6 +178,11 @@ fn plan_node(
     }
     let collectives_note =
         plan.find_collectives_interface(place.node, resolver::resolve, &resolver::interfaces());
+    // The variables tfcluster only defaults that the job sets itself: the same for every task.
+    let job_sets = plan::DEFAULTED
+        .into_iter()
+        .filter(|name| sp.getenv(name).ok().flatten().is_some())
+        .collect();
     let verbose = plan::reports_tasks(env("SRUN_DEBUG")?.as_deref());
     let oci = match ffi::CONTAINER_GETS_TASK_ENV {
         true => env(container::BUNDLE_VAR)?.and_then(NodeOci::of_node),
@@ -195,6 +203,7 @@ fn plan_node(
         oci,
         reservation_note: reservation.note,
         collectives_note,
+        job_sets,
         uid,
         plan,
         place,
@@ -296,7 +305,7 @@ fn apply(sp: &Spank, node: &mut Node) -> Result<(), ShellError> {
     // The task's program, for apptainer_env=auto; unknown counts as not Apptainer.
     let program = sp.program().ok().flatten();
     // The job's own value of a variable tfcluster only defaults wins.
-    let own = |name: &str| sp.getenv(name).ok().flatten().is_some();
+    let own = |name: &str| node.job_sets.contains(&name);
     let env = node.plan.task(
         &node.place,
         local,
