@@ -295,12 +295,14 @@ fn the_gpu_order_and_the_collectives_interface_give_way_to_the_jobs_own() {
         ..Default::default()
     };
     let mut plan = common::plan("worker:*", &["port_base=1000"], &step);
-    let interfaces = [
-        ("lo".to_string(), "127.0.0.1".parse().unwrap()),
-        ("ib0".to_string(), "10.1.0.9".parse().unwrap()),
-    ];
+    let interfaces = || {
+        vec![
+            ("lo".to_string(), "127.0.0.1".parse().unwrap()),
+            ("ib0".to_string(), "10.1.0.9".parse().unwrap()),
+        ]
+    };
     let note =
-        plan.find_collectives_interface(0, |_| Ok(vec!["10.1.0.9".parse().unwrap()]), &interfaces);
+        plan.find_collectives_interface(0, |_| Ok(vec!["10.1.0.9".parse().unwrap()]), interfaces);
     assert_eq!(
         note.as_deref(),
         Some("node a: the collectives use ib0, which holds a (NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME)")

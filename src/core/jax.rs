@@ -57,8 +57,9 @@ pub struct JaxStep {
     /// rank 0's node, and its address as TF_CONFIG names it.
     coordinator_node: usize,
     coordinator_host: String,
-    /// Rank 0's bind address, once its node has resolved its own address ([`Self::bind`]).
-    bind: Option<String>,
+    /// Rank 0's coordinator binds [`Self::coordinator`]: its node resolved its own address
+    /// to addresses others reach ([`Self::bind`]).
+    bind: bool,
     /// With `keras=3`: the process count.
     keras: Option<String>,
 }
@@ -78,7 +79,7 @@ impl JaxStep {
             coordinator,
             coordinator_node: first.0 as usize,
             coordinator_host: endpoints.address(first.0 as usize).to_string(),
-            bind: None,
+            bind: false,
             keras,
         })
     }
@@ -98,7 +99,7 @@ impl JaxStep {
         }
         let reachable = resolve(&self.coordinator_host)
             .is_ok_and(|found| !found.is_empty() && found.iter().all(|a| !a.is_loopback()));
-        self.bind = reachable.then(|| self.coordinator.clone());
+        self.bind = reachable;
         reachable
     }
 
@@ -112,8 +113,8 @@ impl JaxStep {
         gpus: Option<&str>,
     ) {
         set.push((COORDINATOR, Cow::Borrowed(&self.coordinator)));
-        if let (0, Some(bind)) = (rank, &self.bind) {
-            set.push((BIND, Cow::Borrowed(bind)));
+        if rank == 0 && self.bind {
+            set.push((BIND, Cow::Borrowed(&self.coordinator)));
         }
         if let Some(ids) = gpus.and_then(local_device_ids) {
             set.push((LOCAL_DEVICES, Cow::Owned(ids + "\0")));

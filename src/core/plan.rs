@@ -358,19 +358,20 @@ impl StepPlan {
 
     /// With `socket_ifname=yes`, on node `node`: the interface its tasks' collectives use, the
     /// one that holds the node's address as the node resolves it (`resolve`), among the node's
-    /// `interfaces` ([`collectives::interface`]). The line `srun -v` prints for the node.
+    /// `interfaces` ([`collectives::interface`]); neither is asked without the setting. The
+    /// line `srun -v` prints for the node.
     pub fn find_collectives_interface(
         &mut self,
         node: usize,
         resolve: impl FnOnce(&str) -> std::result::Result<Vec<std::net::IpAddr>, String>,
-        interfaces: &[(String, std::net::IpAddr)],
+        interfaces: impl FnOnce() -> Vec<(String, std::net::IpAddr)>,
     ) -> Option<String> {
         if !self.settings.socket_ifname {
             return None;
         }
         let host = &self.hosts[node];
         let address = self.endpoints.address(node);
-        match collectives::interface(&resolve(address), interfaces) {
+        match collectives::interface(&resolve(address), &interfaces()) {
             Ok(ifname) => {
                 let line = format!(
                     "node {host}: the collectives use {ifname}, which holds {address} ({} and {})",

@@ -177,7 +177,7 @@ fn plan_node(
         log::debug("jax: rank 0's coordinator binds rank 0's address alone");
     }
     let collectives_note =
-        plan.find_collectives_interface(place.node, resolver::resolve, &resolver::interfaces());
+        plan.find_collectives_interface(place.node, resolver::resolve, resolver::interfaces);
     // The variables tfcluster only defaults that the job sets itself: the same for every task.
     let job_sets = plan::DEFAULTED
         .into_iter()
