@@ -7,8 +7,10 @@
 //! an empty network namespace of its own. Each run is a new process, as each node's
 //! slurmstepd is, doing what `crate::spank::isolation::firewall` does there:
 //! - **load**: load libnftables and make its context ([`Nft::open`]);
-//! - **list**: list the node's tables (`list tables`: the step's own left by a requeue, other
-//!   steps' ended tables and ports; none here);
+//! - **list**: the names of the node's tables, asked of the kernel
+//!   ([`tables::dump_request`]: the step's own left by a requeue, other steps' ended tables);
+//! - **sets**: each other step's table's ports (`list set inet TABLE ports`, one request per
+//!   table, as the node compares its ports with them);
 //! - **install**: the step's table (as the plugin does: `persist` first, then owned alone);
 //! - **ended**: as the tasks end, the table the node keeps until the step ends;
 //! - **remove**: the step's own table;
@@ -21,6 +23,11 @@
 //! median of the runs, the forms interleaved; and the kernel's part of the CPU (system time,
 //! summed over the runs, since getrusage samples it at the clock's tick).
 //!
+//! `TFC_FIREWALL_OTHERS=N` (default 0) puts N other jobs' step tables on the node first (the
+//! same rules under their own names), as a node at the tables' bound (`MAX_TABLES`, 128) holds
+//! 127; the bench then also prints what libnftables' `list tables` would cost there, against
+//! the kernel's dump of names.
+//!
 //! Every run first installs the table in each form and compares the kernel's listings (`--check`:
 //! only that): a form the kernel does not take whole (libnftables 1.0.6 drops a table's flags
 //! from JSON) is named there.
@@ -29,7 +36,7 @@ use std::process::Command;
 use std::time::Instant;
 use tfcluster::core::isolation::{rules, tables};
 use tfcluster::core::{Settings, Spec, StepInputs, StepPlan};
-use tfcluster::spank::isolation::nftables::Nft;
+use tfcluster::spank::isolation::nftables::{self, Nft};
 
 const NODES: usize = 64;
 const JOB: u32 = 4242;
@@ -192,11 +199,17 @@ fn one(role: &str, dir: &str) {
     );
     let phases = Phases;
     let mut nft = phases.time("load", || Nft::open().expect("libnftables"));
-    phases.time("list", || nft.run("list tables").expect("list"));
+    let names = phases.time("list", || nftables::node_tables().expect("list"));
     if role == "epilog" {
         phases.time("remove", || run(&mut nft, &tables::removal(&ended_table)));
         return;
     }
+    phases.time("sets", || {
+        for table in tables::other_tables(&names, &[JOB], STEP) {
+            nft.run(&format!("list set inet {table} ports"))
+                .expect("a set");
+        }
+    });
     nft.set_json(json).expect("JSON");
     phases.time("install", || {
         assert!(
@@ -245,6 +258,43 @@ fn check(forms: &[(Form, Vec<String>, String)]) -> bool {
     same
 }
 
+/// Puts `TFC_FIREWALL_OTHERS` other jobs' step tables on the node, owned by the context it
+/// returns (kept until the bench ends), and prints what a look at the node's table names costs
+/// there: libnftables' `list tables` against the kernel's dump (the median of 21, in ms of CPU).
+fn install_others() -> Nft {
+    let count: u32 = std::env::var("TFC_FIREWALL_OTHERS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    let (script, _) = scripts();
+    let mut nft = Nft::open().expect("libnftables");
+    let ours = tables::table_name(JOB, STEP);
+    for i in 0..count {
+        let other = tables::table_name(JOB + 1 + i, STEP);
+        run(&mut nft, &script.replace(&ours, &other));
+    }
+    let cpu_ms = |f: &mut dyn FnMut()| {
+        let samples = (0..21)
+            .map(|_| {
+                let before = cpu()[0];
+                f();
+                cpu()[0] - before
+            })
+            .collect();
+        median(samples) as f64 / 1000.0
+    };
+    let listed = cpu_ms(&mut || {
+        nft.run("list tables").expect("list tables");
+    });
+    let dumped = cpu_ms(&mut || {
+        nftables::node_tables().expect("the kernel's dump");
+    });
+    println!(
+        "{count} other tables on the node: libnftables' list tables {listed:.2} ms of CPU, the kernel's dump of names {dumped:.3} ms"
+    );
+    nft
+}
+
 fn median(mut values: Vec<i64>) -> i64 {
     values.sort();
     values.get(values.len() / 2).copied().unwrap_or(0)
@@ -267,6 +317,7 @@ fn main() {
     }
     let forms = forms();
     let same = check(&forms);
+    let _others = install_others();
     if args.iter().any(|a| a == "--check") {
         std::process::exit(i32::from(!same));
     }

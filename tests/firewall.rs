@@ -13,8 +13,9 @@ mod common;
 use common::cluster::{dir, records, sh, sh_ok, tool};
 use common::{plan, step};
 use std::net::IpAddr;
-use tfcluster::core::isolation::tables::{ended_table_name, removal};
+use tfcluster::core::isolation::tables::{ended_table_name, removal, table_name};
 use tfcluster::core::StepPlan;
+use tfcluster::spank::isolation::nftables::{node_tables, Nft};
 
 /// The job's owner, and another user (numeric: `setpriv` needs no account).
 const OWNER_UID: u32 = 61001;
@@ -263,4 +264,54 @@ fn each_rule_keeps_one_path_closed_or_the_owners_open() {
         }
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// The kernel's dump of the node's table names (what slurmstepd, the holder and the epilog ask
+/// for) names every inet table and only those, as libnftables' `list tables` does, also over
+/// many replies: a step's table, an ended table, another family's table of a tfcluster name,
+/// and 200 other tables, in a network namespace of this test's thread.
+#[test]
+#[ignore = "needs root (a network namespace, nftables): run tests/run.sh"]
+fn the_kernels_table_names_are_libnftables_list() {
+    // SAFETY: unshare affects this thread alone, which the test harness gives this test.
+    assert_eq!(
+        unsafe { libc::unshare(libc::CLONE_NEWNET) },
+        0,
+        "unshare: {}",
+        std::io::Error::last_os_error()
+    );
+    let mut nft = Nft::open().expect("libnftables");
+    let plan = plan("worker:*", &["isolate=yes"], &step("n9,n10", "2,1", None));
+    let (script, ended) = plan
+        .isolation(12, 3, OWNER_UID, 0)
+        .unwrap()
+        .scripts(resolve)
+        .unwrap();
+    let others: String = (0..200)
+        .map(|i| format!("add table inet other_{i}\n"))
+        .collect();
+    for script in [
+        script.as_str(),
+        ended.as_str(),
+        "add table ip tfcluster_9_9\n",
+        &others,
+    ] {
+        nft.run(script).expect("installed");
+    }
+    let mut dumped = node_tables().expect("the kernel's dump");
+    let listing = nft.run("list tables").expect("libnftables' list");
+    let mut listed: Vec<String> = listing
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("table inet "))
+        .map(String::from)
+        .collect();
+    dumped.sort();
+    listed.sort();
+    assert_eq!(dumped, listed);
+    assert_eq!(dumped.len(), 202);
+    assert!(dumped.contains(&table_name(12, 3)) && dumped.contains(&ended_table_name(12, 3)));
+    assert!(
+        !dumped.contains(&"tfcluster_9_9".to_string()),
+        "an ip table"
+    );
 }

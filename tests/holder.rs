@@ -149,15 +149,10 @@ struct Context {
 }
 
 impl Tables for Context {
+    fn names(&mut self) -> Result<Vec<String>, String> {
+        Ok(self.kernel.lock().unwrap().tables.keys().cloned().collect())
+    }
     fn run(&mut self, script: &str) -> Result<String, String> {
-        if script == "list tables" {
-            let kernel = self.kernel.lock().unwrap();
-            return Ok(kernel
-                .tables
-                .keys()
-                .map(|t| format!("table inet {t}\n"))
-                .collect());
-        }
         let slow = self.kernel.lock().unwrap().slow;
         std::thread::sleep(slow);
         let mut kernel = self.kernel.lock().unwrap();

@@ -17,9 +17,11 @@ use tfcluster::core::isolation::rules::{
     check_syncookies, persistent, OWNED, OWNED_PERSISTENT, SYNCOOKIES,
 };
 use tfcluster::core::isolation::tables::{
-    check_table_count, check_tables, ended_steps, ended_table_name, job_tables, other_tables,
-    removal, set_ports, table_jobs, table_name, MAX_TABLES, MAX_TABLES_PER_USER,
+    check_table_count, check_tables, dump_reply, dump_request, ended_steps, ended_table_name,
+    job_tables, other_tables, removal, set_ports, table_jobs, table_name, MAX_TABLES,
+    MAX_TABLES_PER_USER,
 };
+use tfcluster::core::netlink::Reply;
 use tfcluster::core::topology::ConfFile::{self, Missing, Text, Unreadable};
 use tfcluster::core::Error;
 use tfcluster::core::StepInputs;
@@ -266,24 +268,73 @@ fn the_files_a_holder_and_its_steps_share() {
 }
 
 /// The tables of steps whose tasks ended on the node, which a later step's node removes once
-/// slurmctld says their step has ended: (a line of `nft list tables`, its job and step).
+/// slurmctld says their step has ended: (an inet table's name, its job and step).
 #[rustfmt::skip]
 #[test]
 fn the_tables_of_steps_that_ended_on_a_node() {
     let cases: &[(&str, Option<(u32, u32)>)] = &[
-        ("table inet tfcluster_12_3_ended",          Some((12, 3))),
-        ("table inet tfcluster_12_4294967290_ended", Some((12, 4294967290))),
-        ("table inet tfcluster_12_3",                None),
-        ("table inet tfcluster_12__ended",           None),
-        ("table inet tfcluster__3_ended",            None),
-        ("table inet tfcluster_12_3_ended_x",        None),
-        ("table ip tfcluster_12_3_ended",            None),
-        ("table inet filter",                        None),
+        ("tfcluster_12_3_ended",          Some((12, 3))),
+        ("tfcluster_12_4294967290_ended", Some((12, 4294967290))),
+        ("tfcluster_12_3",                None),
+        ("tfcluster_12__ended",           None),
+        ("tfcluster__3_ended",            None),
+        ("tfcluster_12_3_ended_x",        None),
+        ("filter",                        None),
     ];
-    for (line, ids) in cases {
-        let got: Vec<(u32, u32)> = ended_steps(line).iter().map(|&(_, j, s)| (j, s)).collect();
-        assert_eq!(got, ids.iter().copied().collect::<Vec<_>>(), "{line}");
+    for (name, ids) in cases {
+        let got: Vec<(u32, u32)> = ended_steps(&[name.to_string()]).iter().map(|&(_, j, s)| (j, s)).collect();
+        assert_eq!(got, ids.iter().copied().collect::<Vec<_>>(), "{name}");
     }
+}
+
+/// The node's table names as the kernel's dump answers them (`NETLINK_NETFILTER`), one
+/// reply at a time: (what, the reply's bytes, what it says). A table of another family names
+/// nothing (the request asks for inet alone).
+#[rustfmt::skip]
+#[test]
+fn the_kernels_table_dump_names_the_inet_tables() {
+    // One netlink message: its type, flags and body.
+    let message = |kind: u16, flags: u16, body: &[u8]| -> Vec<u8> {
+        let mut m = ((16 + body.len()) as u32).to_ne_bytes().to_vec();
+        m.extend_from_slice(&kind.to_ne_bytes());
+        m.extend_from_slice(&flags.to_ne_bytes());
+        m.extend_from_slice(&[0; 8]);
+        m.extend_from_slice(body);
+        m.resize(m.len().next_multiple_of(4), 0);
+        m
+    };
+    // A table of `family`: nfgenmsg, then its name and flags attributes.
+    let table = |family: u8, name: &str| -> Vec<u8> {
+        let mut body = vec![family, 0, 0, 0];
+        let mut name = name.as_bytes().to_vec();
+        name.push(0);
+        body.extend_from_slice(&((4 + name.len()) as u16).to_ne_bytes());
+        body.extend_from_slice(&1u16.to_ne_bytes());
+        body.extend_from_slice(&name);
+        body.resize(body.len().next_multiple_of(4), 0);
+        body.extend_from_slice(&[8, 0, 2, 0, 0, 0, 0, 0]);
+        message(0x0a00, 2, &body)
+    };
+    let names = |n: &[&str]| n.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let cases: Vec<(&str, Vec<u8>, Reply<String>)> = vec![
+        ("two tables",                 [table(1, "tfcluster_12_3"), table(1, "filter")].concat(), Reply::More(names(&["tfcluster_12_3", "filter"]))),
+        ("a table, then the end",      [table(1, "tfcluster_12_3_ended"), message(3, 2, &[0; 4])].concat(), Reply::Done(names(&["tfcluster_12_3_ended"]))),
+        ("an ip table",                table(2, "tfcluster_12_3"),      Reply::More(names(&[""]))),
+        ("the end alone",              message(3, 2, &[0; 4]),          Reply::Done(vec![])),
+        ("an error",                   message(2, 0, &[0xff; 4]),       Reply::Failed),
+        ("a dump the changes cut",     message(0x0a00, 0x12, &table(1, "x")[16..]), Reply::Failed),
+        ("a table with no name",       message(0x0a00, 2, &[1, 0, 0, 0]), Reply::Failed),
+        ("a message cut short",        table(1, "tfcluster_12_3")[..24].to_vec(), Reply::Failed),
+        ("another message type",       message(0x0a03, 2, &[1, 0, 0, 0]), Reply::Failed),
+    ];
+    for (what, reply, says) in cases {
+        assert_eq!(dump_reply(&reply), says, "{what}");
+    }
+    // A dump of tables (NFNL_SUBSYS_NFTABLES << 8 | NFT_MSG_GETTABLE), inet's alone.
+    let request = dump_request();
+    assert_eq!(request.len(), 20);
+    assert_eq!(request[4..8], [0x01, 0x0a, 0x01, 0x03], "type and flags (little-endian here)");
+    assert_eq!(request[16], 1, "NFPROTO_INET");
 }
 
 /// Each node admits connections to its own ports only (the peers and endpoints are the same on
@@ -412,30 +463,29 @@ fn an_address_is_resolved_once() {
 }
 
 /// The tables the job epilog removes: every table of that job's steps, and no other job's.
-/// (a line of `nft list tables`, whether job 12's epilog removes it)
+/// (an inet table's name, whether job 12's epilog removes it)
 #[rustfmt::skip]
 #[test]
 fn the_job_epilog_removes_every_table_of_its_job_and_no_other() {
     let cases: &[(&str, bool)] = &[
-        ("table inet tfcluster_12_0",          true),
-        ("table inet tfcluster_12_4294967290", true),
-        ("table inet tfcluster_12_3_ended",    true),
-        ("table inet tfcluster_123_3_ended",   false),
-        ("table inet tfcluster_12__ended",     false),
-        ("table inet tfcluster_12_3_ended_",   false),
+        ("tfcluster_12_0",          true),
+        ("tfcluster_12_4294967290", true),
+        ("tfcluster_12_3_ended",    true),
+        ("tfcluster_123_3_ended",   false),
+        ("tfcluster_12__ended",     false),
+        ("tfcluster_12_3_ended_",   false),
 
-        ("table inet tfcluster_123_0",         false),
-        ("table inet tfcluster_1_2",           false),
-        ("table inet tfcluster_12_",           false),
-        ("table inet tfcluster_12_0x",         false),
-        ("table ip tfcluster_12_0",            false),
-        ("table inet filter",                  false),
-        ("table inet firewalld",               false),
+        ("tfcluster_123_0",         false),
+        ("tfcluster_1_2",           false),
+        ("tfcluster_12_",           false),
+        ("tfcluster_12_0x",         false),
+        ("filter",                  false),
+        ("firewalld",               false),
     ];
-    for (line, removed) in cases {
-        assert_eq!(!job_tables(line, 12).is_empty(), *removed, "{line}");
+    for (name, removed) in cases {
+        assert_eq!(!job_tables(&[name.to_string()], 12).is_empty(), *removed, "{name}");
     }
-    let listing: String = cases.iter().map(|(l, _)| format!("{l}\n")).collect();
+    let listing: Vec<String> = cases.iter().map(|(name, _)| name.to_string()).collect();
     assert_eq!(
         job_tables(&listing, 12),
         ["tfcluster_12_0", "tfcluster_12_4294967290", "tfcluster_12_3_ended"]
@@ -501,24 +551,23 @@ fn a_tables_ports_from_its_listing() {
 
 /// The tables a node compares its ports with: every other step's, not its own step's (nor, in
 /// a heterogeneous job, its other components' of the same step), and no one else's. Job 12's
-/// step 3, whose components are jobs 12 and 13: (a line of `nft list tables`, compared).
+/// step 3, whose components are jobs 12 and 13: (an inet table's name, compared).
 #[rustfmt::skip]
 #[test]
 fn the_tables_a_step_compares_its_ports_with() {
     let cases: &[(&str, bool)] = &[
-        ("table inet tfcluster_57_0",  true),
-        ("table inet tfcluster_12_2",  true),
-        ("table inet tfcluster_13_0",  true),
-        ("table inet tfcluster_12_3",  false),
-        ("table inet tfcluster_13_3",  false),
-        ("table inet tfcluster_12_31", true),
-        ("table inet tfcluster_57_0_ended", true),
-        ("table inet tfcluster_12_3_ended", false),
-        ("table inet filter",          false),
-        ("table ip nat",               false),
+        ("tfcluster_57_0",  true),
+        ("tfcluster_12_2",  true),
+        ("tfcluster_13_0",  true),
+        ("tfcluster_12_3",  false),
+        ("tfcluster_13_3",  false),
+        ("tfcluster_12_31", true),
+        ("tfcluster_57_0_ended", true),
+        ("tfcluster_12_3_ended", false),
+        ("filter",          false),
     ];
-    for (line, compared) in cases {
-        assert_eq!(!other_tables(line, &[12, 13], 3).is_empty(), *compared, "{line}");
+    for (name, compared) in cases {
+        assert_eq!(!other_tables(&[name.to_string()], &[12, 13], 3).is_empty(), *compared, "{name}");
     }
 }
 
@@ -557,11 +606,9 @@ fn a_node_holds_so_many_tables_and_a_user_so_many() {
             assert!(asked.is_empty(), "{what}: no one asked below the user's bound: {asked:?}");
         }
     }
-    // Each tfcluster table's job, as `list tables` names them; others are passed over, and
-    // so are the tables just removed.
-    let listing = "table inet tfcluster_57_0\ntable inet tfcluster_57_1_ended\ntable inet tfcluster_12_3\n\
-                   table inet filter\ntable inet tfcluster_x_1\ntable ip nat\n";
-    assert_eq!(table_jobs(listing, &["tfcluster_12_3"]), [("tfcluster_57_0", 57), ("tfcluster_57_1_ended", 57)]);
+    // Each tfcluster table's job; others are passed over, and so are the tables just removed.
+    let listing = ["tfcluster_57_0", "tfcluster_57_1_ended", "tfcluster_12_3", "filter", "tfcluster_x_1"].map(String::from);
+    assert_eq!(table_jobs(&listing, &["tfcluster_12_3"]), [("tfcluster_57_0", 57), ("tfcluster_57_1_ended", 57)]);
 }
 
 /// Which other step's table refuses a node's step ports: (what, the step's ports here, other

@@ -18,6 +18,7 @@
 //! kernel's list of listening sockets (tests/ports.rs).
 
 use super::error::{Error, Result};
+use super::netlink;
 use super::text::decimal;
 use std::time::Duration;
 
@@ -279,16 +280,10 @@ pub fn ports_request(family: u8, states: u32, ports: Option<(u16, u16)>) -> Vec<
         true => 0,
         false => 4 + bytecode.len(),
     };
-    let length = (16 + 56 + attribute) as u32;
-    let mut out = Vec::with_capacity(length as usize);
-    out.extend_from_slice(&length.to_ne_bytes());
-    out.extend_from_slice(&SOCK_DIAG_BY_FAMILY.to_ne_bytes());
-    out.extend_from_slice(&(0x1u16 | 0x300).to_ne_bytes()); // NLM_F_REQUEST | NLM_F_DUMP
-    out.extend_from_slice(&1u32.to_ne_bytes()); // sequence
-    out.extend_from_slice(&0u32.to_ne_bytes()); // port id: the kernel's
+    let mut out = netlink::dump_header(SOCK_DIAG_BY_FAMILY, 56 + attribute);
     out.extend_from_slice(&[family, 6, 0, 0]); // IPPROTO_TCP
     out.extend_from_slice(&states.to_ne_bytes());
-    out.resize(16 + 56, 0);
+    out.resize(netlink::HEADER + 56, 0);
     if attribute > 0 {
         out.extend_from_slice(&(attribute as u16).to_ne_bytes());
         out.extend_from_slice(&BYTECODE.to_ne_bytes());
@@ -298,63 +293,22 @@ pub fn ports_request(family: u8, states: u32, ports: Option<(u16, u16)>) -> Vec<
 }
 
 const SOCK_DIAG_BY_FAMILY: u16 = 20;
-const NLMSG_ERROR: u16 = 2;
-const NLMSG_DONE: u16 = 3;
 
-/// What one reply of the kernel to [`listening_request`] says.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DiagReply {
-    /// Sockets; more replies follow.
-    More(Vec<Socket>),
-    /// The last sockets; the dump is over.
-    Done(Vec<Socket>),
-    /// The kernel refused the request (no `inet_diag`), or the reply is not of its shape.
-    Failed,
-}
+/// What one reply of the kernel to [`sockets_request`] says.
+pub type DiagReply = netlink::Reply<Socket>;
 
 /// One reply (a buffer of netlink messages) to [`listening_request`]. Each `inet_diag_msg`
 /// holds family, state, timer, retransmits, the socket id (source port first, in network
 /// order; the socket's cookie its last 8 bytes, at 44), expiry, queues, then the owner's uid
 /// (host order) at byte 64 of the message.
 pub fn diag_reply(buf: &[u8]) -> DiagReply {
-    let u32_at = |b: &[u8], at: usize| -> Option<u32> {
-        Some(u32::from_ne_bytes(b.get(at..at + 4)?.try_into().ok()?))
-    };
-    let mut found = Vec::new();
-    let mut rest = buf;
-    while !rest.is_empty() {
-        let Some(length) = u32_at(rest, 0).map(|l| l as usize) else {
-            return DiagReply::Failed;
-        };
-        let (Some(message), Some(kind)) = (
-            rest.get(16..length),
-            rest.get(4..6).map(|b| u16::from_ne_bytes([b[0], b[1]])),
-        ) else {
-            return DiagReply::Failed;
-        };
-        match kind {
-            NLMSG_DONE => return DiagReply::Done(found),
-            NLMSG_ERROR => return DiagReply::Failed,
-            SOCK_DIAG_BY_FAMILY => {
-                let (Some(port), Some(uid), Some(cookie)) = (
-                    message.get(4..6),
-                    u32_at(message, 64),
-                    message.get(44..52).and_then(|c| c.try_into().ok()),
-                ) else {
-                    return DiagReply::Failed;
-                };
-                let port = u16::from_be_bytes([port[0], port[1]]);
-                found.push(Socket {
-                    port,
-                    uid,
-                    state: message[1],
-                    cookie: u64::from_ne_bytes(cookie),
-                });
-            }
-            _ => return DiagReply::Failed,
-        }
-        // Messages are 4-byte aligned.
-        rest = rest.get(length.next_multiple_of(4)..).unwrap_or(&[]);
-    }
-    DiagReply::More(found)
+    netlink::reply(buf, SOCK_DIAG_BY_FAMILY, |message| {
+        let port = message.get(4..6)?;
+        Some(Socket {
+            port: u16::from_be_bytes([port[0], port[1]]),
+            uid: u32::from_ne_bytes(message.get(64..68)?.try_into().ok()?),
+            state: message[1],
+            cookie: u64::from_ne_bytes(message.get(44..52)?.try_into().ok()?),
+        })
+    })
 }

@@ -18,6 +18,7 @@ pub mod isolation;
 pub mod jax;
 pub mod keras;
 pub mod layout;
+pub mod netlink;
 pub mod oci;
 pub mod place;
 pub mod plan;

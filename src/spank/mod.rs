@@ -11,6 +11,7 @@ pub mod het;
 pub mod hooks;
 pub mod isolation;
 pub mod log;
+pub mod netlink;
 pub mod oci;
 pub mod oom;
 pub mod process;

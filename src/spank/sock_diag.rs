@@ -1,12 +1,11 @@
 //! The node's TCP sockets, asked of the kernel over `NETLINK_SOCK_DIAG` (what `ss` uses): the
 //! request and the replies are the core's ([`crate::core::claims::ports_request`],
-//! [`crate::core::claims::diag_reply`]); this file only sends and receives. A look at a step's
+//! [`crate::core::claims::diag_reply`]); [`super::netlink`] sends and receives. A look at a step's
 //! ports asks for those ports alone, filtered in the kernel. Where the kernel cannot answer (no
 //! `inet_diag`), `/proc/net/tcp` and `tcp6` say who holds a port, at the cost of a walk over
 //! every connection; the workers' watcher then sees no connection (it fails closed).
 
-use crate::core::claims::{self, DiagReply, Listener, Socket};
-use std::ffi::c_int;
+use crate::core::claims::{self, Listener, Socket};
 
 /// Every listening TCP socket of this network namespace, IPv4 and IPv6.
 pub fn listening() -> Vec<Listener> {
@@ -74,52 +73,5 @@ pub fn in_ports(states: u32, ports: (u16, u16)) -> Option<Vec<Socket>> {
 
 /// The sockets one request asks for, or `None` when the kernel does not answer as it should.
 fn dump(request: &[u8]) -> Option<Vec<Socket>> {
-    // SAFETY: plain socket(2); the descriptor is closed by `Fd` below.
-    let fd = unsafe {
-        libc::socket(
-            libc::AF_NETLINK,
-            libc::SOCK_DGRAM | libc::SOCK_CLOEXEC,
-            libc::NETLINK_SOCK_DIAG,
-        )
-    };
-    if fd < 0 {
-        return None;
-    }
-    let fd = Fd(fd);
-    // SAFETY: `request` is valid for reads of its length; the socket is connected to nothing,
-    // so a netlink socket sends to the kernel (port id 0).
-    let sent = unsafe { libc::send(fd.0, request.as_ptr().cast(), request.len(), 0) };
-    if sent != request.len() as isize {
-        return None;
-    }
-    let mut found = Vec::new();
-    let mut buf = vec![0u8; 32 * 1024];
-    // A dump ends with NLMSG_DONE; the bound keeps a kernel that never says so from holding
-    // the step (each reply holds dozens of sockets).
-    for _ in 0..4096 {
-        // SAFETY: `buf` is valid for writes of its length.
-        let got = unsafe { libc::recv(fd.0, buf.as_mut_ptr().cast(), buf.len(), 0) };
-        if got <= 0 {
-            return None;
-        }
-        match claims::diag_reply(&buf[..got as usize]) {
-            DiagReply::More(more) => found.extend(more),
-            DiagReply::Done(more) => {
-                found.extend(more);
-                return Some(found);
-            }
-            DiagReply::Failed => return None,
-        }
-    }
-    None
-}
-
-/// A descriptor closed when dropped.
-struct Fd(c_int);
-
-impl Drop for Fd {
-    fn drop(&mut self) {
-        // SAFETY: a descriptor this module opened, closed once.
-        unsafe { libc::close(self.0) };
-    }
+    super::netlink::dump(libc::NETLINK_SOCK_DIAG, request, claims::diag_reply)
 }

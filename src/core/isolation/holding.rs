@@ -102,7 +102,7 @@ pub struct Look<'a> {
     pub holder_file: HolderFile,
     /// The step files in the directory ([`super::handover::step_of`] of each name).
     pub files: &'a [(u32, u32, Stage)],
-    /// The steps whose ended table is on the node (`list tables`: [`super::tables::ended_steps`]);
+    /// The steps whose ended table is on the node ([`super::tables::ended_steps`] of the kernel's list);
     /// `None` when the node could not list them (nothing is then installed again).
     pub tables: Option<&'a [StepKey]>,
     /// Time since the holder started.

@@ -6,20 +6,20 @@ use crate::core::isolation;
 use crate::core::Settings;
 use crate::spank::handle::{Spank, U32Item};
 use crate::spank::isolation::handover;
-use crate::spank::isolation::nftables::Nft;
+use crate::spank::isolation::nftables::{self, Nft};
 use crate::spank::log;
 use std::ffi::c_int;
 
 /// Waits until a 0.7.0 slurmd's holder has let go of `tables` ([`handover::forget`]: it owns
 /// them, nothing else can remove them), twice [`handover::HANDOVER`] at most; the removal
 /// below then reports one it kept.
-fn released(nft: &mut Nft, tables: &[String]) {
+fn released(tables: &[String]) {
     let start = std::time::Instant::now();
     while !tables.is_empty() && start.elapsed() < 2 * handover::HANDOVER {
-        let Ok(listing) = nft.run("list tables") else {
+        let Ok(listing) = nftables::node_tables() else {
             return;
         };
-        if !isolation::tables::listed(&listing).any(|t| tables.iter().any(|held| held == t)) {
+        if !listing.iter().any(|t| tables.contains(t)) {
             return;
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
@@ -41,13 +41,12 @@ pub fn job_epilog(sp: &Spank, args: &[String]) -> c_int {
     let Ok(mut nft) = Nft::open() else {
         return 0;
     };
-    released(&mut nft, &held);
-    let removed = nft.run("list tables").and_then(|listing| {
+    released(&held);
+    let removed = nftables::node_tables().and_then(|listing| {
         // One transaction per table: a table its slurmstepd removed meanwhile is no failure.
         for table in isolation::tables::job_tables(&listing, job_id) {
             if let Err(e) = nft.run(&isolation::tables::removal(table)) {
-                let now = nft.run("list tables")?;
-                if isolation::tables::listed(&now).any(|t| t == table) {
+                if nftables::node_tables()?.iter().any(|t| t == table) {
                     return Err(e);
                 }
             }

@@ -8,7 +8,7 @@ use crate::core::isolation;
 use crate::core::StepPlan;
 use crate::spank::error::ShellError;
 use crate::spank::isolation::handover::{self, Handed};
-use crate::spank::isolation::nftables::Nft;
+use crate::spank::isolation::nftables::{self, Nft};
 use crate::spank::log;
 use crate::spank::resolver::resolve;
 use crate::spank::slurm;
@@ -60,7 +60,7 @@ pub fn install(
         .scripts(resolve)
         .map_err(|e| failed(e.to_string()))?;
     let mut nft = ready().map_err(failed)?;
-    let listing = nft.run("list tables").map_err(|e| {
+    let listing = nftables::node_tables().map_err(|e| {
         failed(format!(
             "cannot list the node's nftables tables: {e}; check that slurmstepd runs as root"
         ))
@@ -72,7 +72,7 @@ pub fn install(
         isolation::tables::ended_table_name(job_id, step_id),
     ];
     for left in &own {
-        if isolation::tables::listed(&listing).any(|t| t == left) {
+        if listing.contains(left) {
             nft.run(&isolation::tables::removal(left)).map_err(|e| {
                 failed(format!(
                     "cannot remove the table inet {left} left here: {e}; once no slurmstepd \
@@ -122,7 +122,7 @@ pub fn install(
 /// have ended everywhere (one request per table; usually the job's previous step): slurmd's
 /// holder lets go of one it holds, any other goes here. A table whose step slurmctld cannot
 /// answer for stays, for the next step or the job's epilog. The tables it removed.
-fn remove_ended<'a>(nft: &mut Nft, listing: &'a str, own: (u32, u32)) -> Vec<&'a str> {
+fn remove_ended<'a>(nft: &mut Nft, listing: &'a [String], own: (u32, u32)) -> Vec<&'a str> {
     let mut gone = Vec::new();
     for (table, job_id, step_id) in isolation::tables::ended_steps(listing) {
         // Gone only once removed: a table whose removal failed (a holder of another job still
@@ -137,11 +137,11 @@ fn remove_ended<'a>(nft: &mut Nft, listing: &'a str, own: (u32, u32)) -> Vec<&'a
     gone
 }
 
-/// Refuses `ports` when another step's table in `listing` holds one of them (each asked for its
+/// Refuses `ports` when another step's table among the node's (`listing`) holds one of them (each asked for its
 /// ports; one that vanishes meanwhile, or that `gone` names, is passed over).
 fn tables_clear(
     nft: &mut Nft,
-    (listing, gone): (&str, &[&str]),
+    (listing, gone): (&[String], &[&str]),
     (own_jobs, step_id): (&[u32], u32),
     ports: &[u16],
 ) -> crate::core::Result<()> {

@@ -2,7 +2,7 @@
 //! job's extern slurmstepd ([`super::handover`] is slurmstepd's side). All as root, through
 //! libnftables and files in a root-only directory of the node.
 
-use super::nftables::Nft;
+use super::nftables::{self, Nft};
 use super::watch::Watch;
 use crate::core::claims::Owner;
 use crate::core::isolation::handover::{self, Stage, HOLDER_FILE};
@@ -82,11 +82,16 @@ pub fn start_for_job(job_id: u32) -> Option<Holder> {
 pub trait Tables {
     /// Runs an nftables script in one transaction: its output, or why it failed.
     fn run(&mut self, script: &str) -> Result<String, String>;
+    /// The names of the node's `inet` tables ([`nftables::node_tables`]), or why not.
+    fn names(&mut self) -> Result<Vec<String>, String>;
 }
 
 impl Tables for Nft {
     fn run(&mut self, script: &str) -> Result<String, String> {
         Nft::run(self, script)
+    }
+    fn names(&mut self) -> Result<Vec<String>, String> {
+        nftables::node_tables()
     }
 }
 
@@ -252,7 +257,7 @@ fn hold(
             .flatten()
             .filter_map(|e| handover::step_of(e.file_name().to_str()?))
             .collect();
-        let listing = tables.run("list tables").ok();
+        let listing = tables.names().ok();
         let present: Option<Vec<StepKey>> = listing.as_deref().map(|listing| {
             tables::ended_steps(listing)
                 .into_iter()

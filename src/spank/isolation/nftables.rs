@@ -241,3 +241,21 @@ fn dl_error() -> String {
     // SAFETY: as above.
     unsafe { c_string(text) }.unwrap_or_else(|| "unknown error".into())
 }
+
+/// The names of the node's `inet` tables, asked of the kernel by name alone
+/// ([`crate::core::isolation::tables::dump_request`]; libnftables' `list tables` costs the
+/// square of the tables). A dump that the tables' changes interrupted is asked again, three times at
+/// most; an error says the kernel did not answer.
+pub fn node_tables() -> Result<Vec<String>, String> {
+    use crate::core::isolation::tables;
+    for _ in 0..3 {
+        if let Some(names) = crate::spank::netlink::dump(
+            libc::NETLINK_NETFILTER,
+            &tables::dump_request(),
+            tables::dump_reply,
+        ) {
+            return Ok(names.into_iter().filter(|n| !n.is_empty()).collect());
+        }
+    }
+    Err("the kernel did not list its nftables tables (NETLINK_NETFILTER)".into())
+}

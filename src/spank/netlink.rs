@@ -1,0 +1,64 @@
+//! One netlink dump: send the core's request, gather its replies as the core reads them
+//! ([`crate::core::netlink`]). The TCP sockets of a step's ports ([`super::sock_diag`]) and the
+//! node's nftables tables ([`super::isolation::nftables::node_tables`]) are asked this way.
+
+use crate::core::netlink::Reply;
+use std::ffi::c_int;
+
+/// Every object a dump of `protocol` (`NETLINK_SOCK_DIAG`, `NETLINK_NETFILTER`) answers
+/// `request` with, each reply read by `reply`; `None` when the kernel does not answer as it
+/// should.
+pub fn dump<T>(
+    protocol: c_int,
+    request: &[u8],
+    reply: impl Fn(&[u8]) -> Reply<T>,
+) -> Option<Vec<T>> {
+    // SAFETY: plain socket(2); the descriptor is closed by `Fd` below.
+    let fd = unsafe {
+        libc::socket(
+            libc::AF_NETLINK,
+            libc::SOCK_DGRAM | libc::SOCK_CLOEXEC,
+            protocol,
+        )
+    };
+    if fd < 0 {
+        return None;
+    }
+    let fd = Fd(fd);
+    // SAFETY: `request` is valid for reads of its length; the socket is connected to nothing,
+    // so a netlink socket sends to the kernel (port id 0).
+    let sent = unsafe { libc::send(fd.0, request.as_ptr().cast(), request.len(), 0) };
+    if sent != request.len() as isize {
+        return None;
+    }
+    let mut found = Vec::new();
+    let mut buf = vec![0u8; 32 * 1024];
+    // A dump ends with NLMSG_DONE; the bound keeps a kernel that never says so from holding
+    // the step (each reply holds dozens of objects).
+    for _ in 0..4096 {
+        // SAFETY: `buf` is valid for writes of its length.
+        let got = unsafe { libc::recv(fd.0, buf.as_mut_ptr().cast(), buf.len(), 0) };
+        if got <= 0 {
+            return None;
+        }
+        match reply(&buf[..got as usize]) {
+            Reply::More(more) => found.extend(more),
+            Reply::Done(more) => {
+                found.extend(more);
+                return Some(found);
+            }
+            Reply::Failed => return None,
+        }
+    }
+    None
+}
+
+/// A descriptor closed when dropped.
+struct Fd(c_int);
+
+impl Drop for Fd {
+    fn drop(&mut self) {
+        // SAFETY: a descriptor this module opened, closed once.
+        unsafe { libc::close(self.0) };
+    }
+}
