@@ -86,6 +86,21 @@ pub unsafe extern "C" fn slurm_spank_local_user_init(
 }
 
 /// # Safety
+/// Called by slurmstepd, with the job's user's privileges, with a valid handle.
+#[no_mangle]
+pub unsafe extern "C" fn slurm_spank_user_init(
+    sp: ffi::spank_t,
+    _ac: c_int,
+    _av: *mut *mut c_char,
+) -> c_int {
+    guard("slurm_spank_user_init", || {
+        // SAFETY: Slurm's own handle for this hook (the function's contract).
+        let sp = unsafe { Spank::from_raw(sp) };
+        spank::hooks::user_init(&sp)
+    })
+}
+
+/// # Safety
 /// Called by slurmstepd in the task's process with a valid handle.
 #[no_mangle]
 pub unsafe extern "C" fn slurm_spank_task_init(

@@ -342,3 +342,34 @@ fn a_runtime_started_without_the_task_environment_is_named_on_srun_stderr() {
         );
     }
 }
+
+/// From the attacker's side, root looks at no file the job's `PATH` names: slurmstepd looks
+/// for Apptainer there with the user's privileges (`user_init`). An `apptainer` in a directory
+/// only root can enter gives the user's tasks no Apptainer names (root's own look found it,
+/// and so told the user that a file they cannot see is there); the same file where the user
+/// can look gives them. A root with Apptainer installed in the usual prefixes names it either
+/// way. (what, the directory's mode, whether the task gets `APPTAINERENV_TF_CONFIG`)
+#[rustfmt::skip]
+#[test]
+#[ignore = "needs the test cluster: run tests/run.sh"]
+fn root_looks_at_no_file_the_jobs_path_names() {
+    let base = format!("/tmp/tfc-path-{}", std::process::id());
+    let installed = sh("command -v apptainer").status.success();
+    let rows: &[(&str, &str, bool)] = &[
+        ("a directory only root can enter", "700", installed),
+        ("a directory the user can enter",  "755", true),
+    ];
+    for (what, mode, named) in rows {
+        sh(&format!(
+            "mkdir -p {base}/bin && printf '#!/bin/sh\\n' >{base}/bin/apptainer && chmod 755 {base}/bin/apptainer && chmod {mode} {base}"
+        ));
+        let out = sh(&format!(
+            "runuser -u {OWNER} -- srun --export=ALL,PATH={base}/bin:/usr/bin:/bin -N1 -n1 -t 1 --tf-cluster='worker:*' printenv APPTAINERENV_TF_CONFIG"
+        ));
+        let _ = sh(&format!("rm -rf {base}"));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.success(), *named, "{what}: {stderr}");
+    }
+}
+
+const OWNER: &str = "tfc-owner";

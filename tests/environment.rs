@@ -195,11 +195,11 @@ fn received(case: &Case) -> Vec<String> {
         nodelist: case.nodes,
         tasks_per_node: case.tasks_per_node,
         proxies: ProxyEnv::from_pairs(case.proxies),
-        runtimes: case.runtimes,
         job_id: 7,
         ..Default::default()
     };
-    let plan = StepPlan::new(&spec, &admin, &step).unwrap();
+    let mut plan = StepPlan::new(&spec, &admin, &step).unwrap();
+    plan.find_runtimes(|| case.runtimes);
     let program = case.program.unwrap_or("python3");
     environment_running(&plan, case.rank, case.gpus, case.gpus, Some(program))
 }

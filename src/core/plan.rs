@@ -66,9 +66,6 @@ pub struct StepInputs<'a> {
     pub het: Option<&'a HetLayout>,
     /// The job's proxy variables ([`proxy::READ`]).
     pub proxies: ProxyEnv,
-    /// The container runtimes this node has ([`container::Runtimes::find`]): whose names the
-    /// default `apptainer_env` sets.
-    pub runtimes: Runtimes,
     /// The node's job (`S_JOB_ID`); a heterogeneous job's ports follow its first component's
     /// ([`HetLayout::ports_job`]).
     pub job_id: u32,
@@ -191,7 +188,8 @@ pub struct StepPlan {
     task_hosts_passed: bool,
     /// The ports are Slurm's reservation for the step (`SLURM_STEP_RESV_PORTS`).
     ports_reserved: bool,
-    /// The container runtimes this node has.
+    /// The container runtimes this node has, once the node has looked
+    /// ([`Self::find_runtimes`]); none until then.
     runtimes: Runtimes,
 }
 
@@ -261,7 +259,7 @@ impl StepPlan {
             collectives_ifname: None,
             task_hosts_passed: step.task_hosts.is_some(),
             ports_reserved: matches!(ports, StepPorts::Reserved(_)),
-            runtimes: step.runtimes,
+            runtimes: Runtimes::NONE,
         })
     }
 
@@ -354,6 +352,15 @@ impl StepPlan {
         resolve: impl FnOnce(&str) -> std::result::Result<Vec<std::net::IpAddr>, String>,
     ) -> bool {
         self.jax.as_mut().is_some_and(|jax| jax.bind(node, resolve))
+    }
+
+    /// With `apptainer_env=yes` (the default): the container runtimes the node has
+    /// ([`container::Runtimes::find`], which `find` looks up), whose names its tasks then get;
+    /// not asked with any other value.
+    pub fn find_runtimes(&mut self, find: impl FnOnce() -> Runtimes) {
+        if self.settings.apptainer_env == container::ApptainerEnv::Found {
+            self.runtimes = find();
+        }
     }
 
     /// With `socket_ifname=yes`, on node `node`: the interface its tasks' collectives use, the

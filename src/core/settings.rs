@@ -156,7 +156,7 @@ pub const KEYS: &[Key] = &[
     } },
     Key { name: "apptainer_env", per_job: true,
           default: "`yes`", values: "`yes`, `always`, `auto`, `no`", example: "`apptainer_env=auto`",
-          meaning: "also set every variable as `APPTAINERENV_X` where Apptainer is installed and `SINGULARITYENV_X` where SingularityCE is (found once per node and step in the job's `PATH` and the usual prefixes), which reach the program through `--cleanenv`/`--containall` and win over the image's own, in every task, however it starts the container (a wrapper script, `bash -c`), and nothing on a node with neither; `always`: both names in every task, found or not; `auto`: both, only when the task's program is `apptainer` or `singularity`; `no`: never",
+          meaning: "also set every variable as `APPTAINERENV_X` where Apptainer is installed and `SINGULARITYENV_X` where SingularityCE is (found once per node and step in the job's `PATH`, looked at as the job's user, and the usual prefixes), which reach the program through `--cleanenv`/`--containall` and win over the image's own, in every task, however it starts the container (a wrapper script, `bash -c`), and nothing on a node with neither; `always`: both names in every task, found or not; `auto`: both, only when the task's program is `apptainer` or `singularity`; `no`: never",
           set: |s, v| {
         s.apptainer_env = ApptainerEnv::parse(v).ok_or("expected yes, always, auto or no")?;
         Ok(())

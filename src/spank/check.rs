@@ -28,12 +28,13 @@ pub fn node(sp: &Spank, settings: Result<Settings, Error>) -> Verdict {
     let node = process::node_name().unwrap_or_else(|| "this node".into());
     let copy = check::copy(env!("CARGO_PKG_VERSION"), ffi::SLURM_RELEASE);
     let srun = sp.getenv(check::SRUN_VAR).ok().flatten();
-    let path = sp.getenv("PATH").ok().flatten();
+    // The usual prefixes alone: root looks at no file the job's `PATH` names (a step looks
+    // there as the user, in `user_init`).
     let apptainer = (
         settings
             .as_ref()
             .map_or(Settings::default().apptainer_env, |s| s.apptainer_env),
-        Runtimes::find(path.as_deref(), runtimes::program_at),
+        Runtimes::find(None, runtimes::program_at),
     );
     let srun_isolates = sp
         .getenv(check::SRUN_ISOLATE_VAR)

@@ -4,9 +4,7 @@
 
 use super::error::ShellError;
 use super::handle::{Spank, U32Item};
-use super::runtimes;
 use super::slurm;
-use crate::core::container::Runtimes;
 use crate::core::layout::TASK_HOSTS_VAR;
 use crate::core::{het, Component, ProxyEnv, StepInputs, StepKind};
 
@@ -83,7 +81,6 @@ pub struct StepVars {
     resv_ports: Option<String>,
     task_hosts: Option<String>,
     proxies: ProxyEnv,
-    runtimes: Runtimes,
 }
 
 impl StepVars {
@@ -98,7 +95,6 @@ impl StepVars {
             resv_ports: env("SLURM_STEP_RESV_PORTS")?,
             task_hosts: env(TASK_HOSTS_VAR)?,
             proxies: ProxyEnv::read(env)?,
-            runtimes: Runtimes::find(env("PATH")?.as_deref(), runtimes::program_at),
         })
     }
 
@@ -118,7 +114,6 @@ impl StepVars {
             plane_size: self.plane_size.as_deref(),
             task_hosts: self.task_hosts.as_deref(),
             proxies: self.proxies.clone(),
-            runtimes: self.runtimes,
             ..Default::default()
         }
     }

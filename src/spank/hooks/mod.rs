@@ -101,6 +101,14 @@ pub fn init_post_opt(sp: &Spank) -> c_int {
     }
 }
 
+/// slurmstepd only, once per node after `init_post_opt`, with the job's user's privileges.
+pub fn user_init(sp: &Spank) -> c_int {
+    match handle::context() {
+        Context::Remote => stepd::user_init(sp),
+        _ => 0,
+    }
+}
+
 /// Locks the state, recovering from a poisoned lock (a panic in an earlier hook is already
 /// reported; it must not make every later hook fail).
 fn state() -> MutexGuard<'static, State> {

@@ -23,6 +23,7 @@ use crate::spank::oci::NodeOci;
 use crate::spank::oom;
 use crate::spank::process;
 use crate::spank::resolver;
+use crate::spank::runtimes;
 use crate::spank::slurm;
 use crate::spank::sock_diag;
 use crate::spank::step::{gtids, Shape, StepVars};
@@ -108,6 +109,20 @@ pub fn init_post_opt(sp: &Spank) -> c_int {
         );
     }
     state.plan = Some(planned);
+    0
+}
+
+/// slurmstepd, once per node before the tasks fork, with the job's user's privileges (Slurm
+/// drops them for this hook): the container runtimes the job's `PATH` names, looked at as the
+/// user, so that root looks at no file the job's environment names
+/// ([`crate::core::root_inputs`]).
+pub fn user_init(sp: &Spank) -> c_int {
+    if let Some(Ok(node)) = &mut state().plan {
+        node.plan.find_runtimes(|| {
+            let path = sp.getenv("PATH").ok().flatten();
+            container::Runtimes::find(path.as_deref(), runtimes::program_at)
+        });
+    }
     0
 }
 
