@@ -221,6 +221,8 @@ pub struct NodeCheck<'a> {
 pub struct Verdict {
     pub line: String,
     pub fails: bool,
+    /// The node the line is about ([`NodeCheck::node`]), which its task answers with.
+    pub node: String,
 }
 
 impl NodeCheck<'_> {
@@ -328,6 +330,7 @@ impl NodeCheck<'_> {
         Verdict {
             line: format!("check {}: {} | {end}", self.node, parts.join(" | ")),
             fails,
+            node: self.node.to_string(),
         }
     }
 }

@@ -22,10 +22,11 @@ use std::path::Path;
 const MAX_ENTRIES: usize = 10_000;
 
 /// The node's verdict for this step (`--tf-cluster=check`).
-pub fn node(sp: &Spank, settings: Result<Settings, Error>) -> Verdict {
-    // The node's name as slurmstepd has it (NodeName), as every file a node keeps is named
-    // (claims, holders); never the job's environment, which is the user's.
-    let node = process::node_name().unwrap_or_else(|| "this node".into());
+/// `node`: the node's name as slurmstepd has it ([`crate::spank::step::Shape::node`]), as every
+/// file a node keeps is named (claims, holders); never the job's environment, which is the
+/// user's.
+pub fn node(sp: &Spank, settings: Result<Settings, Error>, node: Option<String>) -> Verdict {
+    let node = node.unwrap_or_else(|| "this node".into());
     let copy = check::copy(env!("CARGO_PKG_VERSION"), ffi::SLURM_RELEASE);
     let srun = sp.getenv(check::SRUN_VAR).ok().flatten();
     // The usual prefixes alone: root looks at no file the job's `PATH` names (a step looks

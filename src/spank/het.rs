@@ -11,11 +11,12 @@ use crate::core::Error;
 
 /// The step's ranks for a heterogeneous job or step ([`het::probe`]), asking slurmctld for each
 /// component's layout of step `step_id` (a heterogeneous job's: `shape.het_jobs`, which
-/// slurmctld vouched for), with the node's name as `own`'s ([`short_node_name`]); `None` for a whole step.
+/// slurmctld vouched for), with the node's short name as `own`'s ([`short_name`]); `None` for a
+/// whole step.
 pub fn components(shape: &Shape, own: Own) -> Result<Option<HetLayout>, Error> {
     // A whole step asks nothing, and needs no host name either.
     let hostname = (shape.kind != StepKind::Whole)
-        .then(short_node_name)
+        .then(|| short_name(shape.node.as_deref()?))
         .flatten();
     let own = Own {
         hostname: hostname.as_deref(),
@@ -38,10 +39,9 @@ pub fn jobs_to_stop(shape: Option<&Shape>, own_job: u32) -> Vec<u32> {
     }
 }
 
-/// The node's name as slurmstepd has it ([`super::process::node_name`]: its NodeName, else the
-/// machine's short host name): it tells apart components of equal shape ([`Own`]).
-pub fn short_node_name() -> Option<String> {
-    let name = super::process::node_name()?;
+/// The short form of the node's name ([`Shape::node`]: its NodeName, else the machine's host
+/// name): it tells apart components of equal shape ([`Own`]).
+fn short_name(name: &str) -> Option<String> {
     let short = name.split('.').next()?;
     (!short.is_empty()).then(|| short.to_string())
 }

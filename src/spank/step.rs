@@ -4,6 +4,7 @@
 
 use super::error::ShellError;
 use super::handle::{Spank, U32Item};
+use super::process;
 use super::slurm;
 use crate::core::layout::TASK_HOSTS_VAR;
 use crate::core::{het, Component, ProxyEnv, StepInputs, StepKind};
@@ -11,8 +12,9 @@ use crate::core::{het, Component, ProxyEnv, StepInputs, StepKind};
 /// What Slurm says of the step before anything is planned, read once, from what Slurm vouches
 /// for: its ids and user (SPANK items), this component's node and task counts, which kind of
 /// step it is (one job's, or a heterogeneous job's or step's), and, for a heterogeneous job's
-/// step, its component jobs as slurmctld vouches for them. The stop, the components' probe,
-/// the claims, the firewall and the workers' watcher all take it.
+/// step, its component jobs as slurmctld vouches for them; the node's name as slurmstepd has
+/// it. The stop, the components' probe, the claims, the firewall (and its hand-over), the
+/// workers' watcher and the check all take it.
 pub struct Shape {
     pub job_id: u32,
     pub step_id: u32,
@@ -22,6 +24,9 @@ pub struct Shape {
     /// The job's user (`S_JOB_UID`): whose the step's jobs must be, whose connections count,
     /// whom the firewall admits.
     pub uid: u32,
+    /// This node's name as slurmstepd has it ([`process::node_name`]): every file a node keeps
+    /// (claims, holders) and every line about the node names it; never the job's environment.
+    pub node: Option<String>,
     /// A heterogeneous job's component jobs, each one slurmctld says is a component of that
     /// job and the step's user's ([`het::vouched_job_ids`]), or why they were refused; empty
     /// for any other step.
@@ -67,6 +72,7 @@ impl Shape {
             tasks,
             kind,
             uid,
+            node: process::node_name(),
             het_jobs,
         })
     }

@@ -63,6 +63,8 @@ pub struct Node {
     job_sets: Vec<&'static str>,
     /// The job's user ([`Shape::uid`]): whose connections the workers' watcher counts.
     uid: u32,
+    /// This node's name ([`Shape::node`]), for the tasks' lines.
+    name: Option<String>,
 }
 
 /// slurmstepd, once per node before the tasks fork: build the step's one [`Stop`], then plan
@@ -73,7 +75,8 @@ pub fn init_post_opt(sp: &Spank) -> c_int {
     let mut state = state();
     if state.check {
         if is_task_step(sp) {
-            let verdict = crate::spank::check::node(sp, settings(&state));
+            let node = Shape::read(sp).ok().and_then(|shape| shape.node);
+            let verdict = crate::spank::check::node(sp, settings(&state), node);
             state.check_verdict = Some(verdict);
         }
         return 0;
@@ -206,8 +209,15 @@ fn plan_node(
     // Last, so that nothing after them can fail and leave the rules to the epilog.
     let uid = shape.uid;
     let jobs = het.map_or_else(|| vec![shape.job_id], |het| het.jobs);
-    let claim = claim(&plan, place.node, &jobs, shape.step_id)?;
-    let firewall = firewall::install(&plan, (shape.job_id, &jobs), shape.step_id, uid, place.node)?;
+    let name = shape.node.as_deref();
+    let claim = claim(&plan, (place.node, name), &jobs, shape.step_id)?;
+    let firewall = firewall::install(
+        &plan,
+        (shape.job_id, &jobs),
+        shape.step_id,
+        uid,
+        (place.node, name),
+    )?;
     Ok(Node {
         renderers: plan.renderers(),
         oom_kills: oom::kills(),
@@ -220,6 +230,7 @@ fn plan_node(
         collectives_note,
         job_sets,
         uid,
+        name: shape.node.clone(),
         plan,
         place,
         verbose,
@@ -227,13 +238,18 @@ fn plan_node(
 }
 
 /// This node's claim on the ports its tasks listen on, for the step's `jobs` ([`Claimant`]),
-/// in the directory of the node as slurmstepd names it ([`process::node_name`]), never as the
-/// job's environment does (the step's node list is the user's to set).
-fn claim(plan: &StepPlan, node: usize, jobs: &[u32], step_id: u32) -> Result<Claimed, ShellError> {
+/// in the directory of the node as slurmstepd names it ([`Shape::node`]), never as the job's
+/// environment does (the step's node list is the user's to set).
+fn claim(
+    plan: &StepPlan,
+    (node, name): (usize, Option<&str>),
+    jobs: &[u32],
+    step_id: u32,
+) -> Result<Claimed, ShellError> {
     let host = &plan.hosts[node];
-    let own = process::node_name().unwrap_or_else(|| host.clone());
+    let own = name.unwrap_or(host);
     Claimant {
-        node: &own,
+        node: own,
         jobs,
         step_id,
         ports: &plan.node_ports(node),
@@ -263,8 +279,7 @@ pub fn task_init(sp: &Spank) -> c_int {
             log::user(&verdict.line);
         }
         // The node answered: the check's program (printenv) finds its name.
-        let node = process::node_name().unwrap_or_else(|| "this node".into());
-        if let Err(e) = sp.setenv(check::ANSWERED_VAR, &node) {
+        if let Err(e) = sp.setenv(check::ANSWERED_VAR, &verdict.node) {
             log::error(&format!("cannot set {}: {e}", check::ANSWERED_VAR));
         }
         return 0;
@@ -294,7 +309,10 @@ pub fn task_init(sp: &Spank) -> c_int {
         }
         handle::end_task(1);
     }
-    let node = process::node_name();
+    let node = match planned {
+        Ok(node) => node.name.clone(),
+        Err(_) => process::node_name(),
+    };
     log::error(&plan::task_error_line(
         &e.to_string(),
         node.as_deref(),

@@ -24,6 +24,9 @@ pub struct Installed {
     nft: Nft,
     /// The step (the holder of the node's job takes the ended table over).
     step: (u32, u32),
+    /// The node's name as slurmstepd has it ([`crate::spank::step::Shape::node`]): where the
+    /// node's holder directories are.
+    node: Option<String>,
 }
 
 /// What a node needs before a step's rules can go in (the step's own addresses aside): SYN
@@ -41,13 +44,14 @@ pub fn ready() -> Result<Nft, String> {
 /// with `isolate=yes`, this node's rules for the step, once no other step's table holds one of
 /// its ports. An error
 /// names the node and why; the caller stops the step, so no task starts unprotected.
-/// `own_jobs`: the step's jobs (a heterogeneous job's components share a node's ports).
+/// `own_jobs`: the step's jobs (a heterogeneous job's components share a node's ports); `node`:
+/// the node's index in the plan, and its name as slurmstepd has it.
 pub fn install(
     plan: &StepPlan,
     (job_id, own_jobs): (u32, &[u32]),
     step_id: u32,
     uid: u32,
-    node: usize,
+    (node, name): (usize, Option<&str>),
 ) -> Result<Option<Installed>, ShellError> {
     let failed = |reason: String| ShellError::Isolation {
         node: plan.hosts.get(node).cloned().unwrap_or_default(),
@@ -115,6 +119,7 @@ pub fn install(
         ended,
         nft,
         step: (job_id, step_id),
+        node: name.map(str::to_string),
     }))
 }
 
@@ -170,9 +175,10 @@ pub fn leave(installed: &mut Installed) {
         ));
     } else {
         let (job_id, step_id) = installed.step;
-        match handover::hand_over(job_id, step_id, &installed.ended) {
+        let node = installed.node.as_deref();
+        match handover::hand_over(node, (job_id, step_id), &installed.ended) {
             Handed::Held => {}
-            Handed::NoHolder => handover::say_no_holder_once(job_id, step_id),
+            Handed::NoHolder => handover::say_no_holder_once(node, (job_id, step_id)),
             Handed::NotTaken => log::error(&format!(
                 "isolate=yes: the holder (job {job_id}'s extern step) did not take \
                  over this node's table for step {job_id}.{step_id}'s other nodes in time; it \

@@ -30,12 +30,13 @@ pub enum Handed {
 /// slurmstepd, its tasks all ended, its ended table installed (`ended`: its script): hand the
 /// table over to the job's extern step where it holds tables, and wait for it to take it
 /// ([`HANDOVER`] at most, twice that when the holder has claimed it by then). The caller keeps
-/// its own table until this returns.
-pub fn hand_over(job_id: u32, step_id: u32, ended: &str) -> Handed {
-    let Some(node) = process::node_name() else {
+/// its own table until this returns. `node`: the node's name as slurmstepd has it (no name, no
+/// holder directory).
+pub fn hand_over(node: Option<&str>, (job_id, step_id): (u32, u32), ended: &str) -> Handed {
+    let Some(node) = node else {
         return Handed::NoHolder;
     };
-    let dir = handover::job_dir(&node, job_id);
+    let dir = handover::job_dir(node, job_id);
     hand_over_in(Path::new(&dir), (job_id, step_id), ended, HANDOVER)
 }
 
@@ -87,11 +88,11 @@ pub fn hand_over_in(
 /// slurmstepd whose ended table no holder took (no extern step): says so
 /// in slurmd's log, once per node until it reboots (a marker in [`handover::node_dir`], on the
 /// node's /run): the site learns what it leaves open, without a line at every step.
-pub fn say_no_holder_once(job_id: u32, step_id: u32) {
-    let Some(node) = process::node_name() else {
+pub fn say_no_holder_once(node: Option<&str>, (job_id, step_id): (u32, u32)) {
+    let Some(node) = node else {
         return;
     };
-    let dir = PathBuf::from(handover::node_dir(&node));
+    let dir = PathBuf::from(handover::node_dir(node));
     let first = run_dir::private(&dir)
         .map_err(std::io::Error::other)
         .and_then(|()| {
