@@ -65,8 +65,6 @@ fuzz_target!(|data: &[u8]| {
         topology: None,
         het: None,
         proxies: ProxyEnv::from_pairs(&[("http_proxy", "x")]),
-        // Apptainer on this node, SingularityCE not: the default sets one prefix only.
-        runtimes: APPTAINER_ONLY,
         job_id: 42,
         step_id: 1,
     };
@@ -80,9 +78,11 @@ fuzz_target!(|data: &[u8]| {
         );
         return;
     }
-    let Ok(plan) = planned else {
+    let Ok(mut plan) = planned else {
         return;
     };
+    // Apptainer on this node, SingularityCE not: the default sets one prefix only.
+    plan.find_runtimes(|| APPTAINER_ONLY);
     if u64::from(total) <= CHECKED_TASKS {
         check(&plan, gpus.as_deref());
         check_firewall(&plan);
