@@ -112,6 +112,8 @@ struct Row {
     what: &'static str,
     srun: Option<&'static str>,
     srun_isolates: Option<bool>,
+    /// srun's plugstack.conf words, when told; the node's are [`LINE`].
+    srun_line: Option<&'static str>,
     slurmd: Slurmd,
     claims: Result<(), &'static str>,
     settings: Result<(), &'static str>,
@@ -124,6 +126,8 @@ struct Row {
 }
 
 const COPY: &str = "0.12.0 24.11";
+/// The node's plugstack.conf words.
+const LINE: [&str; 2] = ["isolate=yes", "port_range=20000-32767"];
 const NONE: (ApptainerEnv, Runtimes) = (ApptainerEnv::Found, Runtimes::NONE);
 const APPTAINER: Runtimes = Runtimes {
     apptainer: true,
@@ -132,11 +136,11 @@ const APPTAINER: Runtimes = Runtimes {
 
 #[rustfmt::skip]
 fn rows() -> Vec<Row> {
-    let ok = Row { what: "", srun: Some(COPY), srun_isolates: Some(true), slurmd: Slurmd::ThisFile, claims: Ok(()), settings: Ok(()), isolation: Isolation::Works { held: true },
+    let ok = Row { what: "", srun: Some(COPY), srun_isolates: Some(true), srun_line: Some("isolate=yes port_range=20000-32767"), slurmd: Slurmd::ThisFile, claims: Ok(()), settings: Ok(()), isolation: Isolation::Works { held: true },
                    apptainer: NONE, oci: None, run_dir: &[], says: &[], fails: false };
     vec![
         Row { what: "all as installed", says: &["check n9: tfcluster 0.12.0 built for Slurm 24.11 | srun: the same | slurmd: this file",
-                "isolate=yes: works; ended tables held by the job's extern step", "Apptainer's names: none", "oci.conf: none",
+                "plugstack.conf: the same line as srun's host", "isolate=yes: works; ended tables held by the job's extern step", "Apptainer's names: none", "oci.conf: none",
                 "/run/tfcluster: as tfcluster leaves it | ok"], ..ok.clone() },
         Row { what: "srun's host runs another version", srun: Some("0.10.0 24.11"), says: &["srun: 0.10.0 24.11",
                 "NOT OK: srun's host runs tfcluster 0.10.0 24.11: install the same version"], fails: true, ..ok.clone() },
@@ -152,7 +156,13 @@ fn rows() -> Vec<Row> {
         Row { what: "isolation refused", isolation: Isolation::Refused("SYN cookies".into()),
                 says: &["isolate=yes: refused", "NOT OK: isolate=yes: SYN cookies"], fails: true, ..ok.clone() },
         Row { what: "no Contain", isolation: Isolation::Works { held: false },
-                says: &["ended tables held by no process (no PrologFlags=Contain", "| ok"], ..ok.clone() },
+                says: &["WARNING: no PrologFlags=Contain in slurm.conf", "opens those steps' other nodes to other users on this node; set PrologFlags=Contain", "| ok"], ..ok.clone() },
+        Row { what: "another port_range than srun's host's", srun_line: Some("isolate=yes port_range=20000-30000"),
+                says: &["plugstack.conf: another line than srun's host", "NOT OK: this node's plugstack.conf line differs from srun's host's: port_range (srun's host: 20000-30000, here: 20000-32767)"], fails: true, ..ok.clone() },
+        Row { what: "a setting srun's host's line lacks", srun_line: Some("port_range=20000-32767"),
+                says: &["differs from srun's host's: isolate (srun's host: unset, here: yes)"], fails: true, ..ok.clone() },
+        Row { what: "the same settings in another order", srun_line: Some("port_range=20000-32767 isolate=yes"), says: &["plugstack.conf: the same line", "| ok"], ..ok.clone() },
+        Row { what: "srun did not say its line", srun_line: None, says: &["| ok"], ..ok.clone() },
         Row { what: "isolation off here and at srun", isolation: Isolation::Off, srun_isolates: Some(false), says: &["isolate: off", "| ok"], ..ok.clone() },
         Row { what: "isolation off here, on at srun", isolation: Isolation::Off,
                 says: &["NOT OK: srun's plugstack.conf line sets isolate=yes and this node's does not: its steps run unprotected"], fails: true, ..ok.clone() },
@@ -177,6 +187,7 @@ fn rows() -> Vec<Row> {
 
 #[test]
 fn each_nodes_line_and_whether_it_fails() {
+    let line = LINE.map(String::from);
     for row in rows() {
         let run_dir: Vec<(String, bool)> = row
             .run_dir
@@ -188,6 +199,7 @@ fn each_nodes_line_and_whether_it_fails() {
             copy: COPY,
             srun: row.srun,
             srun_isolates: row.srun_isolates,
+            lines: (row.srun_line, &line),
             slurmd: row.slurmd.clone(),
             claims: row.claims.map_err(str::to_string),
             settings: row.settings.map_err(str::to_string),

@@ -361,7 +361,7 @@ fn root_looks_at_no_file_the_jobs_path_names() {
     ];
     for (what, mode, named) in rows {
         sh(&format!(
-            "mkdir -p {base}/bin && printf '#!/bin/sh\\n' >{base}/bin/apptainer && chmod 755 {base}/bin/apptainer && chmod {mode} {base}"
+            "mkdir -p {base}/bin && printf '#!/bin/sh\\n' >{base}/bin/apptainer && chmod 755 {base}/bin {base}/bin/apptainer && chmod {mode} {base}"
         ));
         let out = sh(&format!(
             "runuser -u {OWNER} -- srun --export=ALL,PATH={base}/bin:/usr/bin:/bin -N1 -n1 -t 1 --tf-cluster='worker:*' printenv APPTAINERENV_TF_CONFIG"

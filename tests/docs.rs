@@ -465,6 +465,7 @@ fn the_admin_guide_names_each_part_of_the_checks_line() {
         copy: "0.12.0 24.11",
         srun: Some("0.12.0 24.11"),
         srun_isolates: Some(true),
+        lines: (Some("isolate=yes"), &["isolate=yes".to_string()]),
         slurmd: Slurmd::ThisFile,
         claims: Ok(()),
         settings: Ok(()),

@@ -1323,6 +1323,64 @@ cat {d}/step.out; cat {d}/step.err >&2",
     }
 }
 
+/// Another user's program on a worker's node: connects to the address in the file `argv[1]`
+/// again and again for 4 s, holding each connection 2 s (two of the watcher's looks); prints
+/// `CONNECT|open` if one got through, else `CONNECT|refused`.
+const CONNECT_AGAIN: &str = r#"import socket, sys, time
+host, port = open(sys.argv[1]).read().rsplit(":", 1)
+got, end = "refused", time.time() + 4
+while time.time() < end:
+    try:
+        c = socket.create_connection((host, int(port)), timeout=1)
+        got = "open"
+        time.sleep(2)
+        c.close()
+    except OSError:
+        time.sleep(0.2)
+print("CONNECT|" + got)"#;
+
+/// From the attacker's side, `fail_fast=auto`'s watcher cannot be made to keep a step running
+/// where isolate=yes keeps other users out: another user's connections to a worker's server,
+/// from the worker's own node while it listens (6 s), are refused, so the worker's failure,
+/// which no task of the step ever reached, still ends the step at once. Without isolate=yes
+/// the same connections reach the server, and the watcher, which sees only the server's side of
+/// them (the job's uid), counts them: the step goes on until its other tasks end (the user
+/// guide's limit). (isolate, what the other user's connections get, whether the worker's
+/// failure ends the step)
+#[rustfmt::skip]
+#[test]
+#[ignore = "needs the test cluster: run tests/run.sh"]
+fn another_users_connection_to_a_worker_keeps_no_isolated_step_running() {
+    let rows: &[(bool, &str, bool)] = &[
+        (true,  "refused", true),
+        (false, "open",    false),
+    ];
+    for &(isolate, gets, ends) in rows {
+        let _plugstack = isolate.then(|| PlugStack::isolated(""));
+        let d = dir().join(format!("watcher-{isolate}"));
+        let d = d.display();
+        let started = std::time::Instant::now();
+        let out = sh(&format!(
+            "rm -rf {d}; mkdir -m 1777 {d}
+runuser -u {OWNER} -- srun -p shared -w n9,n10 -N2 -n4 --ntasks-per-node=2 -t 2 --tf-cluster='chief:1,ps:1,worker:*' {ending} 'worker:1=listen 6 3 {d}/worker' 'default=sleep 20' >{d}/step.out 2>{d}/step.err &
+step=$!
+for i in $(seq 300); do [ -e {d}/worker ] && break; sleep 0.1; done
+runuser -u {OTHER} -- srun -p shared -w n10 -N1 -n1 -t 1 python3 -c '{CONNECT_AGAIN}' {d}/worker
+wait $step; echo \"SRUN|$?\"
+cat {d}/step.err >&2",
+            ending = tool("ending.sh"),
+        ));
+        let seconds = started.elapsed().as_secs();
+        let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        let what = format!("isolate={isolate}, {seconds} s:\n{stdout}\n{stderr}");
+        assert_eq!(records(&stdout, "CONNECT"), [[gets]], "{what}");
+        assert_eq!(records(&stdout, "SRUN").len(), 1, "{what}");
+        assert_ne!(records(&stdout, "SRUN"), [["0"]], "the worker's failure: {what}");
+        // The worker fails 6 s after it starts listening; the other tasks would sleep 20.
+        assert_eq!(seconds < 17, ends, "{what}");
+    }
+}
+
 /// A heterogeneous job's components (one on a CPU-only node, one on a GPU node) reach each
 /// other's servers with isolate=yes, another user reaches none, each component's node holds
 /// one table while the step runs, and none is left after it.
@@ -1527,6 +1585,9 @@ enum Wrong {
     /// The node's plugin file built for another Slurm release, which slurmstepd refuses to load
     /// and `optional` skips: a node upgraded to another release, the plugin not rebuilt.
     OtherRelease(&'static str),
+    /// The node's plugstack.conf line sets one more setting than srun's host's
+    /// (`fail_fast=yes`): a node the last edit missed.
+    OtherLine(&'static str),
 }
 
 /// A row of the check: what is wrong, what each node's line then says, whether srun fails.
@@ -1566,6 +1627,17 @@ impl Wrong {
                 "/dev/null",
                 &dir().join("etc/plugstack.conf").display().to_string(),
             )),
+            Wrong::OtherLine(node) => {
+                let conf = dir().join("etc/plugstack.conf");
+                let other = dir().join("plugstack-other-line.conf");
+                let line = std::fs::read_to_string(&conf).unwrap();
+                std::fs::write(&other, format!("{} fail_fast=yes\n", line.trim_end())).unwrap();
+                Undo::Hidden(HiddenOn::node(
+                    node,
+                    &other.display().to_string(),
+                    &conf.display().to_string(),
+                ))
+            }
             Wrong::OtherRelease(node) => {
                 let (other, _) = common::release::built_for_another_release();
                 Undo::Hidden(HiddenOn::node(
@@ -1600,7 +1672,7 @@ impl Drop for Undo {
 /// node would refuse a step or run one unprotected, with that node's line naming why, or when
 /// tfcluster is not loaded on a node (no line from it; Slurm names it: its task exited 1). One
 /// row per way a node is made wrong; the test cluster has no `PrologFlags=Contain`, so ended
-/// tables are held by no process.
+/// tables are held by no process, which every line warns of.
 /// Both slurmd are restarted first: earlier tests replace the plugin's file or take it out of
 /// plugstack.conf, and a slurmd that has not been restarted since is what the check names.
 #[rustfmt::skip]
@@ -1613,7 +1685,8 @@ fn the_check_names_what_is_wrong_with_each_node() {
     let syncookies = syncookies.as_str();
     let rows = [
         CheckRow { wrong: Wrong::Nothing,
-                   says: &[("n9", "srun: the same | slurmd: this file | isolate=yes: works; ended tables held by no process")], fails: false },
+                   says: &[("n9", "srun: the same | slurmd: this file | plugstack.conf: the same line as srun's host | isolate=yes: works; WARNING: no PrologFlags=Contain")], fails: false },
+        CheckRow { wrong: Wrong::OtherLine("n10"),         says: &[("n10", "line differs from srun's host's: fail_fast (srun's host: unset, here: yes)")], fails: true },
         CheckRow { wrong: Wrong::SynCookiesAlways("n9"),  says: &[("n9", syncookies)], fails: true },
         CheckRow { wrong: Wrong::NoLibnftables("n10"),    says: &[("n10", LIBRARY)], fails: true },
         CheckRow { wrong: Wrong::PluginReplaced,          says: &[("n9", "NOT OK: slurmd runs another copy: restart slurmd"),

@@ -32,6 +32,49 @@ pub const SRUN_VAR: &str = "TFCLUSTER_CHECK_SRUN";
 /// (`yes` or `no`). A node whose line does not, where srun's does, runs its steps unprotected.
 pub const SRUN_ISOLATE_VAR: &str = "TFCLUSTER_CHECK_SRUN_ISOLATE";
 
+/// What srun adds beside [`SRUN_VAR`]: its own plugstack.conf line's words (after the plugin's
+/// path), space-separated. Every node builds its steps' TF_CONFIG from its own line, so each
+/// node's must say what srun's host's says (spank(8): the same plugstack.conf everywhere).
+pub const SRUN_LINE_VAR: &str = "TFCLUSTER_CHECK_SRUN_LINE";
+
+/// The settings whose values differ between srun's host's line (`srun`, [`SRUN_LINE_VAR`]) and
+/// this node's words, each as `KEY (srun's host: VALUE, here: VALUE)`, a setting a line does
+/// not name as `unset`, in the order the lines name them.
+pub fn line_differences(srun: &str, node: &[String]) -> Vec<String> {
+    let pairs = |words: Vec<&str>| -> Vec<(String, String)> {
+        words
+            .into_iter()
+            .map(|w| match w.split_once('=') {
+                Some((k, v)) => (k.to_string(), v.to_string()),
+                None => (w.to_string(), String::new()),
+            })
+            .collect()
+    };
+    let theirs = pairs(srun.split_whitespace().collect());
+    let ours = pairs(node.iter().map(String::as_str).collect());
+    let value = |pairs: &[(String, String)], key: &str| {
+        // The last word for a key is the one that applies.
+        pairs
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.clone())
+    };
+    let mut keys: Vec<&str> = Vec::new();
+    for (key, _) in theirs.iter().chain(&ours) {
+        if !keys.contains(&key.as_str()) {
+            keys.push(key);
+        }
+    }
+    keys.into_iter()
+        .filter_map(|key| {
+            let (a, b) = (value(&theirs, key), value(&ours, key));
+            let shown = |v: Option<String>| v.unwrap_or_else(|| "unset".into());
+            (a != b).then(|| format!("{key} (srun's host: {}, here: {})", shown(a), shown(b)))
+        })
+        .collect()
+}
+
 /// What each node's tfcluster sets in the check's task: the node's name. The documented
 /// check runs `printenv TFCLUSTER_CHECKED`, which exits 1 in a task no tfcluster answered for:
 /// on a node where it is not loaded (no plugstack.conf line, its file missing, a build for
@@ -201,6 +244,8 @@ pub struct NodeCheck<'a> {
     pub srun: Option<&'a str>,
     /// Whether srun's plugstack.conf line sets `isolate=yes` ([`SRUN_ISOLATE_VAR`]), when told.
     pub srun_isolates: Option<bool>,
+    /// srun's plugstack.conf line's words ([`SRUN_LINE_VAR`]), when told, and this node's.
+    pub lines: (Option<&'a str>, &'a [String]),
     pub slurmd: Slurmd,
     /// The node's port claims ([`super::claims`]), which every step takes first: their
     /// directory made root's and their lock taken within its deadline, or why not.
@@ -265,6 +310,19 @@ impl NodeCheck<'_> {
         if let Err(reason) = &self.settings {
             fixes.push(format!("plugstack.conf: {reason}"));
         }
+        if let (Some(srun), node) = self.lines {
+            let differ = line_differences(srun, node);
+            parts.push(match differ.is_empty() {
+                true => "plugstack.conf: the same line as srun's host".to_string(),
+                false => {
+                    fixes.push(format!(
+                        "this node's plugstack.conf line differs from srun's host's: {}; make                          the line the same on every node and login node, then restart slurmd",
+                        differ.join(", ")
+                    ));
+                    "plugstack.conf: another line than srun's host".to_string()
+                }
+            });
+        }
         if let Err(reason) = &self.claims {
             fixes.push(format!("the node's port claims: {reason}"));
         }
@@ -280,8 +338,11 @@ impl NodeCheck<'_> {
             Isolation::Works { held: true } => {
                 "isolate=yes: works; ended tables held by the job's extern step".to_string()
             }
-            Isolation::Works { held: false } => "isolate=yes: works; ended tables held by no \
-                 process (no PrologFlags=Contain: a `nft flush ruleset` removes them)"
+            Isolation::Works { held: false } => "isolate=yes: works; WARNING: no \
+                 PrologFlags=Contain in slurm.conf, so no process holds the tables of steps whose \
+                 tasks end here first: a `nft flush ruleset` here (nftables.service's start, \
+                 reload or stop) removes them and opens those steps' other nodes to other users \
+                 on this node; set PrologFlags=Contain"
                 .to_string(),
             Isolation::Refused(reason) => {
                 fixes.push(format!("isolate=yes: {reason}"));

@@ -73,6 +73,8 @@ pub const JOB_ENV: &[JobEnvInput] = &[
         root_does: "whether the step runs in Slurm's container: a warning about the node's oci.conf" },
     JobEnvInput { name: "TFCLUSTER_CHECK_SRUN", set_by: "tfcluster in srun, with --tf-cluster=check (the user, with --export)",
         root_does: "srun's copy, compared with the node's in the check's line to the user" },
+    JobEnvInput { name: "TFCLUSTER_CHECK_SRUN_LINE", set_by: "tfcluster in srun, with --tf-cluster=check (the user, with --export)",
+        root_does: "srun's plugstack.conf words, compared with the node's in the check's line to the user" },
     JobEnvInput { name: "TFCLUSTER_CHECK_SRUN_ISOLATE", set_by: "tfcluster in srun, with --tf-cluster=check (the user, with --export)",
         root_does: "srun's isolate=, compared with the node's in the check's line to the user" },
 ];

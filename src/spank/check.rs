@@ -25,10 +25,16 @@ const MAX_ENTRIES: usize = 10_000;
 /// `node`: the node's name as slurmstepd has it ([`crate::spank::step::Shape::node`]), as every
 /// file a node keeps is named (claims, holders); never the job's environment, which is the
 /// user's.
-pub fn node(sp: &Spank, settings: Result<Settings, Error>, node: Option<String>) -> Verdict {
+/// `settings`: the node's, parsed, and its line's words.
+pub fn node(
+    sp: &Spank,
+    (settings, words): (Result<Settings, Error>, &[String]),
+    node: Option<String>,
+) -> Verdict {
     let node = node.unwrap_or_else(|| "this node".into());
     let copy = check::copy(env!("CARGO_PKG_VERSION"), ffi::SLURM_RELEASE);
     let srun = sp.getenv(check::SRUN_VAR).ok().flatten();
+    let srun_line = sp.getenv(check::SRUN_LINE_VAR).ok().flatten();
     // The usual prefixes alone: root looks at no file the job's `PATH` names (a step looks
     // there as the user, in `user_init`).
     let apptainer = (
@@ -54,6 +60,7 @@ pub fn node(sp: &Spank, settings: Result<Settings, Error>, node: Option<String>)
         copy: &copy,
         srun: srun.as_deref(),
         srun_isolates,
+        lines: (srun_line.as_deref(), words),
         slurmd: slurmd(),
         claims,
         settings: settings.map(|_| ()).map_err(|e| e.to_string()),

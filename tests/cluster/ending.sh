@@ -9,6 +9,9 @@
 #   sleep S        sleep S s, then exit 0 (a stand-in for a server, or for training)
 #   serve N        a worker's server: listen on its TF_CONFIG port, take one connection, hold it
 #                  3 s (three of the node's looks for it, fail_fast=auto), then exit N
+#   listen S N FILE  a worker's server no task of the step reaches: listen on its TF_CONFIG
+#                  port, write its address (HOST:PORT) to FILE, take any connection for S s,
+#                  then exit N
 #   connect R:I S  the chief reaching task R:I's server: connect to its TF_CONFIG address
 #                  (retried while it is not listening yet), hold the connection S s, exit 0
 me=$(printf '%s' "$TF_CONFIG" | sed -n 's/.*"task":{"type":"\([a-z]*\)","index":\([0-9]*\)}.*/\1:\2/p')
@@ -38,7 +41,7 @@ case "$1" in
         exec tail /dev/zero ;;
     save) sleep "$2"; echo saved > "$3"; exit 42 ;;
     sleep) exec sleep "$2" ;;
-    serve|connect)
+    serve|connect|listen)
         exec python3 -c '
 import json, os, socket, sys, time
 action, args = sys.argv[1], sys.argv[2:]
@@ -46,11 +49,25 @@ tf = json.loads(os.environ["TF_CONFIG"])
 def address(role, index):
     host, port = tf["cluster"][role][int(index)].rsplit(":", 1)
     return host, int(port)
+own = address(tf["task"]["type"], tf["task"]["index"])
 if action == "serve":
-    server = socket.create_server(("", address(tf["task"]["type"], tf["task"]["index"])[1]))
+    server = socket.create_server(("", own[1]))
     connection, _ = server.accept()
     time.sleep(3)
     sys.exit(int(args[0]))
+if action == "listen":
+    server = socket.create_server(("", own[1]))
+    with open(args[2] + ".tmp", "w") as f:
+        f.write("%s:%d" % own)
+    os.rename(args[2] + ".tmp", args[2])
+    end, held = time.time() + float(args[0]), []
+    while time.time() < end:
+        server.settimeout(max(0.01, end - time.time()))
+        try:
+            held.append(server.accept()[0])
+        except OSError:
+            pass
+    sys.exit(int(args[1]))
 role, index = args[0].split(":")
 end = time.time() + 60
 while True:

@@ -50,6 +50,9 @@ pub const OPTION_USAGE: &str = "[tfcluster] TF_CONFIG and a GPU share per task f
 struct State {
     /// The plugstack.conf settings, or why they are invalid.
     settings: Option<Result<Settings, Error>>,
+    /// The plugstack.conf line's words, as written: what `--tf-cluster=check` compares between
+    /// srun's host and each node.
+    words: Vec<String>,
     /// The `--tf-cluster` value, parsed, when the option was given (or why it does not parse).
     option: Option<Result<Spec, Error>>,
     /// srun: the option was given without an argument (`--tf-cluster`, or `--tf-cluster SPEC`
@@ -80,6 +83,7 @@ struct State {
 
 static STATE: Mutex<State> = Mutex::new(State {
     settings: None,
+    words: Vec::new(),
     option: None,
     bare: false,
     plan: None,
@@ -148,7 +152,11 @@ pub fn init(sp: &Spank, args: &[String]) -> c_int {
         }
     }
     let isolate = parsed.as_ref().is_ok_and(|s| s.isolate);
-    state().settings = Some(parsed);
+    {
+        let mut state = state();
+        state.settings = Some(parsed);
+        state.words = args.to_vec();
+    }
     if ctx == Context::Remote && isolate {
         extern_step::start(sp);
     }
@@ -198,9 +206,11 @@ pub fn option(optarg: Option<String>, remote: bool) -> c_int {
                 true => "yes",
                 false => "no",
             };
+            let line = state.words.join(" ");
             for (name, value) in [
                 (check::SRUN_VAR, copy.as_str()),
                 (check::SRUN_ISOLATE_VAR, isolates),
+                (check::SRUN_LINE_VAR, line.as_str()),
             ] {
                 if let Err(e) = handle::set_srun_env(name, value) {
                     log::debug(&format!("cannot set {name} in srun's environment: {e}"));

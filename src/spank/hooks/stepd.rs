@@ -76,7 +76,7 @@ pub fn init_post_opt(sp: &Spank) -> c_int {
     if state.check {
         if is_task_step(sp) {
             let node = Shape::read(sp).ok().and_then(|shape| shape.node);
-            let verdict = crate::spank::check::node(sp, settings(&state), node);
+            let verdict = crate::spank::check::node(sp, (settings(&state), &state.words), node);
             state.check_verdict = Some(verdict);
         }
         return 0;
