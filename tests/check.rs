@@ -116,6 +116,8 @@ struct Row {
     srun_line: Option<&'static str>,
     slurmd: Slurmd,
     claims: Result<(), &'static str>,
+    /// The steps using tfcluster on the node, and whether the check's user is root.
+    steps: (&'static [(u32, u32)], bool),
     settings: Result<(), &'static str>,
     isolation: Isolation,
     apptainer: (ApptainerEnv, Runtimes),
@@ -136,10 +138,10 @@ const APPTAINER: Runtimes = Runtimes {
 
 #[rustfmt::skip]
 fn rows() -> Vec<Row> {
-    let ok = Row { what: "", srun: Some(COPY), srun_isolates: Some(true), srun_line: Some("isolate=yes port_range=20000-32767"), slurmd: Slurmd::ThisFile, claims: Ok(()), settings: Ok(()), isolation: Isolation::Works { held: true },
+    let ok = Row { what: "", srun: Some(COPY), srun_isolates: Some(true), srun_line: Some("isolate=yes port_range=20000-32767"), slurmd: Slurmd::ThisFile, claims: Ok(()), steps: (&[], false), settings: Ok(()), isolation: Isolation::Works { held: true },
                    apptainer: NONE, oci: None, run_dir: &[], says: &[], fails: false };
     vec![
-        Row { what: "all as installed", says: &["check n9: tfcluster 0.12.0 built for Slurm 24.11 | srun: the same | slurmd: this file",
+        Row { what: "all as installed", says: &["check n9: tfcluster 0.12.0 built for Slurm 24.11 | srun: the same | slurmd: this file", "steps using tfcluster: none",
                 "plugstack.conf: the same line as srun's host", "isolate=yes: works; ended tables held by the job's extern step", "Apptainer's names: none", "oci.conf: none",
                 "/run/tfcluster: as tfcluster leaves it | ok"], ..ok.clone() },
         Row { what: "srun's host runs another version", srun: Some("0.10.0 24.11"), says: &["srun: 0.10.0 24.11",
@@ -163,6 +165,8 @@ fn rows() -> Vec<Row> {
                 says: &["differs from srun's host's: isolate (srun's host: unset, here: yes)"], fails: true, ..ok.clone() },
         Row { what: "the same settings in another order", srun_line: Some("port_range=20000-32767 isolate=yes"), says: &["plugstack.conf: the same line", "| ok"], ..ok.clone() },
         Row { what: "srun did not say its line", srun_line: None, says: &["| ok"], ..ok.clone() },
+        Row { what: "steps running, a user asks", steps: (&[(13, 1), (12, 0)], false), says: &["| steps using tfcluster: 2 |", "| ok"], ..ok.clone() },
+        Row { what: "steps running, root asks",   steps: (&[(13, 1), (12, 0)], true),  says: &["| steps using tfcluster: 2 (12.0, 13.1) |", "| ok"], ..ok.clone() },
         Row { what: "isolation off here and at srun", isolation: Isolation::Off, srun_isolates: Some(false), says: &["isolate: off", "| ok"], ..ok.clone() },
         Row { what: "isolation off here, on at srun", isolation: Isolation::Off,
                 says: &["NOT OK: srun's plugstack.conf line sets isolate=yes and this node's does not: its steps run unprotected"], fails: true, ..ok.clone() },
@@ -202,6 +206,7 @@ fn each_nodes_line_and_whether_it_fails() {
             lines: (row.srun_line, &line),
             slurmd: row.slurmd.clone(),
             claims: row.claims.map_err(str::to_string),
+            steps: (row.steps.0.to_vec(), row.steps.1),
             settings: row.settings.map_err(str::to_string),
             isolation: row.isolation.clone(),
             apptainer: row.apptainer,

@@ -468,6 +468,7 @@ fn the_admin_guide_names_each_part_of_the_checks_line() {
         lines: (Some("isolate=yes"), &["isolate=yes".to_string()]),
         slurmd: Slurmd::ThisFile,
         claims: Ok(()),
+        steps: (Vec::new(), false),
         settings: Ok(()),
         isolation: Isolation::Works { held: true },
         apptainer: (ApptainerEnv::Found, Runtimes::NONE),

@@ -160,7 +160,8 @@ const NODES: &str = "n011,n012";
 /// isolate=yes`), slurmd restarted, a job runs; a newer build is installed while a job runs (the
 /// .deb repackaged at a higher version: dpkg's upgrade; `make install` again): the running job
 /// keeps its firewall and ends well; slurmd restarted, it says it loaded the plugin, and the
-/// next step runs through it; then removed in order (the plugstack line, slurmd restarted, the
+/// next step runs through it; the .deb rolled back to the previous package (a downgrade),
+/// slurmd restarted, and a step runs again, the admin's file kept; then removed in order (the plugstack line, slurmd restarted, the
 /// package), and nothing of tfcluster is left: no table on any node, no file under
 /// /run/tfcluster (removed as the guide says, once no job runs), no plugstack line.
 #[test]
@@ -168,7 +169,7 @@ const NODES: &str = "n011,n012";
 fn install_upgrade_and_removal_in_the_documented_order() {
     let release = release::current();
     let plugin_var = format!("PLUGIN={}", plugin());
-    let (installed, install, upgrade, remove, purge) = match release.install {
+    let (installed, install, upgrade, remove, purge, rollback) = match release.install {
         Install::DebianPackage => {
             let deb = make(&["deb", &plugin_var]);
             let deb = deb.trim().to_string();
@@ -216,6 +217,13 @@ fn install_upgrade_and_removal_in_the_documented_order() {
                 ),
                 "dpkg -r slurm-spank-tfcluster".to_string(),
                 Some("dpkg --purge slurm-spank-tfcluster"),
+                // 5b. Rolled back: the previous package again, which dpkg installs as a
+                // downgrade (with a warning).
+                Some(format!(
+                    "dpkg -i {deb} && test \"$(dpkg-query -W -f '${{Version}}' slurm-spank-tfcluster)\" = {}+slurm{}",
+                    env!("CARGO_PKG_VERSION"),
+                    release.version
+                )),
             )
         }
         Install::FromSource => {
@@ -225,6 +233,7 @@ fn install_upgrade_and_removal_in_the_documented_order() {
                 install.clone(),
                 install,
                 format!("make -s -C {} uninstall", root().display()),
+                None,
                 None,
             )
         }
@@ -284,7 +293,13 @@ touch {d}/upgraded; wait $step; echo \"STEP|$?\"; cat {d}/out"
             "{node}'s slurmd after the restart: {new}"
         );
     }
-    let configs = step_tf_configs();
+    let mut configs = step_tf_configs();
+    // 5b. Rolled back to the previous package, slurmd restarted: the next step runs through it.
+    if let Some(rollback) = &rollback {
+        run(rollback);
+        run(&format!("{cluster} restart-slurmd {nodes}"));
+        configs.extend(step_tf_configs());
+    }
     let edited = run(&format!("cat {enabled}"));
     // 6. Removed in order: the plugstack line, slurmd restarted, the package; then
     // /run/tfcluster, once no job runs.
@@ -305,7 +320,11 @@ rm -rf {RUN_DIR}"
     assert!(ok, "{install}: the plugin is in Slurm's plugin directory");
     assert!(man_installed, "{install}: {man}");
     assert!(!exists(man), "{remove} removes {man}");
-    assert_eq!(configs.len(), 2, "{configs:?}");
+    assert_eq!(
+        configs.len(),
+        2 * (1 + usize::from(rollback.is_some())),
+        "{configs:?}"
+    );
     if let Some(kept) = kept {
         assert!(
             edited.contains("isolate=yes port_base=24000\n"),

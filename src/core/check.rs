@@ -250,6 +250,10 @@ pub struct NodeCheck<'a> {
     /// The node's port claims ([`super::claims`]), which every step takes first: their
     /// directory made root's and their lock taken within its deadline, or why not.
     pub claims: Result<(), String>,
+    /// The steps that use tfcluster on the node now (each one's live claim: job and step), and
+    /// whether the check's user may see their ids (root: the inventory before a removal); any
+    /// other user is told how many, never another job's id.
+    pub steps: (Vec<(u32, u32)>, bool),
     /// The plugstack.conf settings, or why they are refused.
     pub settings: Result<(), String>,
     pub isolation: Isolation,
@@ -259,6 +263,21 @@ pub struct NodeCheck<'a> {
     pub oci: Option<OciConf>,
     /// [`run_dir_note`] of each path found under [`run_dir::RUN_DIR`].
     pub run_dir: Vec<(String, bool)>,
+}
+
+/// The part of a node's line that says which steps use tfcluster there: how many, and which
+/// (`JOB.STEP`) where `ids` (the check's user is root).
+fn steps_part(steps: &[(u32, u32)], ids: bool) -> String {
+    let mut sorted = steps.to_vec();
+    sorted.sort_unstable();
+    match (sorted.len(), ids) {
+        (0, _) => "steps using tfcluster: none".to_string(),
+        (n, false) => format!("steps using tfcluster: {n}"),
+        (n, true) => {
+            let listed: Vec<String> = sorted.iter().map(|(j, s)| format!("{j}.{s}")).collect();
+            format!("steps using tfcluster: {n} ({})", listed.join(", "))
+        }
+    }
 }
 
 /// A node's line, and whether the node would refuse a step or run one unprotected.
@@ -326,6 +345,7 @@ impl NodeCheck<'_> {
         if let Err(reason) = &self.claims {
             fixes.push(format!("the node's port claims: {reason}"));
         }
+        parts.push(steps_part(&self.steps.0, self.steps.1));
         if self.srun_isolates == Some(true) && self.isolation == Isolation::Off {
             fixes.push(
                 "srun's plugstack.conf line sets isolate=yes and this node's does not: its steps \

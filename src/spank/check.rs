@@ -54,7 +54,8 @@ pub fn node(
     };
     // After the look at /run/tfcluster: taking the claims' lock closes a directory left open.
     let run_dir = run_dir();
-    let claims = claims(&node);
+    let (claims, steps) = claims(&node);
+    let root = sp.item_u32(U32Item::JobUid).is_ok_and(|uid| uid == 0);
     NodeCheck {
         node: &node,
         copy: &copy,
@@ -63,6 +64,7 @@ pub fn node(
         lines: (srun_line.as_deref(), words),
         slurmd: slurmd(),
         claims,
+        steps: (steps, root),
         settings: settings.map(|_| ()).map_err(|e| e.to_string()),
         isolation,
         apptainer,
@@ -165,9 +167,16 @@ fn isolation(sp: &Spank, node: &str, address: &str) -> Isolation {
 }
 
 /// The node's port claims, as every step takes them first: their directory made root's alone and
-/// their lock taken within its deadline (another user holding it is refused), then let go.
-fn claims(node: &str) -> Result<(), String> {
-    crate::spank::claims::lock_node(node).map(drop)
+/// their lock taken within its deadline (another user holding it is refused), then let go; and
+/// the steps whose claims are live there (every step that uses tfcluster claims its ports).
+fn claims(node: &str) -> (Result<(), String>, Vec<(u32, u32)>) {
+    match crate::spank::claims::lock_node(node) {
+        Ok((dir, _lock)) => {
+            let (live, _) = crate::spank::claims::claims_in(&dir);
+            (Ok(()), live.iter().map(|c| (c.job_id, c.step_id)).collect())
+        }
+        Err(e) => (Err(e), Vec::new()),
+    }
 }
 
 /// What is not as tfcluster leaves it under `/run/tfcluster`.

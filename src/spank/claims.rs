@@ -79,10 +79,20 @@ impl Drop for Claimed {
 /// The claims in `dir` whose process still runs; stale ones are removed on the way (the caller
 /// holds the lock).
 fn live_claims(dir: &std::path::Path) -> Vec<Claim> {
+    let (live, stale) = claims_in(dir);
+    for path in stale {
+        let _ = fs::remove_file(path);
+    }
+    live
+}
+
+/// The claims in `dir`: those whose process still runs, and the files of those whose process
+/// is gone. Files of another shape are passed over.
+pub fn claims_in(dir: &std::path::Path) -> (Vec<Claim>, Vec<PathBuf>) {
+    let (mut live, mut stale) = (Vec::new(), Vec::new());
     let Ok(entries) = fs::read_dir(dir) else {
-        return Vec::new();
+        return (live, stale);
     };
-    let mut live = Vec::new();
     for entry in entries.flatten() {
         let name = entry.file_name();
         let Some(name) = name.to_str() else { continue };
@@ -92,11 +102,10 @@ fn live_claims(dir: &std::path::Path) -> Vec<Claim> {
         else {
             continue;
         };
-        if claim.is_live(process::stat) {
-            live.push(claim);
-        } else {
-            let _ = fs::remove_file(entry.path());
+        match claim.is_live(process::stat) {
+            true => live.push(claim),
+            false => stale.push(entry.path()),
         }
     }
-    live
+    (live, stale)
 }
