@@ -126,6 +126,19 @@ fn row<'a>(text: &'a str, is: impl Fn(&str) -> bool) -> Vec<&'a str> {
     cells(line)[1..].to_vec()
 }
 
+/// The admin guide's way from a build to a checked cluster (its sections up to the
+/// configuration reference) is a 15-minute read: 3,300 words at 220 a minute.
+#[test]
+fn the_admin_guides_install_path_is_a_fifteen_minute_read() {
+    let guide = &pages()[Path::new("docs/admin-guide.md")];
+    let path = guide.split("### Configuration reference").next().unwrap();
+    let words = path.split_whitespace().count();
+    assert!(
+        words <= 3_300,
+        "the admin guide's install and operate path has {words} words; move detail to the reference"
+    );
+}
+
 /// README's "What it costs" gives no ratio (the launches' spread is as large as the
 /// differences) and names the firewall's CPU per node and step as docs/performance.md's
 /// one-node table has it: the least and the most of its "one node, one step" row, rounded.
