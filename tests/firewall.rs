@@ -15,7 +15,7 @@ use common::{plan, step};
 use std::net::IpAddr;
 use tfcluster::core::isolation::tables::{ended_table_name, removal, table_name};
 use tfcluster::core::StepPlan;
-use tfcluster::spank::isolation::nftables::{node_tables, Nft};
+use tfcluster::spank::isolation::nftables::{node_tables, owned_tables, Nft};
 
 /// The job's owner, and another user (numeric: `setpriv` needs no account).
 const OWNER_UID: u32 = 61001;
@@ -269,7 +269,8 @@ fn each_rule_keeps_one_path_closed_or_the_owners_open() {
 /// The kernel's dump of the node's table names (what slurmstepd, the holder and the epilog ask
 /// for) names every inet table and only those, as libnftables' `list tables` does, also over
 /// many replies: a step's table, an ended table, another family's table of a tfcluster name,
-/// and 200 other tables, in a network namespace of this test's thread.
+/// and 200 other tables, in a network namespace of this test's thread; and the user each of the
+/// step's tables names in its comment.
 #[test]
 #[ignore = "needs root (a network namespace, nftables): run tests/run.sh"]
 fn the_kernels_table_names_are_libnftables_list() {
@@ -313,5 +314,19 @@ fn the_kernels_table_names_are_libnftables_list() {
     assert!(
         !dumped.contains(&"tfcluster_9_9".to_string()),
         "an ip table"
+    );
+    // Each of the step's tables names its user in its comment; the others name none.
+    let owners: Vec<(String, Option<u32>)> = owned_tables()
+        .expect("the kernel's dump")
+        .into_iter()
+        .filter(|t| t.uid.is_some())
+        .map(|t| (t.name, t.uid))
+        .collect();
+    assert_eq!(
+        owners,
+        [
+            (table_name(12, 3), Some(OWNER_UID)),
+            (ended_table_name(12, 3), Some(OWNER_UID))
+        ]
     );
 }

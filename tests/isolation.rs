@@ -17,9 +17,9 @@ use tfcluster::core::isolation::rules::{
     check_syncookies, persistent, OWNED, OWNED_PERSISTENT, SYNCOOKIES,
 };
 use tfcluster::core::isolation::tables::{
-    check_table_count, check_tables, dump_reply, dump_request, ended_steps, ended_table_name,
-    job_tables, other_tables, removal, set_ports, table_jobs, table_name, MAX_TABLES,
-    MAX_TABLES_PER_USER,
+    check_table_count, check_tables, commented_owner, dump_reply, dump_request, ended_steps,
+    ended_table_name, job_tables, other_tables, owner_comment, removal, set_ports, table_jobs,
+    table_name, Listed, MAX_TABLES, MAX_TABLES_PER_USER,
 };
 use tfcluster::core::netlink::Reply;
 use tfcluster::core::topology::ConfFile::{self, Missing, Text, Unreadable};
@@ -51,6 +51,7 @@ fn the_firewall_of_one_node_of_a_step() {
     let expected = format!(
         "table inet tfcluster_12_3 {{
 flags owner
+comment \"uid 61001\"
 set peers4 {{
 type ipv4_addr
 elements = {{ 10.77.0.11, 10.77.0.12 }}
@@ -142,6 +143,7 @@ fn what_a_node_keeps_after_its_tasks_ended() {
     let (_, ended) = firewall.scripts(resolve).unwrap();
     let expected = format!(
         "table inet tfcluster_12_3_ended {{
+comment \"uid 61001\"
 set ports {{
 type inet_service
 elements = {{ {a}, {b} }}
@@ -303,22 +305,34 @@ fn the_kernels_table_dump_names_the_inet_tables() {
         m.resize(m.len().next_multiple_of(4), 0);
         m
     };
-    // A table of `family`: nfgenmsg, then its name and flags attributes.
-    let table = |family: u8, name: &str| -> Vec<u8> {
+    // An attribute: its type and value, padded.
+    let attribute = |kind: u16, value: &[u8]| -> Vec<u8> {
+        let mut a = ((4 + value.len()) as u16).to_ne_bytes().to_vec();
+        a.extend_from_slice(&kind.to_ne_bytes());
+        a.extend_from_slice(value);
+        a.resize(a.len().next_multiple_of(4), 0);
+        a
+    };
+    // A table of `family`: nfgenmsg, then its name, flags and user data attributes (the user
+    // data: records of type, length, value; a comment is type 0).
+    let commented = |family: u8, name: &str, comment: Option<&str>| -> Vec<u8> {
         let mut body = vec![family, 0, 0, 0];
-        let mut name = name.as_bytes().to_vec();
-        name.push(0);
-        body.extend_from_slice(&((4 + name.len()) as u16).to_ne_bytes());
-        body.extend_from_slice(&1u16.to_ne_bytes());
-        body.extend_from_slice(&name);
-        body.resize(body.len().next_multiple_of(4), 0);
-        body.extend_from_slice(&[8, 0, 2, 0, 0, 0, 0, 0]);
+        body.extend(attribute(1, format!("{name}\0").as_bytes()));
+        body.extend(attribute(2, &[0, 0, 0, 0]));
+        if let Some(comment) = comment {
+            let value = format!("{comment}\0");
+            body.extend(attribute(6, &[[1, 1, 7].as_slice(), &[0, value.len() as u8], value.as_bytes()].concat()));
+        }
         message(0x0a00, 2, &body)
     };
-    let names = |n: &[&str]| n.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-    let cases: Vec<(&str, Vec<u8>, Reply<String>)> = vec![
+    let table = |family: u8, name: &str| commented(family, name, None);
+    let names = |n: &[&str]| n.iter().map(|s| Listed { name: s.to_string(), uid: None }).collect::<Vec<_>>();
+    let owned = |name: &str, uid| vec![Listed { name: name.to_string(), uid: Some(uid) }];
+    let cases: Vec<(&str, Vec<u8>, Reply<Listed>)> = vec![
         ("two tables",                 [table(1, "tfcluster_12_3"), table(1, "filter")].concat(), Reply::More(names(&["tfcluster_12_3", "filter"]))),
         ("a table, then the end",      [table(1, "tfcluster_12_3_ended"), message(3, 2, &[0; 4])].concat(), Reply::Done(names(&["tfcluster_12_3_ended"]))),
+        ("a table its comment owns",   commented(1, "tfcluster_12_3", Some("uid 61001")), Reply::More(owned("tfcluster_12_3", 61001))),
+        ("another comment",            commented(1, "filter", Some("the site's")), Reply::More(names(&["filter"]))),
         ("an ip table",                table(2, "tfcluster_12_3"),      Reply::More(names(&[""]))),
         ("the end alone",              message(3, 2, &[0; 4]),          Reply::Done(vec![])),
         ("an error",                   message(2, 0, &[0xff; 4]),       Reply::Failed),
@@ -606,6 +620,11 @@ fn a_node_holds_so_many_tables_and_a_user_so_many() {
             assert!(asked.is_empty(), "{what}: no one asked below the user's bound: {asked:?}");
         }
     }
+    // Whose a job's tables are, where one's comment says (tfcluster's own, from 0.13.0).
+    let listed = [("tfcluster_57_0", Some(1002)), ("tfcluster_57_1_ended", None), ("tfcluster_58_0", None), ("filter", Some(1001))]
+        .map(|(name, uid)| Listed { name: name.to_string(), uid });
+    assert_eq!((commented_owner(&listed, 57), commented_owner(&listed, 58)), (Some(1002), None));
+    assert_eq!(owner_comment(1002), "comment \"uid 1002\"\n");
     // Each tfcluster table's job; others are passed over, and so are the tables just removed.
     let listing = ["tfcluster_57_0", "tfcluster_57_1_ended", "tfcluster_12_3", "filter", "tfcluster_x_1"].map(String::from);
     assert_eq!(table_jobs(&listing, &["tfcluster_12_3"]), [("tfcluster_57_0", 57), ("tfcluster_57_1_ended", 57)]);
@@ -1796,9 +1815,11 @@ fn the_check_takes_the_node_and_slurmd_from_slurm_not_the_user() {
 }
 
 /// From the attacker's side: a user whose jobs already hold MAX_TABLES_PER_USER tables on n9
-/// (made here as root, named for the user's running job, as steps of it would leave them) is
-/// refused one more with a line and no task, while another user's isolated step on n9 runs; the
-/// job's epilog removes the user's tables when the job ends.
+/// (made here as root: half named for the user's running job, as steps of it would leave them,
+/// without the comment that names their user, as tfcluster before 0.13.0 made them, so that
+/// slurmctld says whose they are; half for a job slurmctld does not know, whose comment alone
+/// says they are the user's) is refused one more with a line and no task, while another user's
+/// isolated step on n9 runs; the job's epilog removes the user's tables when the job ends.
 #[test]
 #[ignore = "needs the test cluster: run tests/run.sh"]
 fn a_user_gets_no_more_tables_on_a_node_than_the_bound() {
@@ -1809,13 +1830,26 @@ fn a_user_gets_no_more_tables_on_a_node_than_the_bound() {
     ));
     let job = job.trim().to_string();
     assert!(!job.is_empty(), "the user's job was not granted");
-    let script: String = (0..MAX_TABLES_PER_USER)
+    let uid: u32 = sh_ok(&format!("id -u {OWNER}")).trim().parse().unwrap();
+    // A job id slurmctld has never given.
+    const UNKNOWN_JOB: u32 = 3_999_999;
+    let half = MAX_TABLES_PER_USER / 2;
+    let commented: Vec<String> = (0..half)
+        .map(|i| table_name(UNKNOWN_JOB, i as u32))
+        .collect();
+    let script: String = (0..MAX_TABLES_PER_USER - half)
         .map(|i| {
             format!(
                 "add table inet {}\n",
                 table_name(job.parse().unwrap(), 1000 + i as u32)
             )
         })
+        .chain(commented.iter().map(|t| {
+            format!(
+                "add table inet {t} {{ {}; }}\n",
+                owner_comment(uid).trim_end()
+            )
+        }))
         .collect();
     std::fs::write(dir().join("tables.nft"), script).unwrap();
     sh_ok(&format!(
@@ -1851,6 +1885,12 @@ fn a_user_gets_no_more_tables_on_a_node_than_the_bound() {
         String::from_utf8_lossy(&other.stderr)
     );
     sh_ok(&format!("scancel {job}"));
+    let removal: String = commented.iter().map(|t| removal(t)).collect();
+    std::fs::write(dir().join("tables.nft"), removal).unwrap();
+    sh_ok(&format!(
+        "nsenter --net=/run/netns/tfc-n9 nft -f {}",
+        dir().join("tables.nft").display()
+    ));
     let left = || {
         sh_ok("nsenter --net=/run/netns/tfc-n9 nft list tables")
             .lines()

@@ -33,7 +33,7 @@
 //! values, with name resolution passed in as a closure (table-tested in tests/isolation.rs, run
 //! in a kernel by tests/firewall.rs).
 
-use super::tables::{ended_table_name, table_name};
+use super::tables::{ended_table_name, owner_comment, table_name};
 use crate::core::address::Endpoints;
 use crate::core::error::{Error, Result};
 use crate::core::layout::Layout;
@@ -215,7 +215,7 @@ impl StepFirewall<'_> {
     /// The script itself: the table, its sets, and the three chains.
     fn write(&self, resolved: &HashMap<&str, BTreeSet<IpAddr>>, groups: &[Group]) -> String {
         let table = self.table();
-        let mut out = format!("table inet {table} {{\n{OWNED}");
+        let mut out = format!("table inet {table} {{\n{OWNED}{}", owner_comment(self.uid));
         let peers: BTreeSet<&IpAddr> = resolved.values().flatten().collect();
         let own = &resolved[self.endpoints.address(self.node)];
         families(&mut out, ["peers4", "peers6"], peers.into_iter());
@@ -256,7 +256,7 @@ impl StepFirewall<'_> {
     /// loopback rule.
     fn write_ended(&self, groups: &[Group]) -> String {
         let table = ended_table_name(self.job_id, self.step_id);
-        let mut out = format!("table inet {table} {{\n");
+        let mut out = format!("table inet {table} {{\n{}", owner_comment(self.uid));
         let all: BTreeSet<&str> = groups
             .iter()
             .flat_map(|g| g.ports.iter().copied())

@@ -50,6 +50,24 @@ pub fn removal(table: &str) -> String {
     format!("delete table inet {table}\n")
 }
 
+/// The line in every table tfcluster makes that says whose step it is (`comment "uid N"`): the
+/// kernel keeps it as the table's user data, and its dump hands it back with the name
+/// ([`dump_reply`]), so a node counts each user's tables ([`check_table_count`]) without asking
+/// slurmctld. Only root makes tables, so the line is root's word.
+pub fn owner_comment(uid: u32) -> String {
+    format!("comment \"{OWNER_PREFIX}{uid}\"\n")
+}
+
+const OWNER_PREFIX: &str = "uid ";
+
+/// A table as the kernel's dump names it: its name, and the user [`owner_comment`] names, where
+/// its comment is one (a table of tfcluster before 0.13.0 has none).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listed {
+    pub name: String,
+    pub uid: Option<u32>,
+}
+
 /// The request for the names of the node's `inet` tables (`NETLINK_NETFILTER`): a dump of
 /// `NFT_MSG_GETTABLE` (subsystem `NFNL_SUBSYS_NFTABLES`, 10), whose `nfgenmsg` (family, version,
 /// resource id) asks for family `NFPROTO_INET` (1) alone.
@@ -65,20 +83,55 @@ const NEW_TABLE: u16 = 0;
 const NFPROTO_INET: u8 = 1;
 /// `NFTA_TABLE_NAME`: the table's name, NUL-terminated.
 const TABLE_NAME: u16 = 1;
+/// `NFTA_TABLE_USERDATA`: what nft keeps with the table, as `(type, length, value)` records;
+/// type 0 is the comment, NUL-terminated.
+const TABLE_USERDATA: u16 = 6;
 
 /// One reply to [`dump_request`]: each `NFT_MSG_NEWTABLE` message (its `nfgenmsg`, then its
-/// attributes) gives one table's name, where its family is `inet`.
-pub fn dump_reply(buf: &[u8]) -> netlink::Reply<String> {
+/// attributes) gives one table's name and owner, where its family is `inet`; a table of
+/// another family (not asked for) comes back with an empty name.
+pub fn dump_reply(buf: &[u8]) -> netlink::Reply<Listed> {
     netlink::reply(buf, NFTABLES << 8 | NEW_TABLE, |message| {
         let (family, attributes) = (*message.first()?, message.get(4..)?);
-        let (_, name) = netlink::attributes(attributes).find(|(kind, _)| *kind == TABLE_NAME)?;
-        let name = std::str::from_utf8(name.strip_suffix(&[0]).unwrap_or(name)).ok()?;
-        Some(match family {
-            NFPROTO_INET => name.to_string(),
-            // Not asked for: a kernel that dumps every family names no inet table by it.
-            _ => String::new(),
+        let mut name = None;
+        let mut uid = None;
+        for (kind, value) in netlink::attributes(attributes) {
+            let text = |v: &[u8]| -> Option<String> {
+                let v = v.strip_suffix(&[0]).unwrap_or(v);
+                std::str::from_utf8(v).ok().map(str::to_string)
+            };
+            match kind {
+                TABLE_NAME => name = Some(text(value)?),
+                TABLE_USERDATA => uid = comment(value).and_then(|c| owner_of(&text(c)?)),
+                _ => {}
+            }
+        }
+        Some(Listed {
+            name: match family {
+                NFPROTO_INET => name?,
+                _ => String::new(),
+            },
+            uid,
         })
     })
+}
+
+/// The comment among a table's user data records (type 0), its value with its NUL.
+fn comment(records: &[u8]) -> Option<&[u8]> {
+    let mut rest = records;
+    while let [kind, length, tail @ ..] = rest {
+        let value = tail.get(..usize::from(*length))?;
+        if *kind == 0 {
+            return Some(value);
+        }
+        rest = &tail[usize::from(*length)..];
+    }
+    None
+}
+
+/// The user an [`owner_comment`] names.
+fn owner_of(comment: &str) -> Option<u32> {
+    decimal(comment.strip_prefix(OWNER_PREFIX)?)
 }
 
 /// The tables of job `job_id` among the node's `tables` (`tfcluster_12_0`, or
@@ -156,14 +209,26 @@ pub fn table_jobs<'l>(tables: &'l [String], gone: &[&str]) -> Vec<(&'l str, u32)
         .iter()
         .map(String::as_str)
         .filter(|name| !gone.contains(name))
-        .filter_map(|name| {
-            let ids = name.strip_prefix(TABLE_PREFIX)?;
-            let ids = ids.strip_suffix(ENDED).unwrap_or(ids);
-            let (job, step) = ids.split_once('_')?;
-            decimal::<u32>(step)?;
-            Some((name, decimal(job)?))
-        })
+        .filter_map(|name| Some((name, job_of(name)?)))
         .collect()
+}
+
+/// The job of a tfcluster table named `name`; `None` for any other name.
+fn job_of(name: &str) -> Option<u32> {
+    let ids = name.strip_prefix(TABLE_PREFIX)?;
+    let ids = ids.strip_suffix(ENDED).unwrap_or(ids);
+    let (job, step) = ids.split_once('_')?;
+    decimal::<u32>(step)?;
+    decimal(job)
+}
+
+/// The user whose job `job`'s tables are, as their comments say ([`owner_comment`]); `None`
+/// where no table of that job has one.
+pub fn commented_owner(listed: &[Listed], job: u32) -> Option<u32> {
+    listed
+        .iter()
+        .filter(|t| job_of(&t.name) == Some(job))
+        .find_map(|t| t.uid)
 }
 
 /// Refuses one more table on the node (the step's, for user `uid`) when the node holds

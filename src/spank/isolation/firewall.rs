@@ -64,11 +64,12 @@ pub fn install(
         .scripts(resolve)
         .map_err(|e| failed(e.to_string()))?;
     let mut nft = ready().map_err(failed)?;
-    let listing = nftables::node_tables().map_err(|e| {
+    let listed = nftables::owned_tables().map_err(|e| {
         failed(format!(
             "cannot list the node's nftables tables: {e}; check that slurmstepd runs as root"
         ))
     })?;
+    let listing: Vec<String> = listed.iter().map(|t| t.name.clone()).collect();
     let table = firewall.table();
     // Left by this step's job before a requeue: by a killed slurmstepd, or after its tasks ended.
     let own = [
@@ -87,13 +88,15 @@ pub fn install(
         }
     }
     let mut gone = remove_ended(&mut nft, &listing, (job_id, step_id));
-    // One more table here: within the node's bound and the user's (who owns each other job's
-    // tables, slurmctld says, asked only where the node holds MAX_TABLES_PER_USER or more).
+    // One more table here: within the node's bound and the user's (whose each other job's
+    // tables are, their comments say, or, for a table without one, slurmctld; asked only where
+    // the node holds MAX_TABLES_PER_USER or more).
     gone.extend(own.iter().map(String::as_str));
     let jobs = isolation::tables::table_jobs(&listing, &gone);
     isolation::tables::check_table_count(&jobs, uid, |job| match own_jobs.contains(&job) {
         true => Some(uid),
-        false => slurm::job_record(job).ok().flatten().map(|r| r.user_id),
+        false => isolation::tables::commented_owner(&listed, job)
+            .or_else(|| slurm::job_record(job).ok().flatten().map(|r| r.user_id)),
     })
     .map_err(|e| failed(e.to_string()))?;
     tables_clear(

@@ -247,14 +247,20 @@ fn dl_error() -> String {
 /// square of the tables). A dump that the tables' changes interrupted is asked again, three times at
 /// most; an error says the kernel did not answer.
 pub fn node_tables() -> Result<Vec<String>, String> {
+    Ok(owned_tables()?.into_iter().map(|t| t.name).collect())
+}
+
+/// [`node_tables`], each with the user its comment names
+/// ([`crate::core::isolation::tables::owner_comment`]).
+pub fn owned_tables() -> Result<Vec<crate::core::isolation::tables::Listed>, String> {
     use crate::core::isolation::tables;
     for _ in 0..3 {
-        if let Some(names) = crate::spank::netlink::dump(
+        if let Some(listed) = crate::spank::netlink::dump(
             libc::NETLINK_NETFILTER,
             &tables::dump_request(),
             tables::dump_reply,
         ) {
-            return Ok(names.into_iter().filter(|n| !n.is_empty()).collect());
+            return Ok(listed.into_iter().filter(|t| !t.name.is_empty()).collect());
         }
     }
     Err("the kernel did not list its nftables tables (NETLINK_NETFILTER)".into())
