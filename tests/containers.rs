@@ -6,7 +6,7 @@
 //! environment before any plugin runs, srun refuses the step before launch and says why.
 
 mod common;
-use common::cluster::{bundle, parse, records, sh, summary, tool, without_ports};
+use common::cluster::{bundle, dir, parse, records, sh, summary, tool, without_ports};
 use common::release;
 use tfcluster::core::container::ContainerWarning;
 
@@ -353,7 +353,8 @@ fn a_runtime_started_without_the_task_environment_is_named_on_srun_stderr() {
 #[test]
 #[ignore = "needs the test cluster: run tests/run.sh"]
 fn root_looks_at_no_file_the_jobs_path_names() {
-    let base = format!("/tmp/tfc-path-{}", std::process::id());
+    // Under the cluster's directory, which every node sees (a node's /tmp is its own).
+    let base = dir().join("path-lookup").display().to_string();
     let installed = sh("command -v apptainer").status.success();
     let rows: &[(&str, &str, bool)] = &[
         ("a directory only root can enter", "700", installed),
@@ -364,7 +365,7 @@ fn root_looks_at_no_file_the_jobs_path_names() {
             "mkdir -p {base}/bin && printf '#!/bin/sh\\n' >{base}/bin/apptainer && chmod 755 {base}/bin {base}/bin/apptainer && chmod {mode} {base}"
         ));
         let out = sh(&format!(
-            "runuser -u {OWNER} -- srun --export=ALL,PATH={base}/bin:/usr/bin:/bin -N1 -n1 -t 1 --tf-cluster='worker:*' printenv APPTAINERENV_TF_CONFIG"
+            "srun=$(command -v srun); runuser -u {OWNER} -- env PATH={base}/bin:$(dirname $srun):/usr/bin:/bin $srun -N1 -n1 -t 1 --tf-cluster='worker:*' printenv APPTAINERENV_TF_CONFIG"
         ));
         let _ = sh(&format!("rm -rf {base}"));
         let stderr = String::from_utf8_lossy(&out.stderr);

@@ -1704,7 +1704,7 @@ fn the_check_names_what_is_wrong_with_each_node() {
     let syncookies = syncookies.as_str();
     let rows = [
         CheckRow { wrong: Wrong::Nothing,
-                   says: &[("n9", "srun: the same | slurmd: this file | plugstack.conf: the same line as srun's host | isolate=yes: works; WARNING: no PrologFlags=Contain")], fails: false },
+                   says: &[("n9", "srun: the same | slurmd: this file | plugstack.conf: the same line as srun's host | steps using tfcluster: none | isolate=yes: works; WARNING: no PrologFlags=Contain")], fails: false },
         CheckRow { wrong: Wrong::OtherLine("n10"),         says: &[("n10", "line differs from srun's host's: fail_fast (srun's host: unset, here: yes)")], fails: true },
         CheckRow { wrong: Wrong::SynCookiesAlways("n9"),  says: &[("n9", syncookies)], fails: true },
         CheckRow { wrong: Wrong::NoLibnftables("n10"),    says: &[("n10", LIBRARY)], fails: true },

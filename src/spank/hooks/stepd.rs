@@ -123,7 +123,13 @@ pub fn user_init(sp: &Spank) -> c_int {
     if let Some(Ok(node)) = &mut state().plan {
         node.plan.find_runtimes(|| {
             let path = sp.getenv("PATH").ok().flatten();
-            container::Runtimes::find(path.as_deref(), runtimes::program_at)
+            let found = container::Runtimes::find(path.as_deref(), runtimes::program_at);
+            // SAFETY: geteuid takes nothing and cannot fail.
+            let uid = unsafe { libc::geteuid() };
+            log::debug(&format!(
+                "apptainer_env: the runtimes found as uid {uid}: {found:?}"
+            ));
+            found
         });
     }
     0
