@@ -30,21 +30,24 @@ fn released(tables: &[String]) {
 /// read here again since this process ran no other hook): remove every table any step of this
 /// job left here, also after `isolate=yes` was turned off. With `isolate=yes` a failure fails
 /// the epilog (Slurm drains the node, with the line in slurmd's log): rules must not outlive
-/// their job unnoticed. Without libnftables no step here can have installed any, so there is
-/// nothing to remove.
+/// their job unnoticed. The node's tables are asked of the kernel first: an epilog that finds
+/// none of its job's (the usual case: each step removes its own, and the job's holder takes its
+/// held ones with it) loads no libnftables.
 pub fn job_epilog(sp: &Spank, args: &[String]) -> c_int {
     let isolate = Settings::from_plugstack(args).is_ok_and(|s| s.isolate);
     let Ok(job_id) = sp.item_u32(U32Item::JobId) else {
         return 0;
     };
     let held = handover::forget(job_id);
-    let Ok(mut nft) = Nft::open() else {
-        return 0;
-    };
     released(&held);
     let removed = nftables::node_tables().and_then(|listing| {
+        let left = isolation::tables::job_tables(&listing, job_id);
+        if left.is_empty() {
+            return Ok(());
+        }
+        let mut nft = Nft::open()?;
         // One transaction per table: a table its slurmstepd removed meanwhile is no failure.
-        for table in isolation::tables::job_tables(&listing, job_id) {
+        for table in left {
             if let Err(e) = nft.run(&isolation::tables::removal(table)) {
                 if nftables::node_tables()?.iter().any(|t| t == table) {
                     return Err(e);
