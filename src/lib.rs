@@ -8,8 +8,9 @@
 //!
 //! Only the hooks tfcluster uses are exported: each changes what Slurm does. `slurm_spank_job_epilog`
 //! makes slurmd run an extra "spank epilog" slurmstepd at the end of every job on every node
-//! (pyxis exports it too); `isolate=yes` needs it to remove what a killed slurmstepd left, and
-//! without that setting it returns at once (its cost is measured in docs/performance.md).
+//! (pyxis exports it too); `isolate=yes` needs it to remove what a killed slurmstepd left. It
+//! asks the kernel for the node's table names and returns unless its job left one, with or
+//! without that setting (its cost is measured in docs/performance.md).
 //! slurmd itself runs nothing of tfcluster's but `init` (a line in its log): no thread, no
 //! `slurmd_exit` (0.7.0's holder thread in slurmd lost its tables when a reconfigure started
 //! slurmd anew, and lived as long as slurmd; the job's extern step holds them instead).
