@@ -6,6 +6,11 @@
 
 use crate::spank::ffi;
 use crate::spank::handle::{self, Spank};
+use crate::spank::isolation::holder::Holder;
+use std::sync::Mutex;
+
+/// The job's extern slurmstepd, with `isolate=yes`: the holder of ended tables.
+static HOLDER: Mutex<Option<Holder>> = Mutex::new(None);
 
 /// The job's extern slurmstepd (slurm.conf `PrologFlags=Contain`), with `isolate=yes`: hold the
 /// tables of the job's steps on this node whose tasks ended first, until slurmctld says each
@@ -15,7 +20,7 @@ pub fn start(sp: &Spank) {
     let job = sp.item_u32(handle::U32Item::JobId);
     if let (Ok(step), Ok(job)) = (step, job) {
         if i64::from(step) == ffi::TFC_SLURM_EXTERN_CONT {
-            super::state().holder = crate::spank::isolation::holder::start_for_job(job);
+            *super::locked(&HOLDER) = crate::spank::isolation::holder::start_for_job(job);
         }
     }
 }
@@ -24,7 +29,7 @@ pub fn start(sp: &Spank) {
 /// held go with it. In any other process there is no holder: nothing happens.
 pub fn stop() {
     // Taken out first, so that the thread is joined without the state's lock held.
-    let holder = super::state().holder.take();
+    let holder = super::locked(&HOLDER).take();
     drop(holder);
 }
 
@@ -39,14 +44,12 @@ static STOP_AT_UNLOAD: extern "C" fn() = stop_at_unload;
 extern "C" fn stop_at_unload() {
     let _ = std::panic::catch_unwind(|| {
         // Not waiting on a lock a hook may hold as the process exits.
-        let (holder, workers) = match super::STATE.try_lock() {
-            Ok(mut state) => (state.holder.take(), state.workers.take()),
-            Err(std::sync::TryLockError::Poisoned(p)) => {
-                let mut state = p.into_inner();
-                (state.holder.take(), state.workers.take())
-            }
-            Err(std::sync::TryLockError::WouldBlock) => (None, None),
+        let holder = match HOLDER.try_lock() {
+            Ok(mut holder) => holder.take(),
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner().take(),
+            Err(std::sync::TryLockError::WouldBlock) => None,
         };
+        let workers = super::stepd::workers_at_unload();
         // Through the holder's own log: a test binary has no Slurm to link.
         if let Some(holder) = holder {
             holder.stop_unloaded();

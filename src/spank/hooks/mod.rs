@@ -7,10 +7,15 @@
 //! | srun (1/component)  | `init_post_opt`              | count the step's components |
 //! | srun                | `local_user_init`            | say the version loaded (`-v`); fit the spec to the step: a mismatch fails srun before launch ([`srun`]); a heterogeneous step's counts are checked on the nodes |
 //! | slurmstepd (1/node) | `init_post_opt`              | with `check`, look at the node as a step would and nothing else ([`crate::spank::check`]); otherwise plan the whole step once, check it against Slurm's own ids for this node, record the node's GPUs ([`stepd`]); claim the node's step ports ([`crate::spank::claims`]); with `isolate=yes`, install the step's firewall ([`crate::spank::isolation::firewall`]); a node that cannot keeps every task from starting (`task_init` ends each, the first says why); with `fail_fast=auto` and ps, start watching its workers' server ports for the chief's connection ([`crate::spank::workers`]) |
+//! | slurmstepd (1/node) | `user_init`                  | with the job's user's privileges (Slurm drops them for this hook): which container runtimes the job's `PATH` names, looked at as the user ([`stepd`]) |
 //! | task (1/task)       | `task_init`                  | `spank_setenv` every variable the plan gives this task (TF_CONFIG, its GPUs, ...); with `check`, the node's first task prints the node's line instead and fails when it says NOT OK |
 //! | slurmstepd          | `task_exit`                  | when the chief (or worker 0) ends (`end_with_chief`), or another trainer fails (`fail_fast`), say which and end the step (from a thread, once the task's own status is on its way to srun); a worker the chief had reached: say so, and the step goes on |
 //! | slurmstepd          | `exit`                       | stop the workers' watcher; wait for the stop's thread: the stop must go out even when the node's last task has ended; remove the step's firewall, leaving the table for the step's other nodes (handed to the extern step's holder: [`crate::spank::isolation::handover`]); the extern step: stop holding ([`extern_step`], which also stops it should Slurm unload the plugin without this hook) |
 //! | slurmd's epilog (1/node/job) | `job_epilog`        | with `isolate=yes`: remove every firewall table the job's steps left on the node (a slurmstepd killed with SIGKILL runs no `exit`: [`epilog`]) |
+//!
+//! Each hook file keeps its own process's state: srun's components ([`srun`]), a step's plan,
+//! stop and watcher ([`stepd`]), the extern step's holder ([`extern_step`]); this file keeps only
+//! what every process is given alike, plugstack.conf's line and the option.
 //!
 //! Without `--tf-cluster` every hook returns at once and nothing changes (with `isolate=yes`, the
 //! extern step's holder, a thread asleep until a step hands it a table, starts all the same:
@@ -29,7 +34,6 @@ pub use epilog::job_epilog;
 pub use srun::local_user_init;
 pub use stepd::{exit, task_exit, task_init};
 
-use super::error::ShellError;
 use super::ffi;
 use super::handle::{self, Context, Spank};
 use super::log;
@@ -44,10 +48,11 @@ pub const OPTION_USAGE: &str = "[tfcluster] TF_CONFIG and a GPU share per task f
      (PyTorch: --tf-cluster=worker:*,torch=yes). Write the =: --tf-cluster=chief:1,ps:2,worker:* \
      (SPEC is ROLE:COUNT,...); no SPEC: every task a worker; --tf-cluster=off: not this step";
 
-/// Everything the plugin remembers inside one process (srun, or one slurmstepd and the task
-/// children it forks, which inherit a copy).
-#[derive(Default)]
-struct State {
+/// What this process was given, in every context alike: plugstack.conf's line and the
+/// `--tf-cluster` option. What each process then does with them is its hook file's own state
+/// ([`srun`]'s components, [`stepd`]'s plan, [`extern_step`]'s holder).
+#[derive(Clone)]
+struct Given {
     /// The plugstack.conf settings, or why they are invalid.
     settings: Option<Result<Settings, Error>>,
     /// The plugstack.conf line's words, as written: what `--tf-cluster=check` compares between
@@ -58,42 +63,21 @@ struct State {
     /// srun: the option was given without an argument (`--tf-cluster`, or `--tf-cluster SPEC`
     /// by mistake, which makes SPEC the program).
     bare: bool,
-    /// slurmstepd: the step's plan for this node, or why there is none (reported by each task).
-    plan: Option<Result<stepd::Node, ShellError>>,
-    /// slurmstepd, `fail_fast=auto` with ps: the watcher of this node's workers' server ports
-    /// ([`crate::spank::workers`]), stopped by `exit` or at the unload.
-    workers: Option<crate::spank::workers::Watcher>,
-    /// slurmstepd: the step's one stop, built before planning, whatever the plan then says.
-    stop: Option<crate::spank::stop::Stop>,
-    /// srun: the step's components, one per `init_post_opt` (more than one: a heterogeneous
-    /// step or `--het-group` list).
-    components: u32,
     /// `--tf-cluster=check` was given: the check runs instead of a step's variables
     /// ([`crate::core::check`]).
     check: bool,
-    /// slurmstepd, with `check`: this node's line, printed by its first task.
-    check_verdict: Option<crate::core::check::Verdict>,
     /// How many times the option callback ran: in srun, once for a value from the job's
     /// environment alone (`#SBATCH --tf-cluster`), again for one on srun's own line.
     option_calls: u32,
-    /// The job's extern slurmstepd, or slurmd, with `isolate=yes`: the holder of ended tables
-    /// ([`crate::spank::isolation::holder`]).
-    holder: Option<crate::spank::isolation::holder::Holder>,
 }
 
-static STATE: Mutex<State> = Mutex::new(State {
+static GIVEN: Mutex<Given> = Mutex::new(Given {
     settings: None,
     words: Vec::new(),
     option: None,
     bare: false,
-    plan: None,
-    workers: None,
-    stop: None,
-    components: 0,
     check: false,
-    check_verdict: None,
     option_calls: 0,
-    holder: None,
 });
 
 /// srun calls it once per component, after its options; slurmstepd once, before the tasks fork.
@@ -113,19 +97,26 @@ pub fn user_init(sp: &Spank) -> c_int {
     }
 }
 
-/// Locks the state, recovering from a poisoned lock (a panic in an earlier hook is already
+/// Locks `mutex`, recovering from a poisoned lock (a panic in an earlier hook is already
 /// reported; it must not make every later hook fail).
-fn state() -> MutexGuard<'static, State> {
-    STATE
+fn locked<T>(mutex: &'static Mutex<T>) -> MutexGuard<'static, T> {
+    mutex
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-fn settings(state: &State) -> Result<Settings, Error> {
-    state
-        .settings
-        .clone()
-        .unwrap_or_else(|| Ok(Settings::default()))
+/// What this process was given, a copy: no hook holds its lock while it works.
+fn given() -> Given {
+    locked(&GIVEN).clone()
+}
+
+impl Given {
+    /// The plugstack.conf settings (the defaults where `init` has not run).
+    fn settings(&self) -> Result<Settings, Error> {
+        self.settings
+            .clone()
+            .unwrap_or_else(|| Ok(Settings::default()))
+    }
 }
 
 /// The line that says which tfcluster is loaded, and for which Slurm release: in slurmd's log
@@ -153,9 +144,9 @@ pub fn init(sp: &Spank, args: &[String]) -> c_int {
     }
     let isolate = parsed.as_ref().is_ok_and(|s| s.isolate);
     {
-        let mut state = state();
-        state.settings = Some(parsed);
-        state.words = args.to_vec();
+        let mut given = locked(&GIVEN);
+        given.settings = Some(parsed);
+        given.words = args.to_vec();
     }
     if ctx == Context::Remote && isolate {
         extern_step::start(sp);
@@ -192,21 +183,21 @@ pub unsafe extern "C" fn option_callback(
 /// slurmstepd (where it runs twice before 24.05, once after) it only records the latest value;
 /// there an empty value means a bare `--tf-cluster`: all workers.
 pub fn option(optarg: Option<String>, remote: bool) -> c_int {
-    let mut state = state();
+    let mut given = locked(&GIVEN);
     let optarg = Spec::slurm_arg(optarg.as_deref());
-    state.option_calls += 1;
-    state.check = check::asked(optarg);
-    if state.check {
+    given.option_calls += 1;
+    given.check = check::asked(optarg);
+    if given.check {
         // The check instead of a step: no spec, and srun's copy for the nodes to compare.
-        state.option = None;
-        state.bare = false;
+        given.option = None;
+        given.bare = false;
         if !remote {
             let copy = check::copy(env!("CARGO_PKG_VERSION"), ffi::SLURM_RELEASE);
-            let isolates = match settings(&state).is_ok_and(|s| s.isolate) {
+            let isolates = match given.settings().is_ok_and(|s| s.isolate) {
                 true => "yes",
                 false => "no",
             };
-            let line = state.words.join(" ");
+            let line = given.words.join(" ");
             for (name, value) in [
                 (check::SRUN_VAR, copy.as_str()),
                 (check::SRUN_ISOLATE_VAR, isolates),
@@ -227,8 +218,8 @@ pub fn option(optarg: Option<String>, remote: bool) -> c_int {
     }
     if Spec::is_off(optarg) {
         // The step opts out: as if the option had never been given.
-        state.option = None;
-        state.bare = false;
+        given.option = None;
+        given.bare = false;
         return 0;
     }
     let spec = Spec::parse(optarg);
@@ -236,7 +227,8 @@ pub fn option(optarg: Option<String>, remote: bool) -> c_int {
         let checked = Spec::check_typed(optarg)
             .and(spec.clone())
             .and_then(|spec| {
-                settings(&state)?
+                given
+                    .settings()?
                     .with_overrides(&spec.overrides)
                     .map(|_| ())
             });
@@ -244,10 +236,10 @@ pub fn option(optarg: Option<String>, remote: bool) -> c_int {
             log::error(&e.to_string());
             return -1;
         }
-        state.bare = optarg.is_none();
+        given.bare = optarg.is_none();
     }
     // In slurmstepd an error is kept and reported by each task (a failing remote callback is
     // only logged by slurmd, and the job would run as if the option were absent).
-    state.option = Some(spec);
+    given.option = Some(spec);
     0
 }

@@ -1,6 +1,5 @@
 //! srun (local context): what can be checked before anything launches.
 
-use super::{settings, state};
 use crate::core::container::{self, ContainerStep};
 use crate::core::layout::{Distribution, TASK_HOSTS_VAR};
 use crate::core::{hostlist, tf_config, torch, tuner, Error, Settings, Spec};
@@ -10,10 +9,15 @@ use crate::spank::handle::{self, Spank, U32Item};
 use crate::spank::log;
 use crate::spank::start_env;
 use std::ffi::c_int;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// srun: the step's components, one per `init_post_opt` (more than one: a heterogeneous step
+/// or `--het-group` list).
+static COMPONENTS: AtomicU32 = AtomicU32::new(0);
 
 /// srun, once per component of the step, after its options are parsed.
 pub fn init_post_opt() -> c_int {
-    state().components += 1;
+    COMPONENTS.fetch_add(1, Ordering::Relaxed);
     0
 }
 
@@ -22,16 +26,14 @@ pub fn init_post_opt() -> c_int {
 pub fn local_user_init(sp: &Spank) -> c_int {
     // Here, not in `init` or `init_post_opt`: srun applies `-v` to its log only after both.
     log::verbose(&super::loaded_line());
-    let (option, bare, settings, components, calls) = {
-        let state = state();
-        (
-            state.option.clone(),
-            state.bare,
-            settings(&state),
-            state.components,
-            state.option_calls,
-        )
-    };
+    let given = super::given();
+    let (option, bare, settings, calls) = (
+        given.option.clone(),
+        given.bare,
+        given.settings(),
+        given.option_calls,
+    );
+    let components = COMPONENTS.load(Ordering::Relaxed);
     // The callback already refused a spec that does not parse.
     let Some(Ok(spec)) = option else {
         return 0;

@@ -1,7 +1,7 @@
 //! slurmstepd (remote context): plan the step once per node, hand each task its part, and end
 //! the step when the chief is done, when a trainer fails, or when the plan turns out wrong.
 
-use super::{settings, state};
+use super::locked;
 use crate::core::check;
 use crate::core::container;
 use crate::core::ending::WorkerSeen;
@@ -30,6 +30,7 @@ use crate::spank::step::{gtids, Shape, StepVars};
 use crate::spank::stop::{self, Stop};
 use crate::spank::workers::{self, Watcher};
 use std::ffi::c_int;
+use std::sync::{Mutex, MutexGuard};
 
 /// The plan plus this node's facts, prepared once before the tasks fork.
 pub struct Node {
@@ -67,21 +68,57 @@ pub struct Node {
     name: Option<String>,
 }
 
+/// What a step's slurmstepd keeps from `init_post_opt` to `exit` (its task children inherit a
+/// copy).
+struct Step {
+    /// The step's plan for this node, or why there is none (reported by each task).
+    plan: Option<Result<Node, ShellError>>,
+    /// `fail_fast=auto` with ps: the watcher of this node's workers' server ports
+    /// ([`crate::spank::workers`]), stopped by `exit` or at the unload.
+    workers: Option<Watcher>,
+    /// The step's one stop, built before planning, whatever the plan then says.
+    stop: Option<Stop>,
+    /// With `check`: this node's line, printed by its first task.
+    check_verdict: Option<check::Verdict>,
+}
+
+static STEP: Mutex<Step> = Mutex::new(Step {
+    plan: None,
+    workers: None,
+    stop: None,
+    check_verdict: None,
+});
+
+fn state() -> MutexGuard<'static, Step> {
+    locked(&STEP)
+}
+
+/// The workers' watcher, taken as the plugin is unloaded without `exit`
+/// ([`super::extern_step`]), unless a hook holds the lock then.
+pub fn workers_at_unload() -> Option<Watcher> {
+    match STEP.try_lock() {
+        Ok(mut step) => step.workers.take(),
+        Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner().workers.take(),
+        Err(std::sync::TryLockError::WouldBlock) => None,
+    }
+}
+
 /// slurmstepd, once per node before the tasks fork: build the step's one [`Stop`], then plan
 /// the step. A plan that Slurm's own placement contradicts on this node is wrong for the whole
 /// step, and tasks on other nodes may already be starting with it: the step is stopped on every
 /// node at once ([`OnError::StopNow`]).
 pub fn init_post_opt(sp: &Spank) -> c_int {
+    let given = super::given();
     let mut state = state();
-    if state.check {
+    if given.check {
         if is_task_step(sp) {
             let node = Shape::read(sp).ok().and_then(|shape| shape.node);
-            let verdict = crate::spank::check::node(sp, (settings(&state), &state.words), node);
+            let verdict = crate::spank::check::node(sp, (given.settings(), &given.words), node);
             state.check_verdict = Some(verdict);
         }
         return 0;
     }
-    let Some(spec) = state.option.clone() else {
+    let Some(spec) = given.option.clone() else {
         return 0;
     };
     if !is_task_step(sp) {
@@ -89,7 +126,7 @@ pub fn init_post_opt(sp: &Spank) -> c_int {
     }
     let shape = Shape::read(sp);
     state.stop = Stop::of_step(sp, shape.as_ref().ok());
-    let planned = shape.and_then(|shape| plan_node(sp, spec, settings(&state), &shape));
+    let planned = shape.and_then(|shape| plan_node(sp, spec, given.settings(), &shape));
     if let Err(e) = &planned {
         if e.on_error() == OnError::StopNow {
             log::error(&e.to_string());
