@@ -8,6 +8,7 @@ use crate::spank::log;
 use crate::spank::process;
 use crate::spank::run_dir;
 use std::fs;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -96,9 +97,11 @@ pub fn say_no_holder_once(node: Option<&str>, (job_id, step_id): (u32, u32)) {
     let first = run_dir::private(&dir)
         .map_err(std::io::Error::other)
         .and_then(|()| {
+            // Root's alone, as every file under /run/tfcluster (the check names one that is not).
             fs::File::options()
                 .write(true)
                 .create_new(true)
+                .mode(0o600)
                 .open(dir.join(handover::TOLD_FILE))
         })
         .is_ok();
