@@ -612,3 +612,32 @@ fn every_changelog_version_has_its_tag() {
         );
     }
 }
+
+/// README's "real TensorFlow, JAX and PyTorch on ..." names exactly the releases that
+/// tests/releases.tsv marks for all three (`tensorflow`, `jax`, `torch`).
+#[test]
+fn readmes_real_frameworks_are_the_release_tables() {
+    let table = std::fs::read_to_string(repo().join("tests/releases.tsv")).unwrap();
+    let marked: Vec<&str> = table
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .filter_map(|l| {
+            let fields: Vec<&str> = l.split('\t').collect();
+            let markers: Vec<&str> = fields.get(2)?.split(',').collect();
+            ["tensorflow", "jax", "torch"]
+                .iter()
+                .all(|m| markers.contains(m))
+                .then_some(fields[0])
+        })
+        .collect();
+    let named = match marked.as_slice() {
+        [one] => one.to_string(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+        [] => panic!("no release runs real TensorFlow, JAX and PyTorch"),
+    };
+    let readme = &pages()[Path::new("README.md")];
+    assert!(
+        readme.contains(&format!("real TensorFlow, JAX and PyTorch on {named}")),
+        "README must say: real TensorFlow, JAX and PyTorch on {named}"
+    );
+}
