@@ -177,3 +177,12 @@ impl Endpoints {
         out
     }
 }
+
+/// Whether `resolved`, what a node's own resolver gives for a step address, are addresses the
+/// other nodes can reach: at least one, and none loopback (Debian's installer maps a host's own
+/// name to `127.0.1.1`, which only the node itself reaches). JAX's coordinator binds such an
+/// address alone ([`super::jax::JaxStep::bind`]), and the collectives' interface is the one that
+/// holds it ([`super::collectives::interface`]).
+pub fn reachable_by_peers(resolved: &[std::net::IpAddr]) -> bool {
+    !resolved.is_empty() && resolved.iter().all(|a| !a.is_loopback())
+}

@@ -36,7 +36,7 @@ pub fn interface(
     let addresses = resolved
         .as_ref()
         .map_err(|e| format!("the node's address does not resolve here ({e})"))?;
-    if addresses.iter().any(IpAddr::is_loopback) {
+    if !addresses.is_empty() && !super::address::reachable_by_peers(addresses) {
         return Err("the node's address resolves to a loopback address here".into());
     }
     let mut holding: Vec<&str> = interfaces

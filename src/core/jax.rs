@@ -98,7 +98,7 @@ impl JaxStep {
             return false;
         }
         let reachable = resolve(&self.coordinator_host)
-            .is_ok_and(|found| !found.is_empty() && found.iter().all(|a| !a.is_loopback()));
+            .is_ok_and(|found| super::address::reachable_by_peers(&found));
         self.bind = reachable;
         reachable
     }
