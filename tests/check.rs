@@ -160,7 +160,7 @@ fn rows() -> Vec<Row> {
         Row { what: "no Contain", isolation: Isolation::Works { held: false },
                 says: &["WARNING: no PrologFlags=Contain in slurm.conf", "opens those steps' other nodes to other users on this node; set PrologFlags=Contain", "| ok"], ..ok.clone() },
         Row { what: "another port_range than srun's host's", srun_line: Some("isolate=yes port_range=20000-30000"),
-                says: &["plugstack.conf: another line than srun's host", "NOT OK: this node's plugstack.conf line differs from srun's host's: port_range (srun's host: 20000-30000, here: 20000-32767)"], fails: true, ..ok.clone() },
+                says: &["plugstack.conf: another line than srun's host", "NOT OK: this node's plugstack.conf line differs from srun's host's: port_range (srun's host: 20000-30000, here: 20000-32767); make the line the same on every node and login node, then restart slurmd"], fails: true, ..ok.clone() },
         Row { what: "a setting srun's host's line lacks", srun_line: Some("port_range=20000-32767"),
                 says: &["differs from srun's host's: isolate (srun's host: unset, here: yes)"], fails: true, ..ok.clone() },
         Row { what: "the same settings in another order", srun_line: Some("port_range=20000-32767 isolate=yes"), says: &["plugstack.conf: the same line", "| ok"], ..ok.clone() },

@@ -335,7 +335,8 @@ impl NodeCheck<'_> {
                 true => "plugstack.conf: the same line as srun's host".to_string(),
                 false => {
                     fixes.push(format!(
-                        "this node's plugstack.conf line differs from srun's host's: {}; make                          the line the same on every node and login node, then restart slurmd",
+                        "this node's plugstack.conf line differs from srun's host's: {}; make \
+                         the line the same on every node and login node, then restart slurmd",
                         differ.join(", ")
                     ));
                     "plugstack.conf: another line than srun's host".to_string()
