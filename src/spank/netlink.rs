@@ -5,9 +5,12 @@
 use crate::core::netlink::Reply;
 use std::ffi::c_int;
 
+/// The longest a dump waits for one reply of the kernel.
+const DEADLINE_SECONDS: libc::time_t = 2;
+
 /// Every object a dump of `protocol` (`NETLINK_SOCK_DIAG`, `NETLINK_NETFILTER`) answers
 /// `request` with, each reply read by `reply`; `None` when the kernel does not answer as it
-/// should.
+/// should, or not within [`DEADLINE_SECONDS`] of the last reply.
 pub fn dump<T>(
     protocol: c_int,
     request: &[u8],
@@ -25,6 +28,24 @@ pub fn dump<T>(
         return None;
     }
     let fd = Fd(fd);
+    // Every wait has a deadline: a kernel that stops answering ends the dump as a failure.
+    let deadline = libc::timeval {
+        tv_sec: DEADLINE_SECONDS,
+        tv_usec: 0,
+    };
+    // SAFETY: `deadline` is a valid timeval for the call's length.
+    let set = unsafe {
+        libc::setsockopt(
+            fd.0,
+            libc::SOL_SOCKET,
+            libc::SO_RCVTIMEO,
+            (&deadline as *const libc::timeval).cast(),
+            std::mem::size_of::<libc::timeval>() as libc::socklen_t,
+        )
+    };
+    if set != 0 {
+        return None;
+    }
     // SAFETY: `request` is valid for reads of its length; the socket is connected to nothing,
     // so a netlink socket sends to the kernel (port id 0).
     let sent = unsafe { libc::send(fd.0, request.as_ptr().cast(), request.len(), 0) };

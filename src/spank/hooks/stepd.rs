@@ -112,7 +112,12 @@ pub fn init_post_opt(sp: &Spank) -> c_int {
     let mut state = state();
     if given.check {
         if is_task_step(sp) {
-            let node = Shape::read(sp).ok().and_then(|shape| shape.node);
+            // Slurmstepd's own name for the node, also where the step's shape cannot be read
+            // (a job environment the user made unreadable must not rename the node).
+            let node = Shape::read(sp)
+                .ok()
+                .and_then(|shape| shape.node)
+                .or_else(process::node_name);
             let verdict = crate::spank::check::node(sp, (given.settings(), &given.words), node);
             state.check_verdict = Some(verdict);
         }
