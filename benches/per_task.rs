@@ -129,7 +129,7 @@ fn main() {
             let place = place_of(&plan, node, gpus);
             let mut renderers = plan.renderers();
             let env = plan
-                .task(&place, 0, gpus, None, &|_| false, &mut renderers)
+                .task(&place, 0, gpus, None, &|_| false, None, &mut renderers)
                 .unwrap();
             env.set.iter().map(|(_, v)| v.len()).sum::<usize>()
         });
@@ -142,7 +142,7 @@ fn main() {
             let mut renderers = plan.renderers();
             let render = measure(|| {
                 let env = plan
-                    .task(&place, 0, gpus, program, &|_| false, &mut renderers)
+                    .task(&place, 0, gpus, program, &|_| false, None, &mut renderers)
                     .unwrap();
                 env.set.iter().map(|(_, v)| v.len()).sum::<usize>()
             });

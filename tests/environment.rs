@@ -238,6 +238,7 @@ fn the_task_order_hand_over_is_removed() {
                 None,
                 None,
                 &|_| false,
+                None,
                 &mut renderers,
             )
             .unwrap();
@@ -316,6 +317,7 @@ fn the_gpu_order_and_the_collectives_interface_give_way_to_the_jobs_own() {
                 Some("0"),
                 None,
                 &|name| own.contains(&name),
+                None,
                 &mut renderers,
             )
             .unwrap();

@@ -68,6 +68,7 @@ fn task_err(
         gpus,
         None,
         &|_| false,
+        None,
         &mut plan.renderers(),
     )
     .map(|_| ())
@@ -115,7 +116,7 @@ fn messages() -> Vec<(Result<()>, &'static str)> {
         (spec("master:*,worker:2", 4),
          "--tf-cluster: master:* gives 2 of the step's 4 tasks to master, but TensorFlow allows at most one master; write master:1 and give '*' to worker"),
         (step_err("worker:*,ports=1", &[], "a", "1", None),
-         "--tf-cluster: 'ports' is not a per-job setting; allowed: port_base, gpus, gpu_roles, rpc_layer, end_with_chief, fail_fast, preemption_exit, grpc_proxy_bypass, even_gpus, evaluator_cluster, dtensor, apptainer_env, keras, jax, torch, tuner, socket_ifname"),
+         "--tf-cluster: 'ports' is not a per-job setting; allowed: port_base, gpus, gpu_affinity, gpu_roles, rpc_layer, end_with_chief, fail_fast, preemption_exit, grpc_proxy_bypass, even_gpus, evaluator_cluster, dtensor, apptainer_env, keras, jax, torch, tuner, socket_ifname"),
         (step_err("worker:*", &[], "n[1-2", "1", None),
          "hostlist 'n[1-2': '[' without a matching ']'"),
         (step_err("worker:*", &[], "n*\0[1-2]", "1,1", None),
@@ -211,9 +212,9 @@ fn messages() -> Vec<(Result<()>, &'static str)> {
         (step_err("worker:*,apptainer_env=no", &[], &long_names, "1(x10000)", None),
          "TF_CONFIG for 10000 tasks would be 420073 bytes, over Linux's limit of 131072 bytes for one environment variable; use fewer tasks or shorter node addresses"),
         (Settings::from_plugstack(&["port_bsae=9000"]).map(|_| ()),
-         "plugstack.conf: unknown tfcluster setting 'port_bsae'; known: port_base, port_range, port_block, address, gpus, gpu_roles, rpc_layer, end_with_chief, fail_fast, preemption_exit, grpc_proxy_bypass, even_gpus, evaluator_cluster, dtensor, apptainer_env, keras, jax, torch, tuner, socket_ifname, isolate"),
+         "plugstack.conf: unknown tfcluster setting 'port_bsae'; known: port_base, port_range, port_block, address, gpus, gpu_affinity, gpu_roles, rpc_layer, end_with_chief, fail_fast, preemption_exit, grpc_proxy_bypass, even_gpus, evaluator_cluster, dtensor, apptainer_env, keras, jax, torch, tuner, socket_ifname, isolate"),
         (Settings::from_plugstack(&["verbose"]).map(|_| ()),
-         "plugstack.conf: unknown tfcluster setting 'verbose'; known: port_base, port_range, port_block, address, gpus, gpu_roles, rpc_layer, end_with_chief, fail_fast, preemption_exit, grpc_proxy_bypass, even_gpus, evaluator_cluster, dtensor, apptainer_env, keras, jax, torch, tuner, socket_ifname, isolate"),
+         "plugstack.conf: unknown tfcluster setting 'verbose'; known: port_base, port_range, port_block, address, gpus, gpu_affinity, gpu_roles, rpc_layer, end_with_chief, fail_fast, preemption_exit, grpc_proxy_bypass, even_gpus, evaluator_cluster, dtensor, apptainer_env, keras, jax, torch, tuner, socket_ifname, isolate"),
         (Settings::from_plugstack(&["port_base=http"]).map(|_| ()),
          "plugstack.conf: port_base='http' is invalid: expected a port number 1-65535"),
         (Settings::from_plugstack(&["port_range=3000-2000"]).map(|_| ()),
@@ -243,7 +244,7 @@ fn messages() -> Vec<(Result<()>, &'static str)> {
         (Settings::from_plugstack(&["isolate=on"]).map(|_| ()),
          "plugstack.conf: isolate='on' is invalid: expected yes or no"),
         (step_err("worker:*,isolate=no", &["isolate=yes"], "a", "1", None),
-         "--tf-cluster: 'isolate' is not a per-job setting; allowed: port_base, gpus, gpu_roles, rpc_layer, end_with_chief, fail_fast, preemption_exit, grpc_proxy_bypass, even_gpus, evaluator_cluster, dtensor, apptainer_env, keras, jax, torch, tuner, socket_ifname"),
+         "--tf-cluster: 'isolate' is not a per-job setting; allowed: port_base, gpus, gpu_affinity, gpu_roles, rpc_layer, end_with_chief, fail_fast, preemption_exit, grpc_proxy_bypass, even_gpus, evaluator_cluster, dtensor, apptainer_env, keras, jax, torch, tuner, socket_ifname"),
         (plan("worker:*", &["isolate=yes"], &step("n9,n10", "1,1", None))
             .firewall(7, 0, 1000, 0, |a| if a == "n10" { Err("Name or service not known".into()) } else { Ok(vec![[10, 0, 0, 9].into()]) })
             .map(|_| ()),

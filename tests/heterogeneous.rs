@@ -429,7 +429,7 @@ fn a_nodes_place_comes_from_slurm_or_from_the_components() {
         let Ok(place) = place else { continue };
         let mut renderers = plan.renderers();
         let task_gpus = row.facts.step_gpus;
-        let env = plan.task(&place, 0, task_gpus, None, &|_| false, &mut renderers).unwrap();
+        let env = plan.task(&place, 0, task_gpus, None, &|_| false, None, &mut renderers).unwrap();
         assert_eq!(env.get("CUDA_VISIBLE_DEVICES"), row.first_task_gpus, "{}", row.what);
         let report = env.report(task_gpus);
         let gpus = match row.first_task_gpus {
@@ -508,7 +508,7 @@ fn a_component_without_gpus_hides_them_from_apptainer_too() {
     let place = plan.place(Some(&cpu1), &facts).unwrap();
     let mut renderers = plan.renderers();
     let env = plan
-        .task(&place, 0, Some("7"), None, &|_| false, &mut renderers)
+        .task(&place, 0, Some("7"), None, &|_| false, None, &mut renderers)
         .unwrap();
     for name in [
         "CUDA_VISIBLE_DEVICES",

@@ -142,6 +142,7 @@ fn srun_verbose_shows_what_each_task_got() {
             rank: task.rank,
             endpoint: tf["cluster"][role][index as usize].as_str().unwrap().into(),
             gpus: GpuAction::Set(task.gpus.clone()),
+            gpu_basis: None,
             set: vec![],
             unset: &[],
         };

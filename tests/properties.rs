@@ -149,7 +149,7 @@ proptest! {
             let facts = NodeFacts { node, gtids, ..Default::default() };
             let place = plan.place(None, &facts).unwrap();
             for slot in 0..gtids.len() {
-                let env = plan.task(&place, slot, None, None, &|_| false, &mut renderers).unwrap();
+                let env = plan.task(&place, slot, None, None, &|_| false, None, &mut renderers).unwrap();
                 let text = env.get("TF_CONFIG").unwrap().to_string();
                 let v: serde_json::Value = serde_json::from_str(&text).unwrap();
                 prop_assert!(endpoints.insert(env.endpoint.clone()));

@@ -45,6 +45,7 @@ fn each_task_reports_what_it_got_under_srun_v() {
                 r.gpus,
                 None,
                 &|_| false,
+                None,
                 &mut renderers,
             )
             .unwrap();

@@ -151,7 +151,7 @@ fn check(plan: &StepPlan, gpus: Option<&str>) {
             slurm_gave_gpus: true,
         };
         let place = plan.place(None, &facts).expect("Slurm's ids are the plan's");
-        let env = match plan.task(&place, p.slot as usize, gpus, program, &|_| false, &mut renderers) {
+        let env = match plan.task(&place, p.slot as usize, gpus, program, &|_| false, None, &mut renderers) {
             Ok(env) => env,
             Err(
                 Error::NotEnoughGpus { .. }

@@ -5,6 +5,7 @@
 //! (TensorFlow's resolver writes ordinals 0..n-1, which is wrong whenever Slurm gave e.g. 2,3).
 
 use super::error::{Error, Result};
+use super::gpu_affinity::{Basis, Hardware};
 use super::layout::Layout;
 use super::settings::{GpuPolicy, RoleSet};
 use super::spec::{Role, RoleTable};
@@ -47,20 +48,42 @@ pub struct GpuInputs<'a> {
     /// task then gets the share a task of that node gets, assuming every node of the step has
     /// as many GPUs as this one (as `--gres=gpu:N` and `--gpus-per-node=N` give).
     pub busiest: Option<(&'a str, usize)>,
+    /// Where the node's GPUs sit and where Slurm bound its tasks ([`super::gpu_affinity`]);
+    /// `None`: not known, and the slices are contiguous.
+    pub hardware: Option<Hardware<'a>>,
 }
 
-pub fn assign(policy: GpuPolicy, gpu_roles: RoleSet, t: &GpuInputs) -> Result<GpuAction> {
+/// A task's GPUs, and how the node's slices were chosen where tfcluster chose them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Assigned {
+    pub action: GpuAction,
+    /// `None` where the node's GPUs were not split among its tasks.
+    pub basis: Option<Basis>,
+}
+
+impl From<GpuAction> for Assigned {
+    fn from(action: GpuAction) -> Assigned {
+        Assigned {
+            action,
+            basis: None,
+        }
+    }
+}
+
+pub fn assign(policy: GpuPolicy, gpu_roles: RoleSet, t: &GpuInputs) -> Result<Assigned> {
     let step = match (policy, t.step) {
-        (GpuPolicy::Keep, _) | (_, None) => return Ok(GpuAction::Leave),
-        (GpuPolicy::Split, Some(step)) if step.trim().is_empty() => return Ok(GpuAction::Leave),
+        (GpuPolicy::Keep, _) | (_, None) => return Ok(GpuAction::Leave.into()),
+        (GpuPolicy::Split, Some(step)) if step.trim().is_empty() => {
+            return Ok(GpuAction::Leave.into())
+        }
         (GpuPolicy::Split, Some(step)) => step,
     };
     if !gpu_roles.contains(t.node_roles[t.slot]) {
-        return Ok(GpuAction::Set(String::new()));
+        return Ok(GpuAction::Set(String::new()).into());
     }
     if t.task.is_some_and(|task| task != step) {
         // Slurm already bound GPUs to this task; its binding is more precise than ours.
-        return Ok(GpuAction::Leave);
+        return Ok(GpuAction::Leave.into());
     }
     let tokens: Vec<&str> = step.split(',').map(str::trim).collect();
     if tokens.iter().any(|t| t.is_empty()) {
@@ -106,9 +129,19 @@ pub fn assign(policy: GpuPolicy, gpu_roles: RoleSet, t: &GpuInputs) -> Result<Gp
         .iter()
         .position(|&s| s == t.slot)
         .expect("slot is a GPU slot");
-    Ok(GpuAction::Set(
-        tokens[nth * per_task..(nth + 1) * per_task].join(","),
-    ))
+    let contiguous = || tokens[nth * per_task..(nth + 1) * per_task].join(",");
+    let (slice, basis) = match t.hardware.map(|h| h.slices(&tokens, &gpu_slots, per_task)) {
+        Some(Ok(slices)) => {
+            let own: Vec<&str> = slices[nth].iter().map(|&p| tokens[p]).collect();
+            (own.join(","), Some(Basis::Affinity))
+        }
+        Some(Err(why)) => (contiguous(), Some(Basis::Contiguous(why))),
+        None => (contiguous(), None),
+    };
+    Ok(Assigned {
+        action: GpuAction::Set(slice),
+        basis,
+    })
 }
 
 /// How a step's GPU tasks spread over its nodes (for `even_gpus`).

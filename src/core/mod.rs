@@ -11,6 +11,7 @@ pub mod collectives;
 pub mod container;
 pub mod ending;
 pub mod error;
+pub mod gpu_affinity;
 pub mod gpus;
 pub mod het;
 pub mod hostlist;

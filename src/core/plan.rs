@@ -11,7 +11,8 @@ use super::collectives;
 use super::container::{self, ApptainerEnv, Runtimes};
 use super::ending::{Decider, EndPolicy, StepEnd, WorkerSeen};
 use super::error::{Error, Result};
-use super::gpus::{self, GpuAction, GpuInputs, GpuSpread};
+use super::gpu_affinity::{Basis, Hardware};
+use super::gpus::{self, Assigned, GpuAction, GpuInputs, GpuSpread};
 use super::het::HetLayout;
 use super::hostlist;
 use super::isolation::rules::StepFirewall;
@@ -96,6 +97,8 @@ pub struct TaskEnv<'r> {
     /// `address:port` this task listens on (the evaluator's is in its own `cluster`).
     pub endpoint: String,
     pub gpus: GpuAction,
+    /// How the node's GPUs were split among its tasks, where they were.
+    pub gpu_basis: Option<Basis>,
     /// Every variable to set, in order, each value followed by a NUL (TF_CONFIG is the node's
     /// render buffer, handed to Slurm as it is).
     pub set: Vec<(&'static str, Cow<'r, str>)>,
@@ -450,7 +453,9 @@ impl StepPlan {
     /// again under the container runtimes' names when `apptainer_env` says so. `task_gpus` is
     /// the task's own `CUDA_VISIBLE_DEVICES` now, `program` the task's argv\[0\], `own` whether
     /// the task's environment has its own value of a name: the variables tfcluster only
-    /// defaults ([`DEFAULTED`]) are set only where it has none.
+    /// defaults ([`DEFAULTED`]) are set only where it has none; `hardware` what the task knows
+    /// of its node's GPUs and CPUs (`None`: nothing, and its slice is contiguous).
+    #[allow(clippy::too_many_arguments)]
     pub fn task<'r>(
         &'r self,
         place: &Place,
@@ -458,6 +463,7 @@ impl StepPlan {
         task_gpus: Option<&str>,
         program: Option<&str>,
         own: &dyn Fn(&str) -> bool,
+        hardware: Option<Hardware>,
         renderers: &'r mut Renderers,
     ) -> Result<TaskEnv<'r>> {
         let node = place.node;
@@ -470,11 +476,18 @@ impl StepPlan {
         let slot = *place.slots.get(local).ok_or_else(outside)?;
         let &rank = gtids.get(slot).ok_or_else(outside)?;
         let (role, index) = self.roles.of_rank(rank).expect("roles cover every rank");
-        let gpus = match &place.gpus {
-            NodeGpus::Step(step_gpus) => {
-                self.gpus(node, slot, gtids, step_gpus.as_deref(), task_gpus)?
-            }
-            NodeGpus::Hidden => GpuAction::Set(String::new()),
+        let Assigned {
+            action: gpus,
+            basis: gpu_basis,
+        } = match &place.gpus {
+            NodeGpus::Step(step_gpus) => self.gpus(
+                node,
+                slot,
+                gtids,
+                (step_gpus.as_deref(), task_gpus),
+                hardware,
+            )?,
+            NodeGpus::Hidden => GpuAction::Set(String::new()).into(),
         };
         let mut set = Vec::with_capacity(12);
         set.push((
@@ -531,6 +544,7 @@ impl StepPlan {
             rank,
             endpoint: self.endpoints.plain(node, slot),
             gpus,
+            gpu_basis,
             set,
             unset: if self.task_hosts_passed {
                 &HAND_OVER
@@ -545,12 +559,12 @@ impl StepPlan {
         node: usize,
         slot: usize,
         gtids: &[u32],
-        step_gpus: Option<&str>,
-        task_gpus: Option<&str>,
-    ) -> Result<GpuAction> {
+        (step_gpus, task_gpus): (Option<&str>, Option<&str>),
+        hardware: Option<Hardware>,
+    ) -> Result<Assigned> {
         if step_gpus.is_none() || self.settings.gpus == GpuPolicy::Keep {
             // Nothing to split: spare the task the node's roles.
-            return Ok(GpuAction::Leave);
+            return Ok(GpuAction::Leave.into());
         }
         let node_roles: Vec<Role> = gtids
             .iter()
@@ -568,6 +582,7 @@ impl StepPlan {
                 busiest: self
                     .gpu_spread
                     .map(|s| (self.hosts[s.busiest].as_str(), s.most)),
+                hardware,
             },
         )
     }

@@ -80,6 +80,13 @@ pub const KEYS: &[Key] = &[
         };
         Ok(())
     } },
+    Key { name: "gpu_affinity", per_job: true,
+          default: "`yes`", values: "`yes`, `no`", example: "`gpu_affinity=no`",
+          meaning: "with `gpus=split`, give each task the node's GPUs closest to the CPUs Slurm bound it to (each GPU's local CPUs from the node's PCI tree); a contiguous slice in Slurm's order where the node or Slurm does not say (no binding, no PCI entry, a GPU it cannot place), and always with `no`. `srun -v` says which, for each task",
+          set: |s, v| {
+        s.gpu_affinity = yes_no(v).ok_or(YES_NO)?;
+        Ok(())
+    } },
     Key { name: "gpu_roles", per_job: true,
           default: "`all`", values: "`all`, `none`, roles joined by `+`", example: "`gpu_roles=chief+worker`",
           meaning: "roles that get GPUs; the others get `CUDA_VISIBLE_DEVICES=` (empty)",
@@ -302,6 +309,8 @@ pub struct Settings {
     pub port_block: u16,
     pub address: AddressFormat,
     pub gpus: GpuPolicy,
+    /// With `gpus=split`: each task's GPUs are the closest to its CPUs ([`super::gpu_affinity`]).
+    pub gpu_affinity: bool,
     pub gpu_roles: RoleSet,
     pub rpc_layer: Option<String>,
     /// When the task that decides the job's result (the chief, else worker 0) exits, end the
@@ -353,6 +362,7 @@ impl Default for Settings {
             port_block: DEFAULT_PORT_BLOCK,
             address: AddressFormat::default(),
             gpus: GpuPolicy::Split,
+            gpu_affinity: true,
             gpu_roles: RoleSet::ALL,
             rpc_layer: None,
             end_with_chief: Switch::Auto,

@@ -7,6 +7,7 @@ pub mod error;
 pub mod ffi;
 pub mod guard;
 pub mod handle;
+pub mod hardware;
 pub mod het;
 pub mod hooks;
 pub mod isolation;

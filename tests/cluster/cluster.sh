@@ -64,6 +64,12 @@
 #               "topology/tree;SwitchName=s1 Nodes=n011,n9;SwitchName=s2 Nodes=n012,n10"
 #               (default none: Slurm's flat topology)
 #   TFC_TOPOLOGY_PARAM  slurm.conf's TopologyParam (e.g. SwitchAsNodeRank), default none
+#   TFC_SOCKETS=2  two-socket GPU nodes whose hardware Slurm and the kernel both describe: each
+#               declares 2 sockets of 1 core (CPUs 0 and 1, the machine's own two), Slurm binds
+#               each task to its CPUs (TaskPlugin=task/affinity), gres.conf puts GPUs 0-1 on
+#               socket 0's core and 2-3 on socket 1's (Cores=), and the node's mount namespace
+#               has a PCI tree over /sys/bus/pci/devices that says the same (NUMA node and local
+#               CPUs of each GPU, in PCI bus order; and one network card that is no GPU)
 set -euo pipefail
 
 DIR=${TFC_DIR:-/tmp/tfcluster-cluster}
@@ -161,7 +167,7 @@ write_config() {
         echo "SlurmctldPort=6817"
         echo "SlurmdPort=6818"
         echo "ProctrackType=proctrack/linuxproc"
-        echo "TaskPlugin=task/none"
+        if [ "${TFC_SOCKETS:-}" = 2 ]; then echo "TaskPlugin=task/affinity"; else echo "TaskPlugin=task/none"; fi
         echo "SwitchType=switch/none"
         echo "MpiDefault=none"
         echo "MpiParams=ports=12000-12999"
@@ -187,9 +193,10 @@ write_config() {
         if [ -n "${TFC_TOPOLOGY:-}" ]; then echo "TopologyPlugin=${TFC_TOPOLOGY%%;*}"; fi
         if [ -n "${TFC_TOPOLOGY_PARAM:-}" ]; then echo "TopologyParam=$TFC_TOPOLOGY_PARAM"; fi
         for i in "${!NODES[@]}"; do
-            local gres=" Gres=gpu:4"
+            local gres=" Gres=gpu:4" cpus="CPUs=${TFC_CPUS:-8}"
             is_cpu_node "${NODES[$i]}" && gres=""
-            echo "NodeName=${NODES[$i]} NodeAddr=$(node_ip "$i") NodeHostname=${NODES[$i]} CPUs=${TFC_CPUS:-8} RealMemory=4000$gres State=UNKNOWN"
+            [ "${TFC_SOCKETS:-}" = 2 ] && cpus="CPUs=2 Sockets=2 CoresPerSocket=1 ThreadsPerCore=1"
+            echo "NodeName=${NODES[$i]} NodeAddr=$(node_ip "$i") NodeHostname=${NODES[$i]} $cpus RealMemory=4000$gres State=UNKNOWN"
         done
         echo "PartitionName=debug Nodes=$names Default=YES OverSubscribe=EXCLUSIVE MaxTime=INFINITE State=UP"
         echo "PartitionName=shared Nodes=$names Default=NO MaxTime=INFINITE State=UP"
@@ -205,8 +212,14 @@ write_config() {
     fi
     {
         echo "AutoDetect=off"
-        echo "NodeName=$names Name=gpu File=/dev/nvidia[0-3]"
+        if [ "${TFC_SOCKETS:-}" = 2 ]; then
+            echo "NodeName=$names Name=gpu File=/dev/nvidia[0-1] Cores=0"
+            echo "NodeName=$names Name=gpu File=/dev/nvidia[2-3] Cores=1"
+        else
+            echo "NodeName=$names Name=gpu File=/dev/nvidia[0-3]"
+        fi
     } > "$conf/gres.conf"
+    write_pci_tree "$DIR/pci"
     # Slurm's own containers (srun --container=BUNDLE) with Debian's runc, as oci.conf(5)
     # describes for runc; without runc, --container stays advisory (tasks run on the node).
     rm -f "$conf/oci.conf"
@@ -225,6 +238,28 @@ write_config() {
     fi
     mkdir -p "$(dirname "$SLURM_CONF_LINK")"
     ln -sfn "$conf/slurm.conf" "$SLURM_CONF_LINK"
+}
+
+# TFC_SOCKETS=2's PCI tree: the files of /sys/bus/pci/devices/ADDRESS that describe a device
+# (vendor, class, numa_node, local_cpulist), for 4 NVIDIA GPUs in PCI bus order, two per socket,
+# and one Intel network card.
+write_pci_tree() {
+    rm -rf "$1"
+    [ "${TFC_SOCKETS:-}" = 2 ] || return 0
+    local address vendor class numa cpus
+    while read -r address vendor class numa cpus; do
+        mkdir -p "$1/$address"
+        echo "$vendor" > "$1/$address/vendor"
+        echo "$class" > "$1/$address/class"
+        echo "$numa" > "$1/$address/numa_node"
+        echo "$cpus" > "$1/$address/local_cpulist"
+    done <<'TREE'
+0000:1a:00.0 0x10de 0x030200 0 0
+0000:3d:00.0 0x10de 0x030200 0 0
+0000:5e:00.0 0x8086 0x020000 0 0
+0000:89:00.0 0x10de 0x030200 1 1
+0000:b2:00.0 0x10de 0x030200 1 1
+TREE
 }
 
 start_munge() {
@@ -298,6 +333,8 @@ for sub in pts shm mqueue; do
     [ -d $DIR/dev/$name/orig/\$sub ] && mount --rbind $DIR/dev/$name/orig/\$sub /dev/\$sub || true
 done
 for k in 0 1 2 3; do [ -e /dev/nvidia\$k ] || mknod -m 0666 /dev/nvidia\$k c 195 \$k; done
+# TFC_SOCKETS=2: the node's PCI devices as its kernel would describe them.
+if [ -d $DIR/pci ]; then mount --bind $DIR/pci /sys/bus/pci/devices; fi
 # The node's own munged, on the usual socket path in a private /run/munge.
 mount -t tmpfs -o mode=0755 tmpfs /run/munge
 chown munge:munge /run/munge

@@ -100,6 +100,7 @@ pub fn environment_running(
             task,
             program,
             &|_| false,
+            None,
             &mut renderers,
         )
         .unwrap();
@@ -124,6 +125,7 @@ pub fn tf_config(plan: &StepPlan, rank: u32) -> Value {
             None,
             None,
             &|_| false,
+            None,
             &mut renderers,
         )
         .unwrap();
@@ -143,6 +145,7 @@ pub fn gpus(plan: &StepPlan, rank: u32, step: Option<&str>, task: Option<&str>) 
         task,
         None,
         &|_| false,
+        None,
         &mut renderers,
     )
     .unwrap()

@@ -9,7 +9,8 @@
 #   4. runs the end-to-end, container and install/packaging tests against it, the TensorFlow
 #      tests on the releases marked `tensorflow` and the Apptainer tests on those marked
 #      `apptainer`;
-#   5. restarts the cluster with a tree topology and runs the topology tests; on the releases
+#   5. restarts the cluster with two-socket nodes (TFC_SOCKETS=2) and runs the GPU affinity
+#      tests, then with a tree topology and runs the topology tests; on the releases
 #      marked `noderank`, again with TopologyParam=SwitchAsNodeRank; on the release marked
 #      `scale`, with 64 nodes for the 4096-task tests;
 #   6. tears the cluster and the root's namespace down, whatever happens.
@@ -120,10 +121,20 @@ cargo test --test abi
 # Tasks that print and exit would be cut short by end_with_chief (on by default for specs with
 # ps): the cluster runs with it off, and the tests of it turn the default back on.
 cluster_up "$TFC_PLUGIN" end_with_chief=no
-# TFC_SUITES="ending refusals" (space separated): only those of this release's suites, and no
-# topology or scale cluster after them (a quick check of a change; the test command runs all).
+# Two-socket nodes whose GPUs sit on either socket (TFC_SOCKETS=2): each task's GPUs are the
+# closest to the CPUs Slurm bound it to, as Slurm's own --gpu-bind=closest picks them
+# (tests/gpu_affinity.rs).
+two_sockets() {
+    cluster down
+    TFC_SOCKETS=2 TFC_NODES="n9 n10" TFC_CPU_NODES= cluster_up "$TFC_PLUGIN" end_with_chief=no
+    suite gpu_affinity
+}
+# TFC_SUITES="ending refusals" (space separated): only those of this release's suites (and
+# gpu_affinity's two-socket cluster, when named), and no topology or scale cluster after them
+# (a quick check of a change; the test command runs all).
 if [ -n "${TFC_SUITES:-}" ]; then
     for t in "${suites[@]}"; do [[ " $TFC_SUITES " == *" $t "* ]] && suite "$t"; done
+    if [[ " $TFC_SUITES " == *" gpu_affinity "* ]]; then two_sockets; fi
     [ ${#failed[@]} -eq 0 ] || { echo "== Slurm $release: FAILED: ${failed[*]}" >&2; exit 1; }
     exit 0
 fi
@@ -134,6 +145,8 @@ if [ "${TFC_PART:-}" = tensorflow ]; then
     [ ${#failed[@]} -eq 0 ] || { echo "== Slurm $release: FAILED: ${failed[*]}" >&2; exit 1; }
     exit 0
 fi
+
+two_sockets
 
 # The same cluster with a tree topology whose leaf switches interleave the nodes: from 26.05
 # Slurm places block steps in switch order (tests/topology.rs).

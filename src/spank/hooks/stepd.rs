@@ -6,9 +6,11 @@ use crate::core::check;
 use crate::core::container;
 use crate::core::ending::WorkerSeen;
 use crate::core::error::OnError;
+use crate::core::gpu_affinity::{self, Contiguous, Hardware, PciGpus, TaskCpus};
 use crate::core::het::Own;
 use crate::core::plan::{self, UNSET_ON_ERROR};
 use crate::core::ports::Reservation;
+use crate::core::settings::GpuPolicy;
 use crate::core::tf_config::Renderers;
 use crate::core::topology;
 use crate::core::{gpus, Error, NodeFacts, Place, Settings, Spec, StepInputs, StepPlan};
@@ -16,6 +18,7 @@ use crate::spank::claims::{Claimant, Claimed};
 use crate::spank::error::ShellError;
 use crate::spank::ffi;
 use crate::spank::handle::{self, Spank, U32Item};
+use crate::spank::hardware;
 use crate::spank::het;
 use crate::spank::isolation::firewall;
 use crate::spank::log;
@@ -64,6 +67,9 @@ pub struct Node {
     job_sets: Vec<&'static str>,
     /// The job's user ([`Shape::uid`]): whose connections the workers' watcher counts.
     uid: u32,
+    /// Where there are GPUs to split: the node's GPUs in PCI bus order ([`hardware`]), read
+    /// before the tasks fork, and `SLURM_STEP_GPUS` (the node's indices of the step's GPUs).
+    gpus: Option<(Result<PciGpus, Contiguous>, Option<String>)>,
     /// This node's name ([`Shape::node`]), for the tasks' lines.
     name: Option<String>,
 }
@@ -232,13 +238,18 @@ fn plan_node(
         },
     )?;
     let step_gpus = env(gpus::VAR)?;
+    let slurm_step_gpus = env(gpus::SLURM_STEP_GPUS)?;
     let facts = NodeFacts {
         node,
         gtids: &gtids,
         step_gpus: step_gpus.as_deref(),
-        slurm_gave_gpus: env(gpus::SLURM_STEP_GPUS)?.is_some(),
+        slurm_gave_gpus: slurm_step_gpus.is_some(),
     };
     let place = plan.place(het.as_ref(), &facts)?;
+    // Once per node, and only where the node's GPUs are split among its tasks.
+    let split = settings.gpus == GpuPolicy::Split && settings.gpu_affinity;
+    let node_gpus =
+        (split && place.step_gpus().is_some()).then(|| (hardware::node_gpus(), slurm_step_gpus));
     if plan.bind_jax_coordinator(place.node, resolver::resolve) {
         log::debug("jax: rank 0's coordinator binds rank 0's address alone");
     }
@@ -278,6 +289,7 @@ fn plan_node(
         collectives_note,
         job_sets,
         uid,
+        gpus: node_gpus,
         name: shape.node.clone(),
         plan,
         place,
@@ -387,12 +399,30 @@ fn apply(sp: &Spank, node: &mut Node) -> Result<(), ShellError> {
     let program = sp.program().ok().flatten();
     // The job's own value of a variable tfcluster only defaults wins.
     let own = |name: &str| node.job_sets.contains(&name);
+    // Where the node's GPUs are split: Slurm's binding of its tasks, and this task's CPUs.
+    let cpus = node.gpus.as_ref().map(|_| TaskCpus {
+        bind_type: sp.getenv(gpu_affinity::BIND_TYPE).ok().flatten(),
+        list: sp.getenv(gpu_affinity::BIND_LIST).ok().flatten(),
+        own: hardware::own_cpus(),
+        local,
+    });
+    let hardware = node
+        .gpus
+        .as_ref()
+        .zip(cpus.as_ref())
+        .map(|((pci, global), cpus)| Hardware {
+            pci,
+            step_global: global.as_deref(),
+            cpus,
+            slots: &node.place.slots,
+        });
     let env = node.plan.task(
         &node.place,
         local,
         task_gpus.as_deref(),
         program.as_deref(),
         &own,
+        hardware,
         &mut node.renderers,
     )?;
     for &name in env.unset {
@@ -420,6 +450,9 @@ fn apply(sp: &Spank, node: &mut Node) -> Result<(), ShellError> {
             log::user(note);
         }
         log::user(&env.report(task_gpus.as_deref()));
+        if let Some(basis) = &env.gpu_basis {
+            log::user(&basis.line(&node.plan.hosts[node.place.node], env.rank));
+        }
     }
     Ok(())
 }

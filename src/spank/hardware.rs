@@ -1,0 +1,54 @@
+//! What the GPU choice ([`crate::core::gpu_affinity`]) reads from the node: its PCI tree and
+//! NVIDIA's driver files, at fixed paths (never one the job names), once per node before the
+//! tasks fork; and each task's own CPUs, in the task.
+
+use crate::core::gpu_affinity::{self, Contiguous, CpuSet, PciGpus, MAX_CPU};
+use crate::core::topology::ConfFile;
+use std::path::Path;
+
+/// The node's NVIDIA GPUs in PCI bus order, or why they are not known.
+pub fn node_gpus() -> Result<PciGpus, Contiguous> {
+    gpu_affinity::pci_gpus(list, read)
+}
+
+/// The names in a directory.
+fn list(dir: &Path) -> Result<Vec<String>, String> {
+    let entries = std::fs::read_dir(dir).map_err(|e| e.to_string())?;
+    Ok(entries
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .take(gpu_affinity::MAX_DEVICES + 1)
+        .collect())
+}
+
+/// A small sysfs or procfs file (each is a line or a few).
+fn read(path: &Path) -> ConfFile {
+    use std::io::Read;
+    let file = match std::fs::File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return ConfFile::Missing,
+        Err(e) => return ConfFile::Unreadable(e.to_string()),
+    };
+    let mut text = String::new();
+    match file.take(64 << 10).read_to_string(&mut text) {
+        Ok(_) => ConfFile::Text(text),
+        Err(e) => ConfFile::Unreadable(e.to_string()),
+    }
+}
+
+/// The CPUs the calling task may run on (`sched_getaffinity`): by `task_init`, Slurm's binding.
+pub fn own_cpus() -> Option<CpuSet> {
+    let mut words = vec![0u64; (MAX_CPU + 1).div_ceil(64)];
+    let bytes = words.len() * std::mem::size_of::<u64>();
+    // SAFETY: the kernel writes at most `bytes` bytes into `words`, which has that many.
+    let rc =
+        unsafe { libc::sched_getaffinity(0, bytes, words.as_mut_ptr().cast::<libc::cpu_set_t>()) };
+    if rc != 0 {
+        return None;
+    }
+    let cpus = words.iter().enumerate().flat_map(|(w, bits)| {
+        (0..64)
+            .filter(move |b| bits & (1 << b) != 0)
+            .map(move |b| w * 64 + b)
+    });
+    Some(CpuSet::from_cpus(cpus))
+}
