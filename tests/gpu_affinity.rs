@@ -11,7 +11,8 @@ use common::cluster::{parse, sh, summary, tool, Run};
 use common::{place, plan, step, where_is};
 use std::path::Path;
 use tfcluster::core::gpu_affinity::{
-    pci_gpus, Basis, Contiguous, CpuSet, Hardware, PciGpus, TaskCpus, NVIDIA_GPUS, PCI_DEVICES,
+    pci_gpus, Basis, Contiguous, CpuSet, Hardware, PciGpus, TaskCpus, NVIDIA_DRIVER, NVIDIA_GPUS,
+    PCI_DEVICES,
 };
 use tfcluster::core::topology::ConfFile;
 use tfcluster::core::GpuAction;
@@ -78,11 +79,23 @@ const NO_LOCAL_CPUS: &[Device] = &[
     ("0000:81:00.0", NV, GPU, None,        None),
 ];
 
-/// The node's GPUs as the shell would find them in `tree` (`None`: no PCI tree at all).
+/// The node's GPUs as the shell would find them in `tree` (`None`: no PCI tree at all), where
+/// NVIDIA's driver is not loaded.
 fn node(tree: Option<&[Device]>) -> Result<PciGpus, Contiguous> {
-    let list = |dir: &Path| match tree {
-        Some(tree) if dir == Path::new(PCI_DEVICES) => {
+    node_with_driver(tree, None)
+}
+
+/// The same, where NVIDIA's driver lists `driven` among its files.
+fn node_with_driver(
+    tree: Option<&[Device]>,
+    driven: Option<&[&str]>,
+) -> Result<PciGpus, Contiguous> {
+    let list = |dir: &Path| match (tree, driven) {
+        (Some(tree), _) if dir == Path::new(PCI_DEVICES) => {
             Ok(tree.iter().map(|d| d.0.to_string()).collect())
+        }
+        (_, Some(driven)) if dir == Path::new(NVIDIA_DRIVER) => {
+            Ok(driven.iter().map(|d| d.to_string()).collect())
         }
         _ => Err("No such file or directory (os error 2)".to_string()),
     };
@@ -251,6 +264,29 @@ fn each_task_gets_the_gpus_closest_to_its_cpus() {
         assert_eq!(got.join(" "), row.get, "{}", row.what);
         assert_eq!(why.as_deref(), Some(row.why), "{}", row.what);
     }
+}
+
+/// Where NVIDIA's driver is loaded, the devices it drives are the ones looked at (a node lists
+/// a few hundred others); its own files in that directory are no device.
+#[test]
+fn where_the_driver_is_loaded_its_devices_are_the_gpus_looked_at() {
+    let driven = ["bind", "module", "new_id", "0000:b2:00.0", "0000:3d:00.0"];
+    let addresses = |pci: Result<PciGpus, Contiguous>| -> Vec<String> {
+        pci.unwrap().0.into_iter().map(|g| g.address).collect()
+    };
+    assert_eq!(
+        addresses(node_with_driver(Some(TWO_SOCKETS), Some(&driven))),
+        ["0000:3d:00.0", "0000:b2:00.0"]
+    );
+    assert_eq!(
+        addresses(node(Some(TWO_SOCKETS))),
+        [
+            "0000:1a:00.0",
+            "0000:3d:00.0",
+            "0000:89:00.0",
+            "0000:b2:00.0"
+        ]
+    );
 }
 
 /// Slurm's own per-task binding (`--gpu-bind`, `--gpus-per-task`) stays: the task's list is

@@ -28,6 +28,9 @@ use std::path::{Path, PathBuf};
 
 /// Where the kernel lists the node's PCI devices, one directory per address.
 pub const PCI_DEVICES: &str = "/sys/bus/pci/devices";
+/// The PCI devices NVIDIA's driver drives, one entry per address among its own files: where it
+/// is loaded, the few devices to look at instead of every device of the node.
+pub const NVIDIA_DRIVER: &str = "/sys/bus/pci/drivers/nvidia";
 /// Where NVIDIA's driver describes each GPU it drives (`ADDRESS/information`: its UUID and its
 /// device minor), by PCI address.
 pub const NVIDIA_GPUS: &str = "/proc/driver/nvidia/gpus";
@@ -211,14 +214,23 @@ pub struct PciGpu {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PciGpus(pub Vec<PciGpu>);
 
-/// The node's NVIDIA GPUs from its PCI tree ([`PCI_DEVICES`], listed through `list`) and
-/// NVIDIA's driver ([`NVIDIA_GPUS`]), each file read through `read`.
+/// The node's NVIDIA GPUs from its PCI tree ([`PCI_DEVICES`]; of its devices, those
+/// [`NVIDIA_DRIVER`] lists where the driver is loaded, every one otherwise: a node lists a few
+/// hundred, and each costs a read) and NVIDIA's driver ([`NVIDIA_GPUS`]), each directory listed
+/// through `list` and each file read through `read`.
 pub fn pci_gpus(
     list: impl Fn(&Path) -> Result<Vec<String>, String>,
     read: impl Fn(&Path) -> ConfFile,
 ) -> Result<PciGpus, Contiguous> {
     let root = Path::new(PCI_DEVICES);
-    let mut addresses = list(root).map_err(Contiguous::NoPciTree)?;
+    let mut addresses = match list(Path::new(NVIDIA_DRIVER)) {
+        // The driver's directory also holds its own files (bind, module, new_id, ...).
+        Ok(entries) => entries
+            .into_iter()
+            .filter(|e| e.contains(':') && e.contains('.'))
+            .collect(),
+        Err(_) => list(root).map_err(Contiguous::NoPciTree)?,
+    };
     if addresses.len() > MAX_DEVICES {
         return Err(Contiguous::TooManyDevices);
     }

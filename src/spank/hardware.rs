@@ -37,18 +37,30 @@ fn read(path: &Path) -> ConfFile {
 
 /// The CPUs the calling task may run on (`sched_getaffinity`): by `task_init`, Slurm's binding.
 pub fn own_cpus() -> Option<CpuSet> {
-    let mut words = vec![0u64; (MAX_CPU + 1).div_ceil(64)];
-    let bytes = words.len() * std::mem::size_of::<u64>();
-    // SAFETY: the kernel writes at most `bytes` bytes into `words`, which has that many.
-    let rc =
-        unsafe { libc::sched_getaffinity(0, bytes, words.as_mut_ptr().cast::<libc::cpu_set_t>()) };
-    if rc != 0 {
-        return None;
+    // cpu_set_t's 1024 CPUs first; the kernel says EINVAL where it has more.
+    let mut words = vec![0u64; 16];
+    loop {
+        let bytes = words.len() * std::mem::size_of::<u64>();
+        // SAFETY: the kernel writes at most `bytes` bytes into `words`, which has that many.
+        let rc = unsafe {
+            libc::sched_getaffinity(0, bytes, words.as_mut_ptr().cast::<libc::cpu_set_t>())
+        };
+        if rc == 0 {
+            break;
+        }
+        if words.len() * 64 > MAX_CPU {
+            return None;
+        }
+        words.resize(words.len() * 4, 0);
     }
-    let cpus = words.iter().enumerate().flat_map(|(w, bits)| {
-        (0..64)
-            .filter(move |b| bits & (1 << b) != 0)
-            .map(move |b| w * 64 + b)
-    });
+    let cpus = words
+        .iter()
+        .enumerate()
+        .filter(|(_, bits)| **bits != 0)
+        .flat_map(|(w, bits)| {
+            (0..64)
+                .filter(move |b| bits & (1 << b) != 0)
+                .map(move |b| w * 64 + b)
+        });
     Some(CpuSet::from_cpus(cpus))
 }
