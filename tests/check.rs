@@ -7,6 +7,7 @@ use tfcluster::core::check::{
     asked, mapped_file, run_dir_note, slurmd_copy, Entry, FileId, Isolation, NodeCheck, Slurmd,
 };
 use tfcluster::core::container::{ApptainerEnv, Runtimes};
+use tfcluster::core::gpu_affinity::{Contiguous, CpuSet, PciGpu, PciGpus};
 use tfcluster::core::oci::OciConf;
 use tfcluster::core::run_dir::Found;
 
@@ -120,6 +121,7 @@ struct Row {
     steps: (&'static [(u32, u32)], bool),
     settings: Result<(), &'static str>,
     isolation: Isolation,
+    gpus: Option<Result<PciGpus, Contiguous>>,
     apptainer: (ApptainerEnv, Runtimes),
     oci: Option<OciConf>,
     run_dir: &'static [(&'static str, bool)],
@@ -131,6 +133,17 @@ const COPY: &str = "0.12.0 24.11";
 /// The node's plugstack.conf words.
 const LINE: [&str; 2] = ["isolate=yes", "port_range=20000-32767"];
 const NONE: (ApptainerEnv, Runtimes) = (ApptainerEnv::Found, Runtimes::NONE);
+
+/// A node's GPUs, each given by its local CPUs (`None`: the kernel does not say).
+fn gpus(near: &[Option<&str>]) -> Option<Result<PciGpus, Contiguous>> {
+    let gpu = |(n, cpus): (usize, &Option<&str>)| PciGpu {
+        address: format!("0000:{n:02x}:00.0"),
+        cpus: cpus.and_then(CpuSet::parse_list),
+        uuid: None,
+        minor: None,
+    };
+    Some(Ok(PciGpus(near.iter().enumerate().map(gpu).collect())))
+}
 const APPTAINER: Runtimes = Runtimes {
     apptainer: true,
     singularity: false,
@@ -139,7 +152,7 @@ const APPTAINER: Runtimes = Runtimes {
 #[rustfmt::skip]
 fn rows() -> Vec<Row> {
     let ok = Row { what: "", srun: Some(COPY), srun_isolates: Some(true), srun_line: Some("isolate=yes port_range=20000-32767"), slurmd: Slurmd::ThisFile, claims: Ok(()), steps: (&[], false), settings: Ok(()), isolation: Isolation::Works { held: true },
-                   apptainer: NONE, oci: None, run_dir: &[], says: &[], fails: false };
+                   gpus: None, apptainer: NONE, oci: None, run_dir: &[], says: &[], fails: false };
     vec![
         Row { what: "all as installed", says: &["check n9: tfcluster 0.12.0 built for Slurm 24.11 | srun: the same | slurmd: this file", "steps using tfcluster: none",
                 "plugstack.conf: the same line as srun's host", "isolate=yes: works; ended tables held by the job's extern step", "Apptainer's names: none", "oci.conf: none",
@@ -173,6 +186,13 @@ fn rows() -> Vec<Row> {
         Row { what: "isolation off here, srun did not say", isolation: Isolation::Off, srun_isolates: None, says: &["| ok"], ..ok.clone() },
         Row { what: "claims' lock held", claims: Err("cannot take /run/tfcluster/claims/n9/.lock within 5 s"),
                 says: &["NOT OK: the node's port claims: cannot take /run/tfcluster/claims/n9/.lock within 5 s"], fails: true, ..ok.clone() },
+        Row { what: "GPUs in Slurm's order", says: &["| GPUs: in Slurm's order (gpu_affinity=no or gpus=keep) |", "| ok"], ..ok.clone() },
+        Row { what: "GPUs on two sockets", gpus: gpus(&[Some("0-7"), Some("0-7"), Some("8-15"), Some("8-15")]),
+                says: &["| GPUs: by CPU affinity, 4 NVIDIA GPUs (CPUs 0-7: 0,1; CPUs 8-15: 2,3) |", "| ok"], ..ok.clone() },
+        Row { what: "a GPU without local CPUs", gpus: gpus(&[Some("0-7"), None]),
+                says: &["| GPUs: by CPU affinity, 2 NVIDIA GPUs (CPUs 0-7: 0; local CPUs unknown: 1) |", "| ok"], ..ok.clone() },
+        Row { what: "a node without NVIDIA GPUs", gpus: Some(Err(Contiguous::NoGpus)),
+                says: &["| GPUs: contiguous slices, /sys/bus/pci/devices shows no NVIDIA GPU |", "| ok"], ..ok.clone() },
         Row { what: "Apptainer found", apptainer: (ApptainerEnv::Found, APPTAINER), says: &["Apptainer's names: Apptainer's |"], ..ok.clone() },
         Row { what: "both always", apptainer: (ApptainerEnv::Always, Runtimes::NONE), says: &["Apptainer's names: Apptainer's and SingularityCE's"], ..ok.clone() },
         Row { what: "auto", apptainer: (ApptainerEnv::Auto, APPTAINER), says: &["Apptainer's names: for steps that start one"], ..ok.clone() },
@@ -209,6 +229,7 @@ fn each_nodes_line_and_whether_it_fails() {
             steps: (row.steps.0.to_vec(), row.steps.1),
             settings: row.settings.map_err(str::to_string),
             isolation: row.isolation.clone(),
+            gpus: row.gpus.clone(),
             apptainer: row.apptainer,
             oci: row.oci.clone(),
             run_dir,

@@ -483,6 +483,7 @@ fn the_admin_guide_names_each_part_of_the_checks_line() {
         steps: (Vec::new(), false),
         settings: Ok(()),
         isolation: Isolation::Works { held: true },
+        gpus: None,
         apptainer: (ApptainerEnv::Found, Runtimes::NONE),
         oci: None,
         run_dir: Vec::new(),
@@ -508,7 +509,7 @@ fn the_admin_guide_names_each_part_of_the_checks_line() {
 #[test]
 fn the_inventory_of_roots_inputs_is_the_codes() {
     use tfcluster::core::root_inputs::{job_env_listed, markdown};
-    use tfcluster::core::{check, container, gpus, layout, proxy};
+    use tfcluster::core::{check, container, gpu_affinity, gpus, layout, proxy};
     let guide = &pages()[Path::new("docs/admin-guide.md")];
     assert!(
         guide.contains(&markdown()),
@@ -535,6 +536,8 @@ fn the_inventory_of_roots_inputs_is_the_codes() {
         [
             gpus::VAR,
             gpus::SLURM_STEP_GPUS,
+            gpu_affinity::BIND_TYPE,
+            gpu_affinity::BIND_LIST,
             container::BUNDLE_VAR,
             layout::TASK_HOSTS_VAR,
             check::SRUN_VAR,

@@ -13,6 +13,7 @@
 //! writes the line (table-tested in tests/check.rs).
 
 use super::container::{ApptainerEnv, Runtimes};
+use super::gpu_affinity::{Contiguous, PciGpus};
 use super::oci::OciConf;
 use super::run_dir::{self, Action, Found};
 
@@ -257,6 +258,9 @@ pub struct NodeCheck<'a> {
     /// The plugstack.conf settings, or why they are refused.
     pub settings: Result<(), String>,
     pub isolation: Isolation,
+    /// The node's GPUs as `gpu_affinity` finds them, or why its slices stay contiguous;
+    /// `None` where the settings split GPUs in Slurm's order (`gpu_affinity=no`, `gpus=keep`).
+    pub gpus: Option<Result<PciGpus, Contiguous>>,
     /// `apptainer_env` and the runtimes found on the node.
     pub apptainer: (ApptainerEnv, Runtimes),
     /// The node's oci.conf, when it has one.
@@ -369,6 +373,11 @@ impl NodeCheck<'_> {
                 fixes.push(format!("isolate=yes: {reason}"));
                 "isolate=yes: refused".to_string()
             }
+        });
+        parts.push(match &self.gpus {
+            None => "GPUs: in Slurm's order (gpu_affinity=no or gpus=keep)".to_string(),
+            Some(Ok(gpus)) => format!("GPUs: by CPU affinity, {}", gpus.summary()),
+            Some(Err(why)) => format!("GPUs: contiguous slices, {why}"),
         });
         let (setting, found) = self.apptainer;
         let names = setting.for_task(found, None);

@@ -320,6 +320,32 @@ impl PciGpus {
     }
 }
 
+impl PciGpus {
+    /// What `--tf-cluster=check` says of the node's GPUs: how many, and Slurm's indices of
+    /// those near each set of CPUs (`CPUs 0-7: 0,1; CPUs 8-15: 2,3`).
+    pub fn summary(&self) -> String {
+        let mut groups: Vec<(String, Vec<usize>)> = Vec::new();
+        for (index, gpu) in self.0.iter().enumerate() {
+            let near = gpu
+                .cpus
+                .as_ref()
+                .map_or("local CPUs unknown".to_string(), |c| format!("CPUs {c}"));
+            match groups.iter_mut().find(|(n, _)| *n == near) {
+                Some((_, indices)) => indices.push(index),
+                None => groups.push((near, vec![index])),
+            }
+        }
+        let groups: Vec<String> = groups
+            .iter()
+            .map(|(near, indices)| {
+                let indices: Vec<String> = indices.iter().map(usize::to_string).collect();
+                format!("{near}: {}", indices.join(","))
+            })
+            .collect();
+        format!("{} NVIDIA GPUs ({})", self.0.len(), groups.join("; "))
+    }
+}
+
 /// What a task is told of Slurm's binding, and its own CPUs.
 #[derive(Debug, Clone, Default)]
 pub struct TaskCpus {

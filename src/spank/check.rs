@@ -7,11 +7,12 @@ use crate::core::check::{self, Entry, FileId, Isolation, NodeCheck, Slurmd, Verd
 use crate::core::container::Runtimes;
 use crate::core::isolation::{handover, holding, rules, tables};
 use crate::core::run_dir::{Found, RUN_DIR};
+use crate::core::settings::GpuPolicy;
 use crate::core::{oci, Error, Settings};
 use crate::spank::ffi;
 use crate::spank::handle::{Spank, U32Item};
 use crate::spank::isolation::firewall;
-use crate::spank::{process, runtimes, topology};
+use crate::spank::{hardware, process, runtimes, topology};
 use std::ffi::c_void;
 use std::fs;
 use std::net::ToSocketAddrs;
@@ -48,6 +49,11 @@ pub fn node(
         .ok()
         .flatten()
         .map(|v| v == "yes");
+    // As a step reads them ([`crate::spank::hooks::stepd`]), where the settings split GPUs.
+    let gpus = match &settings {
+        Ok(s) if s.gpus == GpuPolicy::Split && s.gpu_affinity => Some(hardware::node_gpus()),
+        _ => None,
+    };
     let isolation = match &settings {
         Ok(s) if s.isolate => isolation(sp, &node, &s.address.render(&node)),
         _ => Isolation::Off,
@@ -67,6 +73,7 @@ pub fn node(
         steps: (steps, root),
         settings: settings.map(|_| ()).map_err(|e| e.to_string()),
         isolation,
+        gpus,
         apptainer,
         oci: oci::node_conf(&topology::slurm_conf(), topology::read),
         run_dir,
