@@ -4,7 +4,8 @@
 
 mod common;
 use common::cluster::{
-    parse, plugin, records, sh, sh_ok, summary, tool, PlugStack, Run, CLUSTER_SETTINGS,
+    parse, plugin, plugstack_line, records, sh, sh_ok, summary, tool, PlugStack, Run,
+    CLUSTER_SETTINGS,
 };
 use common::release;
 use common::{environment_running, plan};
@@ -357,4 +358,48 @@ fn gpu_order_and_the_collectives_interface() {
             "expected {line:?} in:\n{stderr}"
         );
     }
+}
+
+/// `timing=yes` (for measuring): each hook's line of CPU by phase, in the node's slurmd log
+/// (slurmstepd, its tasks, the epilog) and in srun's output; without it, no such line.
+#[test]
+#[ignore = "needs the test cluster: run tests/run.sh"]
+fn timing_yes_logs_each_hooks_cpu_by_phase() {
+    let log =
+        || std::fs::read_to_string(common::cluster::dir().join("log/slurmd-n012.log")).unwrap();
+    let timed = |line: &str| {
+        let before = log().len();
+        let _stack = PlugStack::set(line);
+        let run = sh("srun -v -w n012 -N1 -n2 --tf-cluster=chief:1,worker:* true");
+        assert!(
+            run.status.success(),
+            "{}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        // The job's epilog, once the job has ended.
+        std::thread::sleep(std::time::Duration::from_secs(2));
+        (
+            log()[before..].to_string(),
+            String::from_utf8_lossy(&run.stderr).into_owned(),
+        )
+    };
+    let (node, srun) = timed(&format!("{} timing=yes", plugstack_line()));
+    for said in [
+        "tfcluster timing: slurm_spank_init_post_opt slurmstepd: ",
+        " us CPU (shape ",
+        ", components ",
+        ", plan ",
+        ", claims ",
+        "tfcluster timing: slurm_spank_task_init slurmstepd: ",
+        "tfcluster timing: slurm_spank_exit slurmstepd: ",
+    ] {
+        assert!(node.contains(said), "no {said:?} in n012's log:\n{node}");
+    }
+    assert!(
+        srun.contains("tfcluster timing: slurm_spank_local_user_init srun: "),
+        "{srun}"
+    );
+    let (node, srun) = timed(&plugstack_line());
+    assert!(!node.contains("tfcluster timing:"), "{node}");
+    assert!(!srun.contains("tfcluster timing:"), "{srun}");
 }

@@ -203,6 +203,13 @@ pub const KEYS: &[Key] = &[
         s.socket_ifname = yes_no(v).ok_or(YES_NO)?;
         Ok(())
     } },
+    Key { name: "timing", per_job: false,
+          default: "`no`", values: "`yes`, `no`", example: "`timing=yes`",
+          meaning: "plugstack.conf only, for measuring: each hook logs the CPU tfcluster spent in it, by phase (`tfcluster timing: ...` in slurmd's log for slurmstepd, its tasks and the epilog; in srun's output with `srun -v`), for the account in docs/performance.md",
+          set: |s, v| {
+        s.timing = yes_no(v).ok_or(YES_NO)?;
+        Ok(())
+    } },
     Key { name: "isolate", per_job: false,
           default: "`no`", values: "`yes`, `no`", example: "`isolate=yes`",
           meaning: "plugstack.conf only: each node of a step admits connections to the step's TensorFlow ports only from the job's uid on the step's nodes, at the node's own step address, through an nftables table its slurmstepd owns; needs libnftables on the nodes, and `port_range` covering tfcluster's own ports and `port_base` (Slurm's reserved ports need not be). The code's default is `no`; the packaged snippet turns it on (see [Security](#security))",
@@ -346,6 +353,8 @@ pub struct Settings {
     /// The collectives' interface, `NCCL_SOCKET_IFNAME` and `GLOO_SOCKET_IFNAME`
     /// ([`super::collectives`]).
     pub socket_ifname: bool,
+    /// Each hook logs its CPU by phase (`crate::spank::timing`).
+    pub timing: bool,
     /// Keras Tuner's distributed search: the chief is the oracle ([`super::tuner`]).
     pub tuner: bool,
     /// Each node of a step lets only the job's own processes on the step's own nodes connect
@@ -377,6 +386,7 @@ impl Default for Settings {
             jax: false,
             torch: false,
             socket_ifname: true,
+            timing: false,
             tuner: false,
             isolate: false,
         }

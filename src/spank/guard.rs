@@ -5,9 +5,10 @@ use super::log;
 use std::ffi::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-/// Runs a hook; a panic becomes a logged error and -1, never an unwind into C.
+/// Runs a hook (timed with `timing=yes`: [`super::timing`]); a panic becomes a logged error and
+/// -1, never an unwind into C.
 pub fn guard(hook: &str, f: impl FnOnce() -> c_int) -> c_int {
-    match catch_unwind(AssertUnwindSafe(f)) {
+    match catch_unwind(AssertUnwindSafe(|| super::timing::hook(hook, f))) {
         Ok(rc) => rc,
         Err(panic) => {
             let what = panic

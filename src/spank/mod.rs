@@ -25,5 +25,6 @@ pub mod sock_diag;
 pub mod start_env;
 pub mod step;
 pub mod stop;
+pub mod timing;
 pub mod topology;
 pub mod workers;

@@ -37,6 +37,8 @@
 #   tests/cluster/cluster.sh unwell           the nodes out of service (down, drained, draining,
 #                                             not responding), a line each: NODE STATE (REASON);
 #                                             the down and drained ones are returned to service
+#   tests/cluster/cluster.sh node-cpu         with TFC_NODE_CPU=1: each node's CPU so far, a line
+#                                             each: NODE MICROSECONDS
 #   tests/cluster/cluster.sh down             stop everything this script started, undo all
 #   tests/cluster/cluster.sh status
 #
@@ -64,6 +66,9 @@
 #               "topology/tree;SwitchName=s1 Nodes=n011,n9;SwitchName=s2 Nodes=n012,n10"
 #               (default none: Slurm's flat topology)
 #   TFC_TOPOLOGY_PARAM  slurm.conf's TopologyParam (e.g. SwitchAsNodeRank), default none
+#   TFC_NODE_CPU=1  each node's slurmd (and so its slurmstepds, tasks and epilogs) in a CPU
+#               accounting cgroup of its own, which `node-cpu` reads: the CPU a launch costs each
+#               node, counted in the node's own processes (benches/account.sh)
 #   TFC_SOCKETS=2  two-socket GPU nodes whose hardware Slurm and the kernel both describe: each
 #               declares 2 sockets of 1 core (CPUs 0 and 1, the machine's own two), Slurm binds
 #               each task to its CPUs (TaskPlugin=task/affinity), gres.conf puts GPUs 0-1 on
@@ -124,6 +129,21 @@ install_packages() {
 }
 
 node_ip() { echo "$NET.$((11 + $1))"; }
+
+# TFC_NODE_CPU=1: node NAME's CPU accounting cgroup (cgroup v1's cpuacct where the machine
+# mounts it, v2's otherwise), named after the state directory so two clusters never share one.
+node_cgroup() {
+    local base=/sys/fs/cgroup
+    [ -d $base/cpuacct ] && base=$base/cpuacct
+    echo "$base/tfcluster-$(basename "$DIR")/$1"
+}
+# Its CPU so far, in microseconds.
+node_cpu_us() {
+    local cg
+    cg=$(node_cgroup "$1")
+    if [ -r "$cg/cpuacct.usage" ]; then echo $(($(cat "$cg/cpuacct.usage") / 1000))
+    else awk '$1 == "usage_usec" {print $2}' "$cg/cpu.stat"; fi
+}
 
 write_hosts_block() {
     # Rewrite /etc/hosts in place (it may be a bind mount), without our old block.
@@ -333,6 +353,7 @@ for sub in pts shm mqueue; do
     [ -d $DIR/dev/$name/orig/\$sub ] && mount --rbind $DIR/dev/$name/orig/\$sub /dev/\$sub || true
 done
 for k in 0 1 2 3; do [ -e /dev/nvidia\$k ] || mknod -m 0666 /dev/nvidia\$k c 195 \$k; done
+$(if [ "${TFC_NODE_CPU:-}" = 1 ]; then printf 'mkdir -p %s && echo $$ > %s/cgroup.procs\n' "$(node_cgroup "$name")" "$(node_cgroup "$name")"; fi)
 # TFC_SOCKETS=2: the node's PCI devices as its kernel would describe them.
 if [ -d $DIR/pci ]; then mount --bind $DIR/pci /sys/bus/pci/devices; fi
 # The node's own munged, on the usual socket path in a private /run/munge.
@@ -661,6 +682,16 @@ down() {
         [ -e "$SLURM_CONF_LINK.tfc-saved" ] && mv "$SLURM_CONF_LINK.tfc-saved" "$SLURM_CONF_LINK"
     fi
     rm -rf "$DIR/state" "$DIR/spool" "$DIR/dev" "$DIR/munge" "$DIR/nodes" "$DIR/bundles"
+    # TFC_NODE_CPU's cgroups, once empty (a process still leaving keeps one a moment).
+    local cgroups
+    cgroups=$(dirname "$(node_cgroup x)")
+    if [ -d "$cgroups" ]; then
+        for _ in $(seq 50); do
+            rmdir "$cgroups"/*/ 2>/dev/null || true
+            rmdir "$cgroups" 2>/dev/null && break
+            sleep 0.1
+        done
+    fi
     log "down ($((SECONDS - start)) s)"
 }
 
@@ -677,6 +708,7 @@ timed() {
 case "${1:-}" in
     up) shift; timed up "$@" ;;
     down) timed down ;;
+    node-cpu) for name in "${NODES[@]}"; do echo "$name $(node_cpu_us "$name")"; done ;;
     plugstack) set_plugstack "${2:?plugstack line}" ;;
     restart-slurmd) shift; timed restart_slurmd "$@" ;;
     restart-slurmctld) timed restart_controller ;;

@@ -143,6 +143,7 @@ pub fn init(sp: &Spank, args: &[String]) -> c_int {
         }
     }
     let isolate = parsed.as_ref().is_ok_and(|s| s.isolate);
+    super::timing::enable(parsed.as_ref().is_ok_and(|s| s.timing));
     {
         let mut given = locked(&GIVEN);
         given.settings = Some(parsed);

@@ -31,6 +31,7 @@ use crate::spank::slurm;
 use crate::spank::sock_diag;
 use crate::spank::step::{gtids, Shape, StepVars};
 use crate::spank::stop::{self, Stop};
+use crate::spank::timing;
 use crate::spank::workers::{self, Watcher};
 use std::ffi::c_int;
 use std::sync::{Mutex, MutexGuard};
@@ -137,6 +138,7 @@ pub fn init_post_opt(sp: &Spank) -> c_int {
     }
     let shape = Shape::read(sp);
     state.stop = Stop::of_step(sp, shape.as_ref().ok());
+    timing::phase("shape");
     let planned = shape.and_then(|shape| plan_node(sp, spec, given.settings(), &shape));
     if let Err(e) = &planned {
         if e.on_error() == OnError::StopNow {
@@ -158,6 +160,7 @@ pub fn init_post_opt(sp: &Spank) -> c_int {
             workers::EVERY,
             log::debug,
         );
+        timing::phase("watcher");
     }
     state.plan = Some(planned);
     0
@@ -217,6 +220,7 @@ fn plan_node(
         hostname: None,
     };
     let het = het::components(shape, own)?;
+    timing::phase("components");
     let topology = topology::applies(ffi::TOPOLOGY_ORDERS_BLOCK_STEPS, shape.nodes, het.is_some())
         .then(crate::spank::topology::node_ranks)
         .flatten();
@@ -237,6 +241,7 @@ fn plan_node(
             ..vars.inputs()
         },
     )?;
+    timing::phase("plan");
     let step_gpus = env(gpus::VAR)?;
     let slurm_step_gpus = env(gpus::SLURM_STEP_GPUS)?;
     let facts = NodeFacts {
@@ -250,11 +255,13 @@ fn plan_node(
     let split = settings.gpus == GpuPolicy::Split && settings.gpu_affinity;
     let node_gpus =
         (split && place.step_gpus().is_some()).then(|| (hardware::node_gpus(), slurm_step_gpus));
+    timing::phase("place");
     if plan.bind_jax_coordinator(place.node, resolver::resolve) {
         log::debug("jax: rank 0's coordinator binds rank 0's address alone");
     }
     let collectives_note =
         plan.find_collectives_interface(place.node, resolver::resolve, resolver::interfaces);
+    timing::phase("addresses");
     // The variables tfcluster only defaults that the job sets itself: the same for every task.
     let job_sets = plan::DEFAULTED
         .into_iter()
@@ -270,6 +277,7 @@ fn plan_node(
     let jobs = het.map_or_else(|| vec![shape.job_id], |het| het.jobs);
     let name = shape.node.as_deref();
     let claim = claim(&plan, (place.node, name), &jobs, shape.step_id)?;
+    timing::phase("claims");
     let firewall = firewall::install(
         &plan,
         (shape.job_id, &jobs),
@@ -277,6 +285,7 @@ fn plan_node(
         uid,
         (place.node, name),
     )?;
+    timing::phase("firewall");
     Ok(Node {
         renderers: plan.renderers(),
         oom_kills: oom::kills(),
@@ -514,12 +523,15 @@ pub fn exit() -> c_int {
     let watcher = state().workers.take();
     drop(watcher);
     stop::wait_for_the_stopper();
+    timing::phase("watcher and stop");
     if let Some(Ok(node)) = &mut state().plan {
         if let Some(firewall) = &mut node.firewall {
             firewall::leave(firewall);
         }
         node.firewall = None;
+        timing::phase("firewall");
         node.claim = None;
+        timing::phase("claims");
     }
     0
 }

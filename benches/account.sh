@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# The account of a 64-node launch under the packaged line, on one Slurm release (a line of
+# tests/releases.tsv), in that release's root: benches/account.sh RELEASE [ROUNDS]
+#   1. builds the release plugin from the root's own headers (benches/lib.sh);
+#   2. starts the 64-node test cluster with each node in a CPU accounting cgroup of its own
+#      (TFC_NODE_CPU=1: its slurmd, slurmstepds, tasks and epilogs);
+#   3. runs ROUNDS interleaved rounds (default 5) of `srun -N64 -n4096 true` from idle nodes:
+#      `packaged`: the packages' line (`optional PLUGIN isolate=yes`) with
+#                  --tf-cluster=chief:1,ps:8,worker:*,end_with_chief=no;
+#      `timed`:    the same line with timing=yes (each hook logs its CPU by phase);
+#      `floor`:    no plugin, a variable as large as that step's TF_CONFIG exported to every task;
+#      each launch's wall time, and the CPU each node's cgroup used from before the launch until
+#      every node is idle again (the epilog included);
+#   4. adds up the `timed` launches' `tfcluster timing:` lines (slurmd's log of each node, srun's
+#      output) per process, hook and phase, per node and launch.
+# Output: JSON lines (benches/account-table.py makes docs/performance.md's table of them).
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo"
+release=${1:?usage: benches/account.sh RELEASE [ROUNDS]}
+rounds=${2:-5}
+. benches/lib.sh
+dir=${TFC_DIR:-/tmp/tfcluster-cluster}
+stack=$dir/etc/plugstack.conf
+enter_release "$release"
+export TFC_NODE_CPU=1
+scale_cluster_up
+in_root() { "$root" exec "$suite" "$@"; }
+spec=--tf-cluster=chief:1,ps:8,worker:*,end_with_chief=no
+step=(-N64 -n4096)
+
+echo "optional $plugin isolate=yes" > "$stack"
+size=$(in_root sh -c "cd /tmp && srun ${step[*]} $spec sh -c '[ \"\$SLURM_PROCID\" = 0 ] && printf %s \"\${#TF_CONFIG}\"; true'")
+floor=$(head -c "$size" /dev/zero | tr '\0' x)
+
+idle() { # until every node is idle (60 s at most)
+    for _ in $(seq 1200); do
+        [ "$(in_root sinfo -h -t idle -o %D | awk '{n += $1} END {print n + 0}')" -ge 64 ] && return
+        sleep 0.05
+    done
+}
+node_cpu() { in_root bash "$repo/tests/cluster/cluster.sh" node-cpu | awk '{s += $2} END {print s}'; }
+# The nodes' logs' sizes now: what a launch adds comes after.
+log_sizes() { stat -c '%n %s' "$dir"/log/slurmd-tfc-node-*.log; }
+run() { # mode -> JSON line
+    case $1 in
+        packaged) echo "optional $plugin isolate=yes" > "$stack" ;;
+        timed) echo "optional $plugin isolate=yes timing=yes" > "$stack" ;;
+        floor) : > "$stack" ;;
+    esac
+    idle
+    local sizes before s wall after err=$out/account-srun.err
+    sizes=$(log_sizes)
+    before=$(node_cpu)
+    s=$(date +%s%N)
+    case $1 in
+        packaged|timed) in_root sh -c "cd /tmp && srun ${step[*]} $spec true" 2> "$err" ;;
+        floor) in_root env TFC_FLOOR="$floor" sh -c "cd /tmp && srun ${step[*]} true" 2> "$err" ;;
+    esac
+    wall=$((($(date +%s%N) - s) / 1000000))
+    idle
+    sleep 1 # the epilog's last lines
+    after=$(node_cpu)
+    local lines=""
+    if [ "$1" = timed ]; then
+        lines=$(while read -r file size; do tail -c "+$((size + 1))" "$file"; done <<<"$sizes" | grep -h 'tfcluster timing:' || true)
+        lines+=$'\n'$(grep -h 'tfcluster timing:' "$err" || true)
+    fi
+    python3 "$repo/benches/account-table.py" launch "$release" "$1" "$wall" "$((after - before))" <<<"$lines"
+}
+for _ in $(seq "$rounds"); do
+    for mode in packaged timed floor; do
+        run "$mode"
+    done
+done
+echo "optional $plugin isolate=yes" > "$stack"

@@ -1,0 +1,91 @@
+//! `timing=yes` (plugstack.conf, off by default): each hook says how much CPU tfcluster spent in
+//! it, by phase, in one line of slurmd's log (slurmstepd, its tasks, the epilog) or of srun's
+//! output with `srun -v`: `tfcluster timing: slurm_spank_init_post_opt remote: 4210 us CPU
+//! (plan 310, claims 120, firewall 3610, rest 170)`. The CPU is the hook's thread's own
+//! (`CLOCK_THREAD_CPUTIME_ID`): what slurmstepd's other threads do meanwhile is not counted. The
+//! account of a launch in docs/performance.md adds these lines up (benches/account.sh).
+
+use super::handle::{self, Context};
+use super::log;
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+static ON: AtomicBool = AtomicBool::new(false);
+
+/// A timed hook's phases so far (each with its CPU, ns) and this thread's CPU at the last mark.
+type Timed = (Vec<(&'static str, u64)>, u64);
+
+thread_local! {
+    /// The hook being timed on this thread.
+    static HOOK: RefCell<Option<Timed>> = const { RefCell::new(None) };
+}
+
+/// plugstack.conf's `timing`, once `init` has read it.
+pub fn enable(on: bool) {
+    ON.store(on, Ordering::Relaxed);
+}
+
+/// This thread's CPU time, in nanoseconds.
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec into `ts`.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    match rc {
+        0 => ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64,
+        _ => 0,
+    }
+}
+
+/// The CPU since the hook began, or since its last phase, was phase `name`'s (nothing when
+/// timing is off, or outside a timed hook).
+pub fn phase(name: &'static str) {
+    if !ON.load(Ordering::Relaxed) {
+        return;
+    }
+    let now = thread_cpu_ns();
+    HOOK.with(|hook| {
+        if let Some((phases, mark)) = hook.borrow_mut().as_mut() {
+            phases.push((name, now.saturating_sub(*mark)));
+            *mark = now;
+        }
+    });
+}
+
+/// Runs hook `name`, and with timing on, logs its CPU by phase.
+pub fn hook<T>(name: &str, f: impl FnOnce() -> T) -> T {
+    // `init` turns timing on: it is timed from the next hook on.
+    if !ON.load(Ordering::Relaxed) {
+        return f();
+    }
+    let start = thread_cpu_ns();
+    HOOK.with(|hook| *hook.borrow_mut() = Some((Vec::new(), start)));
+    let result = f();
+    let end = thread_cpu_ns();
+    let (phases, mark) = HOOK
+        .with(|hook| hook.borrow_mut().take())
+        .unwrap_or((Vec::new(), end));
+    let context = match handle::context() {
+        Context::Local => "srun",
+        Context::Remote => "slurmstepd",
+        Context::Allocator => "sbatch or salloc",
+        Context::Slurmd => "slurmd",
+        Context::Other => "prolog or epilog",
+    };
+    let mut line = format!(
+        "tfcluster timing: {name} {context}: {} us CPU",
+        end.saturating_sub(start) / 1000
+    );
+    if !phases.is_empty() {
+        let parts: Vec<String> = phases
+            .iter()
+            .chain([&("rest", end.saturating_sub(mark))])
+            .map(|(phase, ns)| format!("{phase} {}", ns / 1000))
+            .collect();
+        line += &format!(" ({})", parts.join(", "));
+    }
+    log::info(&line);
+    result
+}
