@@ -406,6 +406,7 @@ fn apply(sp: &Spank, node: &mut Node) -> Result<(), ShellError> {
     })?;
     // The task's program, for apptainer_env=auto; unknown counts as not Apptainer.
     let program = sp.program().ok().flatten();
+    timing::phase("read");
     // The job's own value of a variable tfcluster only defaults wins.
     let own = |name: &str| node.job_sets.contains(&name);
     // Where the node's GPUs are split: Slurm's binding of its tasks, and this task's CPUs.
@@ -434,12 +435,14 @@ fn apply(sp: &Spank, node: &mut Node) -> Result<(), ShellError> {
         hardware,
         &mut node.renderers,
     )?;
+    timing::phase("environment");
     for &name in env.unset {
         let _ = sp.unsetenv(name);
     }
     for (name, value) in &env.set {
         sp.setenv_nul(name, value)
             .map_err(|err| ShellError::SetEnv { name, err })?;
+        timing::phase(name);
     }
     if let (0, Some(oci)) = (local, &node.oci) {
         // Once per node: Slurm would keep some of them from the program.
