@@ -9,6 +9,9 @@
 #                  --tf-cluster=chief:1,ps:8,worker:*,end_with_chief=no;
 #      `timed`:    the same line with timing=yes (each hook logs its CPU by phase);
 #      `floor`:    no plugin, a variable as large as that step's TF_CONFIG exported to every task;
+#      (and with TFC_ACCOUNT_MODES="...": `loaded`, the packaged line without the option, and
+#      `none`, no plugin and no variable: what loading the plugin costs where no step asks;
+#      `unisolated`, the option under `optional PLUGIN` alone: what isolate=yes adds);
 #      each launch's wall time, and the CPU each node's cgroup used from before the launch until
 #      every node is idle again (the epilog included);
 #   4. adds up the `timed` launches' `tfcluster timing:` lines (slurmd's log of each node, srun's
@@ -46,7 +49,9 @@ run() { # mode -> JSON line
     case $1 in
         packaged) echo "optional $plugin isolate=yes" > "$stack" ;;
         timed) echo "optional $plugin isolate=yes timing=yes" > "$stack" ;;
-        floor) : > "$stack" ;;
+        floor|none) : > "$stack" ;;
+        loaded) echo "optional $plugin isolate=yes" > "$stack" ;;
+        unisolated) echo "optional $plugin" > "$stack" ;;
     esac
     idle
     local sizes before s wall after err=$out/account-srun.err
@@ -54,8 +59,9 @@ run() { # mode -> JSON line
     before=$(node_cpu)
     s=$(date +%s%N)
     case $1 in
-        packaged|timed) in_root sh -c "cd /tmp && srun ${step[*]} $spec true" 2> "$err" ;;
+        packaged|timed|unisolated) in_root sh -c "cd /tmp && srun ${step[*]} $spec true" 2> "$err" ;;
         floor) in_root env TFC_FLOOR="$floor" sh -c "cd /tmp && srun ${step[*]} true" 2> "$err" ;;
+        loaded|none) in_root sh -c "cd /tmp && srun ${step[*]} true" 2> "$err" ;;
     esac
     wall=$((($(date +%s%N) - s) / 1000000))
     idle
@@ -69,7 +75,7 @@ run() { # mode -> JSON line
     python3 "$repo/benches/account-table.py" launch "$release" "$1" "$wall" "$((after - before))" <<<"$lines"
 }
 for _ in $(seq "$rounds"); do
-    for mode in packaged timed floor; do
+    for mode in ${TFC_ACCOUNT_MODES:-packaged timed floor}; do
         run "$mode"
     done
 done

@@ -2,14 +2,15 @@
 //! this machine's kernel: a worker is marked once a connection to its server port is seen that
 //! the job's user holds and that was not there when the watch started, and not before; one more
 //! look finds a connection that is closing; the thread ends by itself once every worker is
-//! marked, or at its stop within one look, and says so.
+//! marked, or at its stop within one look, and says so; until a worker's port has a listener it
+//! looks at the listeners alone.
 
 mod common;
 use common::cluster::within;
 use std::net::{TcpListener, TcpStream};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
-use tfcluster::spank::sock_diag::connections;
+use tfcluster::spank::sock_diag::{connections, listening_on};
 use tfcluster::spank::workers::Watcher;
 
 /// This process's uid: the owner of its /proc entry (the job's user, for these watches).
@@ -17,10 +18,21 @@ fn me() -> u32 {
     std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap())
 }
 
-/// The watcher's look at `ports` for this process's user, as slurmstepd's is for the job's.
-fn look(ports: &[u16]) -> impl Fn() -> Vec<(u16, u64)> + Send + Sync + 'static {
+/// The watcher's looks at `ports` for this process's user, as slurmstepd's are for the job's:
+/// the connections, and whether one of them has a listener yet.
+#[allow(clippy::type_complexity)]
+fn look(
+    ports: &[u16],
+) -> (
+    impl Fn() -> Vec<(u16, u64)> + Send + Sync + 'static,
+    impl Fn() -> bool + Send + Sync + 'static,
+) {
     let (ports, uid) = (ports.to_vec(), me());
-    move || connections(&ports, uid)
+    let listened = ports.clone();
+    (
+        move || connections(&ports, uid),
+        move || listening_on(&listened, uid),
+    )
 }
 
 /// A server port on this machine, and a port no one listens on.
@@ -144,4 +156,43 @@ fn one_more_look_finds_a_connection_that_is_closing() {
 #[test]
 fn nothing_to_watch_starts_no_thread() {
     assert!(Watcher::start(Vec::new(), look(&[]), Duration::from_secs(1), |_| {}).is_none());
+}
+
+/// Until one of the workers' ports has a listener, the thread asks for listeners alone (no
+/// connection comes before one; a look at connections walks every connection of the machine).
+#[test]
+fn no_look_at_connections_before_a_port_listens() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let (listens, looks) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (asked, looked) = (listens.clone(), looks.clone());
+    let listening = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let now = listening.clone();
+    let every = Duration::from_millis(20);
+    let watcher = Watcher::start(
+        vec![(3, 1)],
+        (
+            move || {
+                looked.fetch_add(1, Ordering::SeqCst);
+                Vec::new()
+            },
+            move || {
+                asked.fetch_add(1, Ordering::SeqCst);
+                now.load(Ordering::SeqCst)
+            },
+        ),
+        every,
+        |_| {},
+    )
+    .unwrap();
+    std::thread::sleep(10 * every);
+    // The one look at the start (what is there before the step's tasks), and no other.
+    assert_eq!(looks.load(Ordering::SeqCst), 1);
+    assert!(listens.load(Ordering::SeqCst) >= 3);
+    listening.store(true, Ordering::SeqCst);
+    assert!(
+        within(5, || looks.load(Ordering::SeqCst) >= 3),
+        "no look once a port listens"
+    );
+    drop(watcher);
 }

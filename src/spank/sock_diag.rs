@@ -31,6 +31,18 @@ pub fn holding(ports: &[u16]) -> Vec<Listener> {
         .collect()
 }
 
+/// Whether one of `ports` has a listening socket of user `uid` in this network namespace: the
+/// kernel answers from its listening sockets alone (no walk over the machine's connections).
+pub fn listening_on(ports: &[u16], uid: u32) -> bool {
+    let (Some(&lo), Some(&hi)) = (ports.iter().min(), ports.iter().max()) else {
+        return false;
+    };
+    in_ports(claims::LISTENING, (lo, hi))
+        .unwrap_or_default()
+        .iter()
+        .any(|s| s.uid == uid && ports.contains(&s.port))
+}
+
 /// The connections on one of `ports` that `uid` owns ([`claims::CONNECTED`] but TIME_WAIT,
 /// which no one owns): each one's port and cookie, which tells it from a connection seen
 /// before. Empty where the kernel does not answer: then nothing is seen.

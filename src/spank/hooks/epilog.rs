@@ -34,12 +34,15 @@ fn released(tables: &[String]) {
 /// none of its job's (the usual case: each step removes its own, and the job's holder takes its
 /// held ones with it) loads no libnftables.
 pub fn job_epilog(sp: &Spank, args: &[String]) -> c_int {
-    let isolate = Settings::from_plugstack(args).is_ok_and(|s| s.isolate);
+    let settings = Settings::from_plugstack(args);
+    let isolate = settings.as_ref().is_ok_and(|s| s.isolate);
+    crate::spank::timing::enable(settings.as_ref().is_ok_and(|s| s.timing));
     let Ok(job_id) = sp.item_u32(U32Item::JobId) else {
         return 0;
     };
     let held = handover::forget(job_id);
     released(&held);
+    crate::spank::timing::phase("held tables");
     let removed = nftables::node_tables().and_then(|listing| {
         let left = isolation::tables::job_tables(&listing, job_id);
         if left.is_empty() {

@@ -153,10 +153,14 @@ pub fn init_post_opt(sp: &Spank) -> c_int {
     if let Ok(node) = &planned {
         let watched = node.plan.watched_workers(&node.place);
         let ports: Vec<u16> = watched.iter().map(|&(_, port)| port).collect();
+        let listened = ports.clone();
         let uid = node.uid;
         state.workers = Watcher::start(
             watched,
-            move || sock_diag::connections(&ports, uid),
+            (
+                move || sock_diag::connections(&ports, uid),
+                move || sock_diag::listening_on(&listened, uid),
+            ),
             workers::EVERY,
             log::debug,
         );
