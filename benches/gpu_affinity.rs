@@ -10,9 +10,9 @@
 //! - **a task's environment** on a node of 8 tasks and 8 GPUs bound cyclically over the two
 //!   sockets, with the choice and without it (a contiguous slice).
 
-use std::hint::black_box;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+mod common;
+use common::measure;
 use tfcluster::core::gpu_affinity::{
     pci_gpus, CpuSet, Hardware, PciGpus, TaskCpus, NVIDIA_DRIVER, PCI_DEVICES,
 };
@@ -21,28 +21,6 @@ use tfcluster::core::{NodeFacts, Settings, Spec, StepInputs, StepPlan};
 
 /// PCI functions of the large node: a dual-socket 8-GPU server lists about this many.
 const DEVICES: usize = 300;
-
-/// Median time of one call of `f`, from batches sized to take about 20 ms each.
-fn measure<T>(mut f: impl FnMut() -> T) -> Duration {
-    let start = Instant::now();
-    let mut calls = 0u32;
-    while start.elapsed() < Duration::from_millis(20) {
-        black_box(f());
-        calls += 1;
-    }
-    let per_batch = calls.max(1);
-    let mut samples: Vec<Duration> = (0..31)
-        .map(|_| {
-            let t = Instant::now();
-            for _ in 0..per_batch {
-                black_box(f());
-            }
-            t.elapsed() / per_batch
-        })
-        .collect();
-    samples.sort();
-    samples[samples.len() / 2]
-}
 
 /// The large node's tree under `dir`, with NVIDIA's driver's directory or without it.
 fn write_tree(dir: &Path, with_driver: bool) {

@@ -44,6 +44,15 @@ mod tests {
         LOGGED.lock().unwrap().push(msg);
     }
 
+    /// Stand in for Slurm's `slurm_info` and `spank_context`, which `timing=yes` (off here)
+    /// calls after a hook.
+    #[no_mangle]
+    extern "C" fn slurm_info(_fmt: *const c_char, _msg: *const c_char) {}
+    #[no_mangle]
+    extern "C" fn spank_context() -> crate::spank::ffi::spank_context_t {
+        crate::spank::ffi::tfc_spank_context::TFC_S_CTX_ERROR
+    }
+
     #[test]
     fn a_panicking_hook_returns_minus_one_and_says_so() {
         let rc = guard("slurm_spank_task_init", || panic!("index out of bounds"));
