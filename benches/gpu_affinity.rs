@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 mod common;
 use common::measure;
 use tfcluster::core::gpu_affinity::{
-    pci_gpus, CpuSet, Hardware, PciGpus, TaskCpus, NVIDIA_DRIVER, PCI_DEVICES,
+    node_gpu_cpus, pci_gpus, CpuSet, Hardware, PciGpus, TaskCpus, NVIDIA_DRIVER, PCI_DEVICES,
 };
 use tfcluster::core::topology::ConfFile;
 use tfcluster::core::{NodeFacts, Settings, Spec, StepInputs, StepPlan};
@@ -100,7 +100,8 @@ fn main() {
         },
     )
     .unwrap();
-    let gpus = Some("0,1,2,3,4,5,6,7");
+    let step_gpus = "0,1,2,3,4,5,6,7";
+    let gpus = Some(step_gpus);
     let facts = NodeFacts {
         node: 31,
         gtids: plan.layout.node(31).unwrap(),
@@ -112,7 +113,8 @@ fn main() {
         .repeat(4)
         .join(",")
         .replace("0x2", "0x10000000000000000");
-    let pci = Ok(large);
+    // Once per node, before the tasks fork.
+    let gpu_cpus = node_gpu_cpus(Ok(large), step_gpus, None);
     let cpus = TaskCpus {
         bind_type: Some("mask_cpu:".into()),
         list: Some(masks),
@@ -128,8 +130,7 @@ fn main() {
         env.set.len()
     };
     let hardware = Hardware {
-        pci: &pci,
-        step_global: None,
+        gpu_cpus: &gpu_cpus,
         cpus: &cpus,
         slots: &place.slots,
     };

@@ -11,8 +11,8 @@ use common::cluster::{parse, sh, summary, tool, Run};
 use common::{place, plan, step, where_is};
 use std::path::Path;
 use tfcluster::core::gpu_affinity::{
-    pci_gpus, Basis, Contiguous, CpuSet, Hardware, PciGpus, TaskCpus, NVIDIA_DRIVER, NVIDIA_GPUS,
-    PCI_DEVICES,
+    node_gpu_cpus, pci_gpus, Basis, Contiguous, CpuSet, Hardware, PciGpus, TaskCpus, NVIDIA_DRIVER,
+    NVIDIA_GPUS, PCI_DEVICES,
 };
 use tfcluster::core::topology::ConfFile;
 use tfcluster::core::GpuAction;
@@ -213,7 +213,8 @@ fn own_cpus(row: &Row, local: usize) -> CpuSet {
 #[test]
 fn each_task_gets_the_gpus_closest_to_its_cpus() {
     for row in ROWS {
-        let pci = node(row.tree);
+        // Once per node, before the tasks fork.
+        let gpu_cpus = node_gpu_cpus(node(row.tree), row.gpus, row.global);
         let plan = plan(
             row.spec,
             &["port_base=1000"],
@@ -232,8 +233,7 @@ fn each_task_gets_the_gpus_closest_to_its_cpus() {
                 local: slot,
             };
             let hardware = Hardware {
-                pci: &pci,
-                step_global: row.global,
+                gpu_cpus: &gpu_cpus,
                 cpus: &cpus,
                 slots: &place.slots,
             };
@@ -293,7 +293,7 @@ fn where_the_driver_is_loaded_its_devices_are_the_gpus_looked_at() {
 /// no longer the node's, and tfcluster leaves it.
 #[test]
 fn slurms_own_per_task_binding_is_kept() {
-    let pci = node(Some(TWO_SOCKETS));
+    let gpu_cpus = node_gpu_cpus(node(Some(TWO_SOCKETS)), "0,1,2,3", None);
     let plan = plan("worker:*", &["port_base=1000"], &step("a", "2", None));
     let place = place(&plan, 0, Some("0,1,2,3"));
     let cpus = TaskCpus {
@@ -303,8 +303,7 @@ fn slurms_own_per_task_binding_is_kept() {
         local: 0,
     };
     let hardware = Hardware {
-        pci: &pci,
-        step_global: None,
+        gpu_cpus: &gpu_cpus,
         cpus: &cpus,
         slots: &place.slots,
     };
@@ -411,6 +410,75 @@ fn the_choice_agrees_with_slurms_gpu_bind_closest() {
             gpus(&ours),
             gpus(&slurms),
             "{options}: tfcluster's, then Slurm's closest"
+        );
+    }
+}
+
+/// A kernel mask's trailing empty words do not make a set another: the task's own CPUs
+/// (`sched_getaffinity`'s words) equal the list's entry for it.
+#[test]
+fn a_kernel_mask_equals_the_same_cpus_listed() {
+    assert_eq!(
+        CpuSet::from_words(vec![0b11, 0, 0, 0]),
+        CpuSet::parse_list("0-1").unwrap()
+    );
+    assert_eq!(
+        CpuSet::from_words(vec![0, 1, 0]),
+        CpuSet::parse_mask("0x10000000000000000").unwrap()
+    );
+}
+
+/// Each GPU task is given the node's tokens as they were when the node matched them to its PCI
+/// tree; a list that changed since is not matched again, and says so.
+#[test]
+fn a_list_that_changed_since_the_node_matched_it_stays_contiguous() {
+    let gpu_cpus = node_gpu_cpus(node(Some(TWO_SOCKETS)), "0,1", None);
+    let plan = plan("worker:*", &["port_base=1000"], &step("a", "2", None));
+    let place = place(&plan, 0, Some("0,1,2,3"));
+    let cpus = TaskCpus {
+        bind_type: Some("map_cpu:".into()),
+        list: Some("8,0".into()),
+        own: CpuSet::parse_list("8"),
+        local: 0,
+    };
+    let hardware = Hardware {
+        gpu_cpus: &gpu_cpus,
+        cpus: &cpus,
+        slots: &place.slots,
+    };
+    let mut renderers = plan.renderers();
+    let env = plan
+        .task(
+            &place,
+            0,
+            Some("0,1,2,3"),
+            None,
+            &|_| false,
+            Some(hardware),
+            &mut renderers,
+        )
+        .unwrap();
+    assert_eq!(env.gpus, GpuAction::Set("0,1".into()));
+    assert_eq!(
+        env.gpu_basis.map(|b| b.line("a", 0)).as_deref(),
+        Some("node a: rank 0's GPUs are a contiguous slice: the node's GPU list has 4 entries for this task and had 2 before the tasks forked")
+    );
+}
+
+/// The user guide quotes `srun -v`'s lines about GPU slices as [`Basis::line`] words them.
+#[test]
+fn the_user_guide_quotes_the_gpu_lines() {
+    let guide = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/user-guide.md"),
+    )
+    .unwrap();
+    for line in [
+        Basis::Affinity.line("n9", 1),
+        Basis::Contiguous(Contiguous::NotBound("none".into())).line("n10", 3),
+    ] {
+        assert!(
+            guide.contains(&format!("tfcluster: {line}")),
+            "docs/user-guide.md does not quote {line:?}"
         );
     }
 }

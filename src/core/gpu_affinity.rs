@@ -16,7 +16,8 @@
 //! `ConstrainDevices` the tokens are local (0..n-1) and `SLURM_STEP_GPUS` holds the node's
 //! indices in the same order; a UUID token is the GPU the driver says has it. Wherever any of
 //! this is not known, the slices are contiguous, as before, and [`Contiguous`] says why
-//! (`srun -v` prints it for each node).
+//! (`srun -v` prints it for each task, [`Basis::line`]). The tokens are matched once per node,
+//! before the tasks fork ([`node_gpu_cpus`]); each task then only reads Slurm's binding.
 //!
 //! The choice stays inside the step's device cgroup: every task of a node can still reach the
 //! node's other step GPUs (peer-to-peer transfers between them depend on it), unlike Slurm's
@@ -80,6 +81,8 @@ pub enum Contiguous {
     },
     #[error("the task's own CPUs cannot be read")]
     OwnCpusUnknown,
+    #[error("the node's GPU list has {tokens} entries for this task and had {known} before the tasks forked")]
+    ListChanged { tokens: usize, known: usize },
 }
 
 /// A set of CPU numbers (at most [`MAX_CPU`]).
@@ -93,6 +96,15 @@ impl CpuSet {
             set.insert(cpu);
         }
         set
+    }
+
+    /// The set a kernel CPU mask gives (`sched_getaffinity`'s words, CPU 0 in bit 0 of the
+    /// first), without its trailing empty words, so that equal sets compare equal.
+    pub fn from_words(mut words: Vec<u64>) -> CpuSet {
+        while words.last() == Some(&0) {
+            words.pop();
+        }
+        CpuSet(words)
     }
 
     fn insert(&mut self, cpu: usize) {
@@ -282,6 +294,19 @@ pub fn pci_gpus(
     Ok(PciGpus(gpus))
 }
 
+/// The local CPUs of each token of `step_gpus` (the step's `CUDA_VISIBLE_DEVICES` on the node),
+/// once per node: from the node's GPUs (`pci`, [`pci_gpus`]) and `step_global`
+/// (`SLURM_STEP_GPUS`), or why they are not known. A task whose own list differs keeps Slurm's
+/// binding and needs none of it ([`super::gpus::assign`]).
+pub fn node_gpu_cpus(
+    pci: Result<PciGpus, Contiguous>,
+    step_gpus: &str,
+    step_global: Option<&str>,
+) -> Result<Vec<CpuSet>, Contiguous> {
+    let tokens: Vec<&str> = step_gpus.split(',').map(str::trim).collect();
+    pci?.token_cpus(&tokens, step_global)
+}
+
 impl PciGpus {
     /// The local CPUs of each of Slurm's `tokens` (the step's `CUDA_VISIBLE_DEVICES` on the
     /// node), where `step_global` is `SLURM_STEP_GPUS`: the node's indices of the same GPUs,
@@ -416,7 +441,7 @@ pub fn closest(gpu_cpus: &[CpuSet], task_cpus: &[CpuSet], per_task: usize) -> Ve
         .collect()
 }
 
-/// How a node's slices were chosen (`srun -v` says it for each node).
+/// How a node's slices were chosen (`srun -v` says it for each task).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Basis {
     /// By each task's CPUs ([`closest`]).
@@ -442,10 +467,9 @@ impl Basis {
 /// What a task knows of where its node's GPUs sit and where Slurm bound the node's tasks.
 #[derive(Debug, Clone, Copy)]
 pub struct Hardware<'a> {
-    /// The node's GPUs ([`pci_gpus`], read once per node before the tasks fork).
-    pub pci: &'a Result<PciGpus, Contiguous>,
-    /// `SLURM_STEP_GPUS` on the node.
-    pub step_global: Option<&'a str>,
+    /// The local CPUs of each of the node's GPU tokens ([`node_gpu_cpus`], once per node before
+    /// the tasks fork), or why they are not known.
+    pub gpu_cpus: &'a Result<Vec<CpuSet>, Contiguous>,
     /// The task's binding.
     pub cpus: &'a TaskCpus,
     /// Each local task's slot ([`super::place::Place::slots`]).
@@ -453,16 +477,21 @@ pub struct Hardware<'a> {
 }
 
 impl Hardware<'_> {
-    /// Each GPU task's slice ([`closest`]) of `tokens`, given the GPU tasks' slots
-    /// (`gpu_slots`, in slot order), or why the slices stay contiguous.
+    /// Each GPU task's slice ([`closest`]) of the node's `tokens` tokens, given the GPU tasks'
+    /// slots (`gpu_slots`, in slot order), or why the slices stay contiguous.
     pub fn slices(
         &self,
-        tokens: &[&str],
+        tokens: usize,
         gpu_slots: &[usize],
         per_task: usize,
     ) -> Result<Vec<Vec<usize>>, Contiguous> {
-        let pci = self.pci.as_ref().map_err(Clone::clone)?;
-        let gpu_cpus = pci.token_cpus(tokens, self.step_global)?;
+        let gpu_cpus = self.gpu_cpus.as_ref().map_err(Clone::clone)?;
+        if gpu_cpus.len() != tokens {
+            return Err(Contiguous::ListChanged {
+                tokens,
+                known: gpu_cpus.len(),
+            });
+        }
         let masks = self.cpus.masks(self.slots.len())?;
         let task_cpus: Vec<CpuSet> = gpu_slots
             .iter()
@@ -471,6 +500,6 @@ impl Hardware<'_> {
                 masks.get(local).cloned().unwrap_or_default()
             })
             .collect();
-        Ok(closest(&gpu_cpus, &task_cpus, per_task))
+        Ok(closest(gpu_cpus, &task_cpus, per_task))
     }
 }

@@ -130,7 +130,10 @@ pub fn assign(policy: GpuPolicy, gpu_roles: RoleSet, t: &GpuInputs) -> Result<As
         .position(|&s| s == t.slot)
         .expect("slot is a GPU slot");
     let contiguous = || tokens[nth * per_task..(nth + 1) * per_task].join(",");
-    let (slice, basis) = match t.hardware.map(|h| h.slices(&tokens, &gpu_slots, per_task)) {
+    let (slice, basis) = match t
+        .hardware
+        .map(|h| h.slices(tokens.len(), &gpu_slots, per_task))
+    {
         Some(Ok(slices)) => {
             let own: Vec<&str> = slices[nth].iter().map(|&p| tokens[p]).collect();
             (own.join(","), Some(Basis::Affinity))

@@ -363,6 +363,14 @@ pub struct Settings {
     pub isolate: bool,
 }
 
+impl Settings {
+    /// Whether a node reads its PCI tree to choose its tasks' GPUs ([`super::gpu_affinity`]):
+    /// `gpus=split` with `gpu_affinity=yes`. A step and the check decide it here alike.
+    pub fn gpus_by_affinity(&self) -> bool {
+        self.gpus == GpuPolicy::Split && self.gpu_affinity
+    }
+}
+
 impl Default for Settings {
     fn default() -> Self {
         Settings {

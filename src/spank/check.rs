@@ -7,7 +7,6 @@ use crate::core::check::{self, Entry, FileId, Isolation, NodeCheck, Slurmd, Verd
 use crate::core::container::Runtimes;
 use crate::core::isolation::{handover, holding, rules, tables};
 use crate::core::run_dir::{Found, RUN_DIR};
-use crate::core::settings::GpuPolicy;
 use crate::core::{oci, Error, Settings};
 use crate::spank::ffi;
 use crate::spank::handle::{Spank, U32Item};
@@ -51,7 +50,7 @@ pub fn node(
         .map(|v| v == "yes");
     // As a step reads them ([`crate::spank::hooks::stepd`]), where the settings split GPUs.
     let gpus = match &settings {
-        Ok(s) if s.gpus == GpuPolicy::Split && s.gpu_affinity => Some(hardware::node_gpus()),
+        Ok(s) if s.gpus_by_affinity() => Some(hardware::node_gpus()),
         _ => None,
     };
     let isolation = match &settings {

@@ -3,12 +3,13 @@
 //! tasks fork; and each task's own CPUs, in the task.
 
 use crate::core::gpu_affinity::{self, Contiguous, CpuSet, PciGpus, MAX_CPU};
-use crate::core::topology::ConfFile;
+use crate::spank::topology;
 use std::path::Path;
 
 /// The node's NVIDIA GPUs in PCI bus order, or why they are not known.
 pub fn node_gpus() -> Result<PciGpus, Contiguous> {
-    gpu_affinity::pci_gpus(list, read)
+    // Each file is a line or a few: the configuration files' bounded reader serves.
+    gpu_affinity::pci_gpus(list, topology::read)
 }
 
 /// The names in a directory.
@@ -18,21 +19,6 @@ fn list(dir: &Path) -> Result<Vec<String>, String> {
         .filter_map(|e| e.ok()?.file_name().into_string().ok())
         .take(gpu_affinity::MAX_DEVICES + 1)
         .collect())
-}
-
-/// A small sysfs or procfs file (each is a line or a few).
-fn read(path: &Path) -> ConfFile {
-    use std::io::Read;
-    let file = match std::fs::File::open(path) {
-        Ok(file) => file,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return ConfFile::Missing,
-        Err(e) => return ConfFile::Unreadable(e.to_string()),
-    };
-    let mut text = String::new();
-    match file.take(64 << 10).read_to_string(&mut text) {
-        Ok(_) => ConfFile::Text(text),
-        Err(e) => ConfFile::Unreadable(e.to_string()),
-    }
 }
 
 /// The CPUs the calling task may run on (`sched_getaffinity`): by `task_init`, Slurm's binding.
@@ -53,14 +39,5 @@ pub fn own_cpus() -> Option<CpuSet> {
         }
         words.resize(words.len() * 4, 0);
     }
-    let cpus = words
-        .iter()
-        .enumerate()
-        .filter(|(_, bits)| **bits != 0)
-        .flat_map(|(w, bits)| {
-            (0..64)
-                .filter(move |b| bits & (1 << b) != 0)
-                .map(move |b| w * 64 + b)
-        });
-    Some(CpuSet::from_cpus(cpus))
+    Some(CpuSet::from_words(words))
 }

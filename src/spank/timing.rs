@@ -1,7 +1,7 @@
 //! `timing=yes` (plugstack.conf, off by default): each hook says how much CPU tfcluster spent in
 //! it, by phase, in one line of slurmd's log (slurmstepd, its tasks, the epilog) or of srun's
-//! output with `srun -v`: `tfcluster timing: slurm_spank_init_post_opt remote: 4210 us CPU
-//! (plan 310, claims 120, firewall 3610, rest 170)`. The CPU is the hook's thread's own
+//! output with `srun -v`: `tfcluster timing: slurm_spank_init_post_opt slurmstepd: 4210 us
+//! CPU (shape 10, plan 310, claims 120, firewall 3610, rest 170)`. The CPU is the hook's thread's own
 //! (`CLOCK_THREAD_CPUTIME_ID`): what slurmstepd's other threads do meanwhile is not counted. The
 //! account of a launch in docs/performance.md adds these lines up (benches/account.sh).
 

@@ -29,7 +29,8 @@ pub type Look = dyn Fn() -> Vec<(u16, u64)> + Send + Sync;
 /// Whether one of the workers' ports has a listener of the job's user yet
 /// ([`super::sock_diag::listening_on`]). No connection comes before one, and the kernel answers
 /// this from its listening sockets alone, where a look at connections walks every connection of
-/// the machine: until then, the thread asks only this (a launch's looks were 2 % of its CPU).
+/// the machine: until then, the thread asks only this (what that saves at launch:
+/// docs/performance.md, "The packaged line, phase by phase").
 pub type Listens = dyn Fn() -> bool + Send + Sync;
 
 /// The node's workers, by global rank and server port, and whether each has been reached.

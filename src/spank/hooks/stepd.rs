@@ -6,11 +6,10 @@ use crate::core::check;
 use crate::core::container;
 use crate::core::ending::WorkerSeen;
 use crate::core::error::OnError;
-use crate::core::gpu_affinity::{self, Contiguous, Hardware, PciGpus, TaskCpus};
+use crate::core::gpu_affinity::{self, Contiguous, CpuSet, Hardware, TaskCpus};
 use crate::core::het::Own;
 use crate::core::plan::{self, UNSET_ON_ERROR};
 use crate::core::ports::Reservation;
-use crate::core::settings::GpuPolicy;
 use crate::core::tf_config::Renderers;
 use crate::core::topology;
 use crate::core::{gpus, Error, NodeFacts, Place, Settings, Spec, StepInputs, StepPlan};
@@ -68,9 +67,10 @@ pub struct Node {
     job_sets: Vec<&'static str>,
     /// The job's user ([`Shape::uid`]): whose connections the workers' watcher counts.
     uid: u32,
-    /// Where there are GPUs to split: the node's GPUs in PCI bus order ([`hardware`]), read
-    /// before the tasks fork, and `SLURM_STEP_GPUS` (the node's indices of the step's GPUs).
-    gpus: Option<(Result<PciGpus, Contiguous>, Option<String>)>,
+    /// Where the node's GPUs are split by affinity: each GPU token's local CPUs, from the
+    /// node's PCI tree ([`hardware`]) and `SLURM_STEP_GPUS`, matched once before the tasks
+    /// fork; or why they are not known.
+    gpu_cpus: Option<Result<Vec<CpuSet>, Contiguous>>,
     /// This node's name ([`Shape::node`]), for the tasks' lines.
     name: Option<String>,
 }
@@ -255,10 +255,13 @@ fn plan_node(
         slurm_gave_gpus: slurm_step_gpus.is_some(),
     };
     let place = plan.place(het.as_ref(), &facts)?;
-    // Once per node, and only where the node's GPUs are split among its tasks.
-    let split = settings.gpus == GpuPolicy::Split && settings.gpu_affinity;
-    let node_gpus =
-        (split && place.step_gpus().is_some()).then(|| (hardware::node_gpus(), slurm_step_gpus));
+    // Once per node, and only where the node's GPUs are split among its tasks by affinity.
+    let gpu_cpus = place
+        .step_gpus()
+        .filter(|_| settings.gpus_by_affinity())
+        .map(|step| {
+            gpu_affinity::node_gpu_cpus(hardware::node_gpus(), step, slurm_step_gpus.as_deref())
+        });
     timing::phase("place");
     if plan.bind_jax_coordinator(place.node, resolver::resolve) {
         log::debug("jax: rank 0's coordinator binds rank 0's address alone");
@@ -302,7 +305,7 @@ fn plan_node(
         collectives_note,
         job_sets,
         uid,
-        gpus: node_gpus,
+        gpu_cpus,
         name: shape.node.clone(),
         plan,
         place,
@@ -414,19 +417,18 @@ fn apply(sp: &Spank, node: &mut Node) -> Result<(), ShellError> {
     // The job's own value of a variable tfcluster only defaults wins.
     let own = |name: &str| node.job_sets.contains(&name);
     // Where the node's GPUs are split: Slurm's binding of its tasks, and this task's CPUs.
-    let cpus = node.gpus.as_ref().map(|_| TaskCpus {
+    let cpus = node.gpu_cpus.as_ref().map(|_| TaskCpus {
         bind_type: sp.getenv(gpu_affinity::BIND_TYPE).ok().flatten(),
         list: sp.getenv(gpu_affinity::BIND_LIST).ok().flatten(),
         own: hardware::own_cpus(),
         local,
     });
     let hardware = node
-        .gpus
+        .gpu_cpus
         .as_ref()
         .zip(cpus.as_ref())
-        .map(|((pci, global), cpus)| Hardware {
-            pci,
-            step_global: global.as_deref(),
+        .map(|(gpu_cpus, cpus)| Hardware {
+            gpu_cpus,
             cpus,
             slots: &node.place.slots,
         });
