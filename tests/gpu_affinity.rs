@@ -289,11 +289,11 @@ fn where_the_driver_is_loaded_its_devices_are_the_gpus_looked_at() {
     );
 }
 
-/// Slurm's own per-task binding (`--gpu-bind`, `--gpus-per-task`) stays: the task's list is
-/// no longer the node's, and tfcluster leaves it.
-#[test]
-fn slurms_own_per_task_binding_is_kept() {
-    let gpu_cpus = node_gpu_cpus(node(Some(TWO_SOCKETS)), "0,1,2,3", None);
+/// Local task 0 of two on a two-socket node bound `map_cpu:8,0`, whose node matched
+/// `node_tokens` to its PCI tree before the tasks forked: its GPUs given its own list
+/// `task_gpus` (the node's list is `0,1,2,3`), and the `srun -v` line about them on node `a`.
+fn first_of_two(node_tokens: &str, task_gpus: &str) -> (GpuAction, Option<String>) {
+    let gpu_cpus = node_gpu_cpus(node(Some(TWO_SOCKETS)), node_tokens, None);
     let plan = plan("worker:*", &["port_base=1000"], &step("a", "2", None));
     let place = place(&plan, 0, Some("0,1,2,3"));
     let cpus = TaskCpus {
@@ -312,15 +312,21 @@ fn slurms_own_per_task_binding_is_kept() {
         .task(
             &place,
             0,
-            Some("0,1"),
+            Some(task_gpus),
             None,
             &|_| false,
             Some(hardware),
             &mut renderers,
         )
         .unwrap();
-    assert_eq!(env.gpus, GpuAction::Leave);
-    assert_eq!(env.gpu_basis, None);
+    (env.gpus, env.gpu_basis.map(|b| b.line("a", 0)))
+}
+
+/// Slurm's own per-task binding (`--gpu-bind`, `--gpus-per-task`) stays: the task's list is
+/// no longer the node's, and tfcluster leaves it.
+#[test]
+fn slurms_own_per_task_binding_is_kept() {
+    assert_eq!(first_of_two("0,1,2,3", "0,1"), (GpuAction::Leave, None));
 }
 
 /// The CPU lists and masks the kernel and Slurm write: (text, as a list, as a mask).
@@ -432,36 +438,12 @@ fn a_kernel_mask_equals_the_same_cpus_listed() {
 /// tree; a list that changed since is not matched again, and says so.
 #[test]
 fn a_list_that_changed_since_the_node_matched_it_stays_contiguous() {
-    let gpu_cpus = node_gpu_cpus(node(Some(TWO_SOCKETS)), "0,1", None);
-    let plan = plan("worker:*", &["port_base=1000"], &step("a", "2", None));
-    let place = place(&plan, 0, Some("0,1,2,3"));
-    let cpus = TaskCpus {
-        bind_type: Some("map_cpu:".into()),
-        list: Some("8,0".into()),
-        own: CpuSet::parse_list("8"),
-        local: 0,
-    };
-    let hardware = Hardware {
-        gpu_cpus: &gpu_cpus,
-        cpus: &cpus,
-        slots: &place.slots,
-    };
-    let mut renderers = plan.renderers();
-    let env = plan
-        .task(
-            &place,
-            0,
-            Some("0,1,2,3"),
-            None,
-            &|_| false,
-            Some(hardware),
-            &mut renderers,
-        )
-        .unwrap();
-    assert_eq!(env.gpus, GpuAction::Set("0,1".into()));
     assert_eq!(
-        env.gpu_basis.map(|b| b.line("a", 0)).as_deref(),
-        Some("node a: rank 0's GPUs are a contiguous slice: the node's GPU list has 4 entries for this task and had 2 before the tasks forked")
+        first_of_two("0,1", "0,1,2,3"),
+        (
+            GpuAction::Set("0,1".into()),
+            Some("node a: rank 0's GPUs are a contiguous slice: the node's GPU list has 4 entries for this task and had 2 before the tasks forked".into())
+        )
     );
 }
 
