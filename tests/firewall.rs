@@ -17,6 +17,21 @@ use tfcluster::core::isolation::tables::{ended_table_name, removal, table_name};
 use tfcluster::core::StepPlan;
 use tfcluster::spank::isolation::nftables::{node_tables, owned_tables, Nft};
 
+/// The tests that open libnftables in this process, one at a time: [`Nft::release`] tells its
+/// context's socket from the process's other netfilter sockets.
+static IN_PROCESS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// A network namespace of the calling thread's own (the test harness gives each test a thread).
+fn own_network() {
+    // SAFETY: unshare affects this thread alone.
+    assert_eq!(
+        unsafe { libc::unshare(libc::CLONE_NEWNET) },
+        0,
+        "unshare: {}",
+        std::io::Error::last_os_error()
+    );
+}
+
 /// The job's owner, and another user (numeric: `setpriv` needs no account).
 const OWNER_UID: u32 = 61001;
 const OTHER_UID: u32 = 61002;
@@ -274,13 +289,8 @@ fn each_rule_keeps_one_path_closed_or_the_owners_open() {
 #[test]
 #[ignore = "needs root (a network namespace, nftables): run tests/run.sh"]
 fn the_kernels_table_names_are_libnftables_list() {
-    // SAFETY: unshare affects this thread alone, which the test harness gives this test.
-    assert_eq!(
-        unsafe { libc::unshare(libc::CLONE_NEWNET) },
-        0,
-        "unshare: {}",
-        std::io::Error::last_os_error()
-    );
+    let _one = IN_PROCESS.lock().unwrap_or_else(|e| e.into_inner());
+    own_network();
     let mut nft = Nft::open().expect("libnftables");
     let plan = plan("worker:*", &["isolate=yes"], &step("n9,n10", "2,1", None));
     let (script, ended) = plan
@@ -328,5 +338,42 @@ fn the_kernels_table_names_are_libnftables_list() {
             (table_name(12, 3), Some(OWNER_UID)),
             (ended_table_name(12, 3), Some(OWNER_UID))
         ]
+    );
+}
+
+/// The step's table stays owned once slurmstepd lets libnftables go before its tasks fork
+/// (`Nft::release`, src/spank/isolation/firewall.rs): root's `nft flush ruleset` leaves it and
+/// no other process can delete it, while its socket, kept alone, deletes it with the core's own
+/// transaction (`tables::deletion_request`), once; with the libnftables of each release's root.
+#[test]
+#[ignore = "needs root (a network namespace, nftables): run tests/run.sh"]
+fn a_released_context_keeps_the_table_owned_by_its_socket() {
+    let _one = IN_PROCESS.lock().unwrap_or_else(|e| e.into_inner());
+    own_network();
+    let plan = plan("worker:*", &["isolate=yes"], &step("n9,n10", "2,1", None));
+    let script = plan
+        .isolation(12, 3, OWNER_UID, 0)
+        .unwrap()
+        .script(resolve)
+        .unwrap();
+    let table = table_name(12, 3);
+    let mut nft = Nft::open().expect("libnftables");
+    nft.run(&script).expect("installed");
+    let Ok(socket) = nft.release() else {
+        panic!("the context's socket is not told apart from the process's others");
+    };
+    let listed = || node_tables().expect("the kernel's dump").contains(&table);
+    let mut other = Nft::open().expect("libnftables");
+    other.run("flush ruleset").expect("root's flush");
+    assert!(listed(), "an owned table outlives `nft flush ruleset`");
+    let refused = other.run(&removal(&table));
+    assert!(refused.is_err(), "another socket deleted an owned table");
+    assert!(listed());
+    assert_eq!(socket.delete(&table), Ok(()));
+    assert!(!listed(), "its owner deleted it");
+    let again = socket.delete(&table);
+    assert!(
+        again.as_ref().is_err_and(|e| e.contains("No such file")),
+        "{again:?}"
     );
 }

@@ -16,6 +16,71 @@ const DUMP: u16 = 0x1 | 0x300;
 /// missed some: the whole dump is asked again.
 const DUMP_INTR: u16 = 0x10;
 
+/// `NLM_F_REQUEST`: a message to the kernel.
+const REQUEST: u16 = 0x1;
+/// `NLM_F_ACK`: the kernel answers the message with an `NLMSG_ERROR` whose error is 0 when
+/// it succeeded.
+const ACK: u16 = 0x4;
+
+/// One request message: its header (`kind`, `flags` besides `NLM_F_REQUEST`, `seq`; the port
+/// id is left for the kernel to fill) and its `body`, padded to 4 bytes.
+pub fn message(kind: u16, flags: u16, seq: u32, body: &[u8]) -> Vec<u8> {
+    let length = HEADER + body.len();
+    let mut out = Vec::with_capacity(length.next_multiple_of(4));
+    out.extend_from_slice(&(length as u32).to_ne_bytes());
+    out.extend_from_slice(&kind.to_ne_bytes());
+    out.extend_from_slice(&(REQUEST | flags).to_ne_bytes());
+    out.extend_from_slice(&seq.to_ne_bytes());
+    out.extend_from_slice(&0u32.to_ne_bytes());
+    out.extend_from_slice(body);
+    out.resize(length.next_multiple_of(4), 0);
+    out
+}
+
+/// [`message`] with `NLM_F_ACK`: the kernel answers it either way ([`acked`]).
+pub fn acked_message(kind: u16, seq: u32, body: &[u8]) -> Vec<u8> {
+    message(kind, ACK, seq, body)
+}
+
+/// One attribute (`nlattr`) of type `kind` holding `value`, padded to 4 bytes.
+pub fn attribute(kind: u16, value: &[u8]) -> Vec<u8> {
+    let length = 4 + value.len();
+    let mut out = Vec::with_capacity(length.next_multiple_of(4));
+    out.extend_from_slice(&(length as u16).to_ne_bytes());
+    out.extend_from_slice(&kind.to_ne_bytes());
+    out.extend_from_slice(value);
+    out.resize(length.next_multiple_of(4), 0);
+    out
+}
+
+/// The kernel's answer to message `seq` ([`acked_message`]) in one reply, if it is there:
+/// `Ok` where it succeeded, else the errno it gave. `None`: not in this buffer (or the buffer is
+/// not of netlink's shape), so the caller reads on.
+pub fn acked(buf: &[u8], seq: u32) -> Option<std::result::Result<(), i32>> {
+    let mut at = 0;
+    while at + HEADER <= buf.len() {
+        let word = |from: usize| -> Option<u32> {
+            Some(u32::from_ne_bytes(
+                buf.get(from..from + 4)?.try_into().ok()?,
+            ))
+        };
+        let length = word(at)? as usize;
+        let kind = u16::from_ne_bytes(buf.get(at + 4..at + 6)?.try_into().ok()?);
+        if length < HEADER {
+            return None;
+        }
+        if kind == ERROR && word(at + 8)? == seq {
+            let error = i32::from_ne_bytes(buf.get(at + HEADER..at + HEADER + 4)?.try_into().ok()?);
+            return Some(match error {
+                0 => Ok(()),
+                e => Err(-e),
+            });
+        }
+        at += length.next_multiple_of(4);
+    }
+    None
+}
+
 /// What one reply (a buffer of netlink messages) of a dump says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reply<T> {

@@ -1,5 +1,6 @@
 //! One netlink dump: send the core's request, gather its replies as the core reads them
-//! ([`crate::core::netlink`]). The TCP sockets of a step's ports ([`super::sock_diag`]) and the
+//! ([`crate::core::netlink`]); and one transaction over a socket the caller keeps
+//! ([`transact`]: the step's table deleted by the socket that owns it). The TCP sockets of a step's ports ([`super::sock_diag`]) and the
 //! node's nftables tables ([`super::isolation::nftables::node_tables`]) are asked this way.
 
 use crate::core::netlink::Reply;
@@ -29,21 +30,7 @@ pub fn dump<T>(
     }
     let fd = Fd(fd);
     // Every wait has a deadline: a kernel that stops answering ends the dump as a failure.
-    let deadline = libc::timeval {
-        tv_sec: DEADLINE_SECONDS,
-        tv_usec: 0,
-    };
-    // SAFETY: `deadline` is a valid timeval for the call's length.
-    let set = unsafe {
-        libc::setsockopt(
-            fd.0,
-            libc::SOL_SOCKET,
-            libc::SO_RCVTIMEO,
-            (&deadline as *const libc::timeval).cast(),
-            std::mem::size_of::<libc::timeval>() as libc::socklen_t,
-        )
-    };
-    if set != 0 {
+    if !deadline(fd.0) {
         return None;
     }
     // SAFETY: `request` is valid for reads of its length; the socket is connected to nothing,
@@ -72,6 +59,59 @@ pub fn dump<T>(
         }
     }
     None
+}
+
+/// Sends the transaction `request(seq)` over `fd` (a netlink socket this process keeps) and
+/// waits for the kernel's answer to it, [`DEADLINE_SECONDS`] at most; the errno it gave, or
+/// why there was no answer. Messages of earlier requests still queued are passed over.
+pub fn transact(fd: c_int, request: impl FnOnce(u32) -> Vec<u8>) -> Result<(), String> {
+    // A sequence number no earlier request on the socket is likely to have had.
+    let seq = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |t| t.subsec_nanos() | 1);
+    let request = request(seq);
+    if !deadline(fd) {
+        return Err("cannot set a deadline on the netlink socket".into());
+    }
+    // SAFETY: `request` is valid for reads of its length; a netlink socket sends to the kernel.
+    let sent = unsafe { libc::send(fd, request.as_ptr().cast(), request.len(), 0) };
+    if sent != request.len() as isize {
+        return Err(format!("send: {}", std::io::Error::last_os_error()));
+    }
+    let start = std::time::Instant::now();
+    let mut buf = vec![0u8; 8 * 1024];
+    while start.elapsed().as_secs() < DEADLINE_SECONDS as u64 {
+        // SAFETY: `buf` is valid for writes of its length.
+        let got = unsafe { libc::recv(fd, buf.as_mut_ptr().cast(), buf.len(), 0) };
+        if got <= 0 {
+            return Err(format!("no answer: {}", std::io::Error::last_os_error()));
+        }
+        match crate::core::netlink::acked(&buf[..got as usize], seq) {
+            Some(Ok(())) => return Ok(()),
+            Some(Err(errno)) => return Err(std::io::Error::from_raw_os_error(errno).to_string()),
+            None => continue,
+        }
+    }
+    Err(format!("no answer within {DEADLINE_SECONDS} s"))
+}
+
+/// Sets [`DEADLINE_SECONDS`] as the longest any receive on `fd` waits.
+fn deadline(fd: c_int) -> bool {
+    let deadline = libc::timeval {
+        tv_sec: DEADLINE_SECONDS,
+        tv_usec: 0,
+    };
+    // SAFETY: `deadline` is a valid timeval for the call's length.
+    let set = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_RCVTIMEO,
+            (&deadline as *const libc::timeval).cast(),
+            std::mem::size_of::<libc::timeval>() as libc::socklen_t,
+        )
+    };
+    set == 0
 }
 
 /// A descriptor closed when dropped.

@@ -1,14 +1,15 @@
 //! `isolate=yes` in the step's slurmstepd: it installs its step's firewall before the tasks
 //! fork and, when it exits, leaves only what keeps other users on the node away from the step's
 //! other nodes until the step has ended (slurmd's job epilog removes whatever any step of the
-//! job left: `crate::spank::hooks::epilog`). All as root, all through libnftables ([`Nft`]);
-//! the rules themselves are the core's ([`crate::core::isolation`]).
+//! job left: `crate::spank::hooks::epilog`). All as root, through libnftables ([`Nft`]), which
+//! is let go while the tasks run (the step's table stays owned by its socket); the rules
+//! themselves are the core's ([`crate::core::isolation`]).
 
 use crate::core::isolation;
 use crate::core::StepPlan;
 use crate::spank::error::ShellError;
 use crate::spank::isolation::handover::{self, Handed};
-use crate::spank::isolation::nftables::{self, Nft};
+use crate::spank::isolation::nftables::{self, Nft, OwnerSocket};
 use crate::spank::log;
 use crate::spank::resolver::resolve;
 use crate::spank::slurm;
@@ -21,12 +22,20 @@ pub struct Installed {
     /// The script of what the node keeps once its tasks have ended
     /// ([`isolation::rules::StepFirewall::scripts`]).
     ended: String,
-    nft: Nft,
+    keeper: Keeper,
     /// The step (the holder of the node's job takes the ended table over).
     step: (u32, u32),
     /// The node's name as slurmstepd has it ([`crate::spank::step::Shape::node`]): where the
     /// node's holder directories are.
     node: Option<String>,
+}
+
+/// What keeps the step's table owned while the tasks run: its netlink socket alone, libnftables
+/// let go before the tasks fork ([`Nft::release`]); or, where that socket cannot be told apart
+/// from the process's others, the whole context, as before 0.15.0.
+enum Keeper {
+    Socket(OwnerSocket),
+    Context(Nft),
 }
 
 /// What a node needs before a step's rules can go in (the step's own addresses aside): SYN
@@ -117,10 +126,14 @@ pub fn install(
                  and that slurmstepd runs as root"
             ))
         })?;
+    let keeper = match nft.release() {
+        Ok(socket) => Keeper::Socket(socket),
+        Err(nft) => Keeper::Context(nft),
+    };
     Ok(Some(Installed {
         table,
         ended,
-        nft,
+        keeper,
         step: (job_id, step_id),
         node: name.map(str::to_string),
     }))
@@ -167,9 +180,16 @@ fn tables_clear(
 /// slurmstepd, as it exits, its tasks all ended: the step may still run on other nodes, which
 /// admit this node's address, so the node keeps the rules that keep other users here away from
 /// them, in a table that outlives this process ([`remove_ended`] and the job's epilog remove it),
-/// then removes the step's own. A failure is logged; the job epilog tries again.
+/// then removes the step's own (through the socket that owns it). libnftables is loaded again
+/// for the first, where [`install`] let it go: no task forks any more. A failure is logged; the
+/// job epilog tries again.
 pub fn leave(installed: &mut Installed) {
-    if let Err(e) = installed.nft.run(&installed.ended) {
+    let mut reopened = None;
+    let ended = match &mut installed.keeper {
+        Keeper::Context(nft) => nft.run(&installed.ended),
+        Keeper::Socket(_) => Nft::open().and_then(|nft| reopened.insert(nft).run(&installed.ended)),
+    };
+    if let Err(e) = ended {
         log::error(&format!(
             "isolate=yes: could not keep the rules for the step's other nodes after this node's \
              tasks ended: {e}; until the step ends, other users on this node may reach its \
@@ -190,10 +210,13 @@ pub fn leave(installed: &mut Installed) {
             )),
         }
     }
-    if let Err(e) = installed
-        .nft
-        .run(&isolation::tables::removal(&installed.table))
-    {
+    let removed = match &mut installed.keeper {
+        Keeper::Socket(socket) => socket.delete(&installed.table),
+        Keeper::Context(nft) => nft
+            .run(&isolation::tables::removal(&installed.table))
+            .map(drop),
+    };
+    if let Err(e) = removed {
         log::error(&format!(
             "isolate=yes: could not remove the step's firewall (table inet {}): {e}; the job's \
              epilog removes it",

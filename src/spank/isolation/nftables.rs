@@ -11,6 +11,7 @@
 
 use crate::spank::handle::c_string;
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 /// The library's soname: Debian's libnftables1, RHEL's nftables package.
 pub const LIBRARY: &str = "libnftables.so.1";
@@ -25,6 +26,11 @@ type SetFlagsFn = unsafe extern "C" fn(*mut c_void, u32);
 
 /// One libnftables context, with output and errors captured.
 pub struct Nft {
+    /// The library's handle, given back by [`Nft::release`].
+    lib: *mut c_void,
+    /// The netfilter netlink sockets the process had before the context was made (their
+    /// inodes): any other one is the context's ([`Nft::release`]).
+    before: Vec<u64>,
     ctx: *mut c_void,
     free: FreeFn,
     run: RunFn,
@@ -68,12 +74,18 @@ impl Nft {
                 std::mem::transmute::<*mut c_void, RunFn>(symbol(c"nft_run_cmd_from_buffer")?),
             )
         };
+        let before = netfilter_sockets()
+            .into_iter()
+            .map(|(_, inode)| inode)
+            .collect();
         // SAFETY: NFT_CTX_DEFAULT (0).
         let ctx = unsafe { new(0) };
         if ctx.is_null() {
             return Err(format!("{LIBRARY} could not make a context"));
         }
         let nft = Nft {
+            lib,
+            before,
             ctx,
             free,
             run,
@@ -145,6 +157,39 @@ impl Nft {
         result
     }
 
+    /// Keeps only the context's netlink socket, which owns the tables made through it, and
+    /// lets go of the rest: the context is freed, the library unloaded where nothing else holds
+    /// it, and the memory given back. slurmstepd then forks its tasks without libnftables'
+    /// mappings and heap, which every fork copies and every exit unmaps (measured in
+    /// docs/performance.md). `Err(self)`, still whole, where the context's socket cannot be
+    /// told apart (none new, or more than one).
+    pub fn release(self) -> Result<OwnerSocket, Nft> {
+        let new: Vec<c_int> = netfilter_sockets()
+            .into_iter()
+            .filter(|(_, inode)| !self.before.contains(inode))
+            .map(|(fd, _)| fd)
+            .collect();
+        let [fd] = new[..] else {
+            return Err(self);
+        };
+        // SAFETY: fcntl(F_DUPFD_CLOEXEC) on a descriptor just listed; at worst EBADF.
+        let kept = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
+        if kept < 0 {
+            return Err(self);
+        }
+        // SAFETY: a descriptor just made by fcntl, owned from here on.
+        let kept = unsafe { OwnedFd::from_raw_fd(kept) };
+        let lib = self.lib;
+        drop(self);
+        // SAFETY: `open`'s reference to the library, given back once (the context that used
+        // it is freed); then glibc's malloc_trim, which only returns free memory.
+        unsafe {
+            libc::dlclose(lib);
+            libc::malloc_trim(0);
+        }
+        Ok(OwnerSocket(kept))
+    }
+
     fn buffer(&self, get: GetBufferFn) -> String {
         // SAFETY: a live context; the buffer is NUL-terminated and owned by it.
         let text = unsafe { get(self.ctx) };
@@ -189,13 +234,44 @@ fn netlink_socket_free() -> Result<(), String> {
     Ok(())
 }
 
+/// The netlink socket that owns a step's table once libnftables is let go
+/// ([`Nft::release`]): the table stays owned (no other process may change or delete it, and
+/// `nft flush ruleset` leaves it) for as long as the socket is open, and its owner deletes it
+/// with a transaction of its own ([`crate::core::isolation::tables::deletion_request`]).
+/// Close-on-exec: no task inherits it.
+pub struct OwnerSocket(OwnedFd);
+
+impl OwnerSocket {
+    /// Deletes `table`, which this socket owns; why not, where the kernel refused or did not
+    /// answer in time.
+    pub fn delete(&self, table: &str) -> Result<(), String> {
+        crate::spank::netlink::transact(self.0.as_raw_fd(), |seq| {
+            crate::core::isolation::tables::deletion_request(table, seq)
+        })
+        .map_err(|e| format!("the kernel did not delete table inet {table}: {e}"))
+    }
+}
+
 /// Marks every netfilter netlink socket of this process close-on-exec. libnftables opens its
 /// socket without the flag, and slurmstepd keeps the context (whose socket owns the step's
 /// table) while it forks the tasks: each task's program would inherit a socket root opened,
 /// and with it the power to keep the owned table alive after its job.
 fn close_on_exec_netfilter_sockets() {
+    for (fd, _) in netfilter_sockets() {
+        // SAFETY: fcntl on a descriptor number; at worst EBADF.
+        unsafe {
+            let flags = libc::fcntl(fd, libc::F_GETFD);
+            if flags >= 0 {
+                libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC);
+            }
+        }
+    }
+}
+
+/// This process's netfilter netlink sockets: each descriptor, and its socket's inode.
+fn netfilter_sockets() -> Vec<(c_int, u64)> {
     let Ok(fds) = std::fs::read_dir("/proc/self/fd") else {
-        return;
+        return Vec::new();
     };
     let option = |fd: c_int, name: c_int| -> Option<c_int> {
         let mut value: c_int = 0;
@@ -213,26 +289,20 @@ fn close_on_exec_netfilter_sockets() {
         };
         (rc == 0).then_some(value)
     };
-    for fd in fds.flatten() {
-        let Some(fd) = fd
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<c_int>().ok())
-        else {
-            continue;
-        };
-        if option(fd, libc::SO_DOMAIN) == Some(libc::AF_NETLINK)
-            && option(fd, libc::SO_PROTOCOL) == Some(libc::NETLINK_NETFILTER)
-        {
-            // SAFETY: fcntl on a descriptor number; at worst EBADF.
-            unsafe {
-                let flags = libc::fcntl(fd, libc::F_GETFD);
-                if flags >= 0 {
-                    libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC);
-                }
-            }
-        }
-    }
+    let inode = |fd: c_int| -> Option<u64> {
+        // SAFETY: an all-zero stat is a valid value for fstat to overwrite.
+        let mut stat: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: `stat` is valid for writes; a closed descriptor makes the call fail.
+        (unsafe { libc::fstat(fd, &mut stat) } == 0).then_some(stat.st_ino)
+    };
+    fds.flatten()
+        .filter_map(|fd| fd.file_name().to_str()?.parse::<c_int>().ok())
+        .filter(|&fd| {
+            option(fd, libc::SO_DOMAIN) == Some(libc::AF_NETLINK)
+                && option(fd, libc::SO_PROTOCOL) == Some(libc::NETLINK_NETFILTER)
+        })
+        .filter_map(|fd| Some((fd, inode(fd)?)))
+        .collect()
 }
 
 fn dl_error() -> String {
