@@ -513,17 +513,17 @@ fn the_admin_guide_names_each_part_of_the_checks_line() {
 }
 
 /// The threat model's inventory of what root reads from the job's environment
-/// ([`tfcluster::core::root_inputs`]): the admin guide's table is the code's, every name the
+/// ([`tfcluster::core::root_inputs`]): docs/isolation.md's table is the code's, every name the
 /// shell reads from the job's environment (its literals, and the core's named ones it passes)
 /// is listed, and a name that is not listed is refused (as `Spank::getenv` refuses it).
 #[test]
 fn the_inventory_of_roots_inputs_is_the_codes() {
     use tfcluster::core::root_inputs::{job_env_listed, markdown};
     use tfcluster::core::{check, container, gpu_affinity, gpus, layout, proxy};
-    let guide = &pages()[Path::new("docs/admin-guide.md")];
+    let guide = &pages()[Path::new("docs/isolation.md")];
     assert!(
         guide.contains(&markdown()),
-        "docs/admin-guide.md's table of what root reads is not root_inputs::markdown():\n{}",
+        "docs/isolation.md's table of what root reads is not root_inputs::markdown():\n{}",
         markdown()
     );
     let mut read: Vec<String> = names_read_in_the_shell()

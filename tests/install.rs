@@ -188,7 +188,7 @@ fn install_upgrade_and_removal_in_the_documented_order() {
             );
             let info = run(&format!("dpkg-deb -f {deb} Version Depends Suggests"));
             // libnftables: what isolate=yes, on in the packaged snippet, loads
-            // (docs/admin-guide.md, Security).
+            // (docs/isolation.md).
             assert_eq!(
                 info,
                 format!(

@@ -653,11 +653,11 @@ fn a_port_in_another_steps_table_refuses_the_step() {
     }
 }
 
-/// The admin guide's table of which roots keep a killed slurmstepd's table says what
+/// docs/isolation.md's table of which roots keep a killed slurmstepd's table says what
 /// `firewall_persists` says for every release (the cluster test checks the releases).
 #[test]
-fn the_admin_guide_says_which_releases_keep_the_table() {
-    let guide = repo_file("docs/admin-guide.md");
+fn the_isolation_page_says_which_releases_keep_the_table() {
+    let guide = repo_file("docs/isolation.md");
     for r in release::RELEASES {
         let rows: Vec<&str> = guide
             .lines()
@@ -676,11 +676,11 @@ fn the_admin_guide_says_which_releases_keep_the_table() {
     }
 }
 
-/// The admin guide says how often the holder asks slurmctld about a held table's step (its
+/// docs/isolation.md says how often the holder asks slurmctld about a held table's step (its
 /// cost to slurmctld).
 #[test]
-fn the_admin_guide_says_how_often_the_holder_asks() {
-    let guide = repo_file("docs/admin-guide.md");
+fn the_isolation_page_says_how_often_the_holder_asks() {
+    let guide = repo_file("docs/isolation.md");
     let phrase = format!("it asks about one held table every {} s", ASK.as_secs());
     assert_eq!(guide.matches(&phrase).count(), 1, "{phrase}");
 }
@@ -706,16 +706,16 @@ fn the_holder_asks_about_one_table_at_a_time() {
     }
 }
 
-/// The admin guide quotes the once-per-node line of a node where nothing holds an ended table:
-/// each fragment of its quote (between `...`) is the line's own text.
+/// docs/isolation.md quotes the once-per-node line of a node where nothing holds an ended
+/// table: each fragment of its quote (between `...`) is the line's own text.
 #[test]
-fn the_admin_guide_quotes_the_no_holder_line() {
-    let flat = admin_guide_words();
+fn the_isolation_page_quotes_the_no_holder_line() {
+    let flat = doc_words("docs/isolation.md");
     let quote = flat
         .split_once("reboots: `isolate=yes: nothing")
         .and_then(|(_, rest)| rest.split_once('`'))
         .map(|(quote, _)| format!("isolate=yes: nothing{quote}"))
-        .expect("the admin guide quotes the line");
+        .expect("docs/isolation.md quotes the line");
     let line = no_holder_line(12, 3);
     for fragment in quote.split(" ... ") {
         assert!(line.contains(fragment), "{fragment:?} is not in: {line}");

@@ -7,7 +7,7 @@
 //! what root does to anyone else (whom it stops, which ports it closes or claims, which jobs it
 //! asks slurmctld about, which files it names) only once Slurm has vouched for it. The shell
 //! reads no name this table does not list: [`job_env_listed`] is checked on every read in
-//! slurmstepd (`crate::spank::handle::Spank::getenv` refuses any other), and the admin guide's
+//! slurmstepd (`crate::spank::handle::Spank::getenv` refuses any other), and docs/isolation.md's
 //! table is this one ([`markdown`], tests/docs.rs).
 
 /// One name of the job's environment that root reads.
@@ -96,7 +96,7 @@ pub fn job_env_listed(name: &str) -> bool {
         })
 }
 
-/// [`JOB_ENV`] as the admin guide's table.
+/// [`JOB_ENV`] as docs/isolation.md's table.
 pub fn markdown() -> String {
     let mut table = String::from("| name | set by | what root does with it |\n|---|---|---|\n");
     for input in JOB_ENV {

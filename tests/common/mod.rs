@@ -15,10 +15,15 @@ pub fn repo_file(path: &str) -> String {
     std::fs::read_to_string(&full).unwrap_or_else(|e| panic!("{}: {e}", full.display()))
 }
 
-/// docs/admin-guide.md with every run of white space made one space, so that a quote is found
-/// wherever the guide breaks its lines.
+/// docs/admin-guide.md as [`doc_words`] gives it.
 pub fn admin_guide_words() -> String {
-    repo_file("docs/admin-guide.md")
+    doc_words("docs/admin-guide.md")
+}
+
+/// A page of the docs (its path in the repository) with every run of white space made one
+/// space, so that a quote is found wherever the page breaks its lines.
+pub fn doc_words(page: &str) -> String {
+    repo_file(page)
         .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ")

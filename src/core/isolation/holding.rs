@@ -30,7 +30,7 @@ use std::time::Duration;
 /// How often a holder asks slurmctld whether a held table's step has ended: one request per
 /// `ASK` at most, about one table ([`next_to_ask`]), however many it holds. Between, it sleeps
 /// until a step leaves a file or the holder is stopped: no wake-up while it holds nothing.
-/// docs/admin-guide.md quotes it.
+/// docs/isolation.md quotes it.
 pub const ASK: Duration = Duration::from_secs(1);
 
 /// Which held table's step the holder asks slurmctld about next, from each table's time since
