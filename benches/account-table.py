@@ -8,6 +8,8 @@
       per release: medians over the launches, per node (the 64 nodes' CPU / 64), with the
       spread (min-max), and each hook's and phase's CPU per node against the difference from
       the floor
+  account-table.py wide < JSON lines (of every release)
+      the same as docs/performance.md's two tables, a column per release
 """
 import json
 import re
@@ -74,8 +76,81 @@ def table():
               f"(spread {min(accounted):.1f}-{max(accounted):.1f}), against {diff:.1f} ms measured")
 
 
+# docs/performance.md's phase rows: each row's label, and the (process and hook, phase) pairs
+# it adds up.
+PHASES = [
+    ("plan the step (layout, roles, ports, TF_CONFIGs)", [("slurmstepd init_post_opt", "plan")]),
+    ("claim the node's ports (`/run/tfcluster`, the kernel's listeners)",
+     [("slurmstepd init_post_opt", "claims"), ("slurmstepd exit", "claims")]),
+    ("install the step's table (libnftables), then let libnftables go",
+     [("slurmstepd init_post_opt", "firewall")]),
+    ("start the workers' watcher (its first look at connections)",
+     [("slurmstepd init_post_opt", "watcher")]),
+    ("each task: read its ids and variables", [("tasks task_init", "read")]),
+    ("each task: its environment (TF_CONFIG rendered)", [("tasks task_init", "environment")]),
+    ("each task: Slurm's own `spank_setenv` of TF_CONFIG", [("tasks task_init", "TF_CONFIG")]),
+    ("each task: the same under Apptainer's name (a node with Apptainer: 26.05's root)",
+     [("tasks task_init", "APPTAINERENV_TF_CONFIG")]),
+    ("as the step ends: libnftables again for the ended table, the step's table removed",
+     [("slurmstepd exit", "firewall")]),
+    ("the job epilog", [("prolog or epilog job_epilog", "total")]),
+]
+
+
+def wide():
+    runs = [json.loads(l) for l in sys.stdin if l.startswith("{")]
+    releases = sorted({r["release"] for r in runs})
+    of = lambda rel, mode: [r for r in runs if r["release"] == rel and r["mode"] == mode]
+    cpu = lambda rel, mode: [r["nodes_cpu_us"] / NODES / 1000 for r in of(rel, mode)]
+    wall = lambda rel, mode: [r["wall_ms"] for r in of(rel, mode)]
+    med = statistics.median
+    rounds = sorted({len(of(rel, "floor")) for rel in releases})
+    head = " | ".join(f"Slurm {rel}" for rel in releases)
+    line = lambda label, cells: print(f"| {label} | " + " | ".join(cells) + " |")
+    print(f"| CPU per node and step, ms: median (spread of {', '.join(map(str, rounds))}) | {head} |")
+    print("|---|" + "---:|" * len(releases))
+    for label, mode in [("(d) no plugin, a TF_CONFIG-sized variable exported", "floor"),
+                        ("(p) **the packages' line**", "packaged"),
+                        ("(u) `optional PLUGIN` alone (no `isolate`)", "unisolated"),
+                        ("(p) with `timing=yes`", "timed")]:
+        line(label, [f"{med(cpu(rel, mode)):.0f} ({min(cpu(rel, mode)):.0f}-{max(cpu(rel, mode)):.0f})"
+                     for rel in releases])
+    ratio = lambda rel, a, b, f: med(f(rel, a)) / med(f(rel, b))
+    line("p/d, CPU per node", [f"{ratio(rel, 'packaged', 'floor', cpu):.3f}" for rel in releases])
+    line("u/d, CPU per node", [f"{ratio(rel, 'unisolated', 'floor', cpu):.3f}" for rel in releases])
+    line("p/d, wall time of the launch", [f"{ratio(rel, 'packaged', 'floor', wall):.3f}" for rel in releases])
+    # A difference is one the launches resolve where the two modes' runs do not overlap.
+    def resolved(rel, a):
+        if min(cpu(rel, a)) > max(cpu(rel, "floor")):
+            return "more"
+        if max(cpu(rel, a)) < min(cpu(rel, "floor")):
+            return "less"
+        return "within the spread"
+    line("p against d, CPU per node: every run of p more, every run less, or within the spread",
+         [resolved(rel, "packaged") for rel in releases])
+    line("u against d, the same", [resolved(rel, "unisolated") for rel in releases])
+    print(f"\n| phase (`timing=yes`), CPU per node and step, ms, median of {', '.join(map(str, rounds))} | {head} |")
+    print("|---|" + "---:|" * len(releases))
+    phase = lambda r, pairs: sum(r["timing_us"].get(k, {}).get(p, 0) for k, p in pairs) / NODES / 1000
+    for label, pairs in PHASES:
+        line(label, [f"{med([phase(r, pairs) for r in of(rel, 'timed')]):.2f}" for rel in releases])
+    total = lambda r: sum(v["total"] for v in r["timing_us"].values()) / NODES / 1000
+    setenv = [("tasks task_init", "TF_CONFIG"), ("tasks task_init", "APPTAINERENV_TF_CONFIG")]
+    cells = []
+    for rel in releases:
+        t = [total(r) for r in of(rel, "timed")]
+        cells.append(f"{med(t):.1f} ({min(t):.1f}-{max(t):.1f})")
+    line("**every hook, all** (spread)", cells)
+    line("every hook but Slurm's setenv of TF_CONFIG",
+         [f"{med([total(r) - phase(r, setenv) for r in of(rel, 'timed')]):.1f}" for rel in releases])
+    line("p - d, measured per node",
+         [f"{med(cpu(rel, 'packaged')) - med(cpu(rel, 'floor')):.1f}" for rel in releases])
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "launch":
         launch(*sys.argv[2:6])
+    elif sys.argv[1] == "wide":
+        wide()
     else:
         table()
