@@ -115,17 +115,21 @@ pub fn install(
         &firewall.own_ports(),
     )
     .map_err(|e| failed(e.to_string()))?;
-    // A table that outlives a killed slurmstepd where libnftables and the kernel can keep one;
-    // else one owned by this slurmstepd.
-    nft.run(&isolation::rules::persistent(&script))
-        .or_else(|_| nft.run(&script))
-        .map_err(|e| {
-            failed(format!(
-                "nftables refused the rules: {e}; check that the node's kernel has nf_tables \
+    // A table that outlives a killed slurmstepd where libnftables and the kernel can keep one
+    // (asked with a dry run of the table's flags alone); else one owned by this slurmstepd.
+    let installed = match nft.accepts(&isolation::rules::persistence_probe(&table)) {
+        true => nft
+            .run(&isolation::rules::persistent(&script))
+            .or_else(|_| nft.run(&script)),
+        false => nft.run(&script),
+    };
+    installed.map_err(|e| {
+        failed(format!(
+            "nftables refused the rules: {e}; check that the node's kernel has nf_tables \
                  (modprobe nf_tables) and is Linux 5.12 or later (tables owned by a process), \
                  and that slurmstepd runs as root"
-            ))
-        })?;
+        ))
+    })?;
     let keeper = match nft.release() {
         Ok(socket) => Keeper::Socket(socket),
         Err(nft) => Keeper::Context(nft),

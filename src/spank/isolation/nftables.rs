@@ -23,6 +23,7 @@ type GetBufferFn = unsafe extern "C" fn(*mut c_void) -> *const c_char;
 type RunFn = unsafe extern "C" fn(*mut c_void, *const c_char) -> c_int;
 type GetFlagsFn = unsafe extern "C" fn(*mut c_void) -> u32;
 type SetFlagsFn = unsafe extern "C" fn(*mut c_void, u32);
+type DryRunFn = unsafe extern "C" fn(*mut c_void, bool);
 
 /// One libnftables context, with output and errors captured.
 pub struct Nft {
@@ -155,6 +156,26 @@ impl Nft {
         // SAFETY: the reference RTLD_NOLOAD took, given back once; `open`'s stays.
         unsafe { libc::dlclose(lib) };
         result
+    }
+
+    /// Whether libnftables and the kernel take `script`, without changing anything: a dry run
+    /// (`nft_ctx_set_dry_run`, `void (struct nft_ctx *, bool)`, which `nft --check` uses: the
+    /// kernel checks the transaction, then drops it). `false` where the library has no such call.
+    pub fn accepts(&mut self, script: &str) -> bool {
+        // SAFETY: a live handle and a valid C string.
+        let dry = unsafe { libc::dlsym(self.lib, c"nft_ctx_set_dry_run".as_ptr()) };
+        if dry.is_null() {
+            return false;
+        }
+        // SAFETY: the symbol is libnftables' function of that name, whose prototype the type
+        // spells (above).
+        let dry = unsafe { std::mem::transmute::<*mut c_void, DryRunFn>(dry) };
+        // SAFETY: a live context.
+        unsafe { dry(self.ctx, true) };
+        let taken = self.run(script).is_ok();
+        // SAFETY: as above.
+        unsafe { dry(self.ctx, false) };
+        taken
     }
 
     /// Keeps only the context's netlink socket, which owns the tables made through it, and
