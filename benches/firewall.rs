@@ -11,9 +11,13 @@
 //!   ([`tables::dump_request`]: the step's own left by a requeue, other steps' ended tables);
 //! - **sets**: each other step's table's ports (`list set inet TABLE ports`, one request per
 //!   table, as the node compares its ports with them);
-//! - **install**: the step's table (as the plugin does: `persist` first, then owned alone);
-//! - **ended**: as the tasks end, the table the node keeps until the step ends;
-//! - **remove**: the step's own table;
+//! - **install**: the step's table (as the plugin does: a dry run asks whether `persist` is
+//!   taken, then the one script it says);
+//! - **release**: the plugin lets libnftables go, keeping the socket that owns the table
+//!   ([`Nft::release`]; the other forms keep the context);
+//! - **ended**: as the tasks end, the table the node keeps until the step ends (the plugin
+//!   loads libnftables again for it);
+//! - **remove**: the step's own table (the plugin: through the socket that owns it);
 //! - **epilog**: then a second process, as slurmd's job epilog: load, list, remove the ended
 //!   table.
 //!
@@ -124,10 +128,13 @@ fn run(nft: &mut Nft, script: &str) {
 /// (the first the kernel takes is the table), then the ended table's script.
 #[derive(Clone, Copy, PartialEq, Debug)]
 enum Form {
-    /// What the plugin does: `persist` first, in nft's syntax; where libnftables or the kernel
-    /// cannot keep a table (libnftables before 1.1), the owned table after it.
+    /// What the plugin does: a dry run says whether libnftables and the kernel take `persist`
+    /// (libnftables 1.1 and later), then the one script it says, in nft's syntax; libnftables
+    /// let go before the tasks would fork, and loaded again for the ended table; the table
+    /// removed through the socket that owns it.
     Text,
-    /// The same text, only the script this node takes: what knowing it once per node saves.
+    /// Only the script this node takes, without the dry run, the context kept throughout (as
+    /// the plugin did before 0.15.0, but for its `persist` try).
     TextKnown,
     /// libnftables' JSON of the table this node takes: what skipping nft's parser saves.
     Json,
@@ -189,6 +196,7 @@ fn forms() -> Vec<(Form, Vec<String>, String)> {
 fn one(role: &str, dir: &str) {
     let read = |name: &str| std::fs::read_to_string(format!("{dir}/{name}")).expect("a script");
     let json = read("json") == "1";
+    let plugin = read("plugin") == "1";
     let tries: Vec<String> = (0..read("tries").parse::<usize>().expect("tries"))
         .map(|i| read(&format!("step.{i}")))
         .collect();
@@ -211,6 +219,20 @@ fn one(role: &str, dir: &str) {
         }
     });
     nft.set_json(json).expect("JSON");
+    if plugin {
+        phases.time("install", || {
+            let persist = nft.accepts(&rules::persistence_probe(&table));
+            run(&mut nft, &tries[usize::from(!persist)]);
+        });
+        let Ok(socket) = phases.time("release", || nft.release()) else {
+            panic!("the context's socket is not told apart");
+        };
+        phases.time("ended", || {
+            run(&mut Nft::open().expect("libnftables"), &ended);
+        });
+        phases.time("remove", || socket.delete(&table).expect("removed"));
+        return;
+    }
     phases.time("install", || {
         assert!(
             tries.iter().any(|script| nft.run(script).is_ok()),
@@ -331,6 +353,7 @@ fn main() {
         std::fs::create_dir_all(&d).expect("a directory");
         let write = |name: &str, text: &str| std::fs::write(d.join(name), text).expect("write");
         write("json", if *form == Form::Json { "1" } else { "0" });
+        write("plugin", if *form == Form::Text { "1" } else { "0" });
         write("tries", &tries.len().to_string());
         for (i, script) in tries.iter().enumerate() {
             write(&format!("step.{i}"), script);

@@ -394,6 +394,12 @@ fn a_dry_run_says_whether_a_table_may_outlive_its_owner() {
         nft.accepts(&persistence_probe(&table)),
         release::current().firewall_persists
     );
-    assert!(nft.accepts(&format!("table inet {table} {{\n}}\n")), "a plain table");
-    assert_eq!(node_tables().expect("the kernel's dump"), Vec::<String>::new());
+    assert!(
+        nft.accepts(&format!("table inet {table} {{\n}}\n")),
+        "a plain table"
+    );
+    assert_eq!(
+        node_tables().expect("the kernel's dump"),
+        Vec::<String>::new()
+    );
 }
