@@ -11,7 +11,9 @@
 #      `floor`:    no plugin, a variable as large as that step's TF_CONFIG exported to every task;
 #      (and with TFC_ACCOUNT_MODES="...": `loaded`, the packaged line without the option, and
 #      `none`, no plugin and no variable: what loading the plugin costs where no step asks;
-#      `unisolated`, the option under `optional PLUGIN` alone: what isolate=yes adds);
+#      `unisolated`, the option under `optional PLUGIN` alone: what isolate=yes adds;
+#      `apptainerless`, the packaged line with the job's apptainer_env=no: what carrying each
+#      variable under Apptainer's names too costs, on a node with Apptainer);
 #      each launch's wall time, and the CPU each node's cgroup used from before the launch until
 #      every node is idle again (the epilog included);
 #   4. adds up the `timed` launches' `tfcluster timing:` lines (slurmd's log of each node, srun's
@@ -50,7 +52,7 @@ run() { # mode -> JSON line
         packaged) echo "optional $plugin isolate=yes" > "$stack" ;;
         timed) echo "optional $plugin isolate=yes timing=yes" > "$stack" ;;
         floor|none) : > "$stack" ;;
-        loaded) echo "optional $plugin isolate=yes" > "$stack" ;;
+        loaded|apptainerless) echo "optional $plugin isolate=yes" > "$stack" ;;
         unisolated) echo "optional $plugin" > "$stack" ;;
     esac
     idle
@@ -60,6 +62,7 @@ run() { # mode -> JSON line
     s=$(date +%s%N)
     case $1 in
         packaged|timed|unisolated) in_root sh -c "cd /tmp && srun ${step[*]} $spec true" 2> "$err" ;;
+        apptainerless) in_root sh -c "cd /tmp && srun ${step[*]} $spec,apptainer_env=no true" 2> "$err" ;;
         floor) in_root env TFC_FLOOR="$floor" sh -c "cd /tmp && srun ${step[*]} true" 2> "$err" ;;
         loaded|none) in_root sh -c "cd /tmp && srun ${step[*]} true" 2> "$err" ;;
     esac
