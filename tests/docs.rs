@@ -187,8 +187,14 @@ fn readmes_cost_is_the_performance_tables() {
     let section = readme.split("## What it costs").nth(1).unwrap();
     let section = section.split("\n## ").next().unwrap().replace('\n', " ");
     for said in [
-        format!("{} ms of CPU per node and step", range(numbers("every hook but"), 0)),
-        format!("TF_CONFIG ({} ms)", range(numbers("each task: Slurm's own"), 0)),
+        format!(
+            "{} ms of CPU per node and step",
+            range(numbers("every hook but"), 0)
+        ),
+        format!(
+            "TF_CONFIG ({} ms)",
+            range(numbers("each task: Slurm's own"), 0)
+        ),
         format!("is {} of exporting", range(resolved, 2)),
         format!("on {named} the launches' spread is larger"),
     ] {

@@ -873,12 +873,12 @@ fn only_the_jobs_own_processes_on_its_nodes_reach_its_servers() {
             })
             .collect();
         let out = sh(&format!(
-            "rm -rf {d}; mkdir -m 1777 {d}
+            "{pgrep}rm -rf {d}; mkdir -m 1777 {d}
 runuser -u {OWNER} -- srun -p shared -w n9,n10 -N2 -n4 -t 2 --tf-cluster {probe} serve {d} >{d}/step.out 2>{d}/step.err &
 step=$!
 for i in $(seq 600); do [ -e {d}/endpoints ] && break; kill -0 $step 2>/dev/null || break; sleep 0.1; done
 {tables}
-echo \"STEPD|$(for p in $(pgrep -f '^slurmstepd: \\[[0-9]+\\.0\\]'); do grep -c libnftables /proc/$p/maps; done | paste -sd,)\"
+echo \"STEPD|$(for p in $(cluster_pgrep '^slurmstepd: \\[[0-9]+\\.0\\]'); do grep -c libnftables /proc/$p/maps; done | paste -sd,)\"
 {attempts}{tables}
 touch {d}/stop; wait $step; echo \"SRUN|$?\"
 cat {d}/step.out; cat {d}/step.err >&2
@@ -886,6 +886,7 @@ for i in $(seq 100); do left=$({tables} | grep -vc '|0$'); [ \"$left\" = 0 ] && 
 echo \"LEFT|$left\"; [ \"$left\" = 0 ] || {leftover}",
             tables = tables_script(),
             leftover = leftover_script(),
+            pgrep = CLUSTER_PGREP,
         ));
         let (stdout, stderr) = (
             String::from_utf8_lossy(&out.stdout),
