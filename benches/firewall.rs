@@ -11,8 +11,8 @@
 //!   ([`tables::dump_request`]: the step's own left by a requeue, other steps' ended tables);
 //! - **sets**: each other step's table's ports (`list set inet TABLE ports`, one request per
 //!   table, as the node compares its ports with them);
-//! - **install**: the step's table (as the plugin does: a dry run asks whether `persist` is
-//!   taken, then the one script it says);
+//! - **install**: the step's table (as the plugin does: `persist` where the library may know
+//!   it, `Nft::may_persist`, else owned alone);
 //! - **release**: the plugin lets libnftables go, keeping the socket that owns the table
 //!   ([`Nft::release`]; the other forms keep the context);
 //! - **ended**: as the tasks end, the table the node keeps until the step ends (the plugin
@@ -128,13 +128,13 @@ fn run(nft: &mut Nft, script: &str) {
 /// (the first the kernel takes is the table), then the ended table's script.
 #[derive(Clone, Copy, PartialEq, Debug)]
 enum Form {
-    /// What the plugin does: a dry run says whether libnftables and the kernel take `persist`
-    /// (libnftables 1.1 and later), then the one script it says, in nft's syntax; libnftables
+    /// What the plugin does: `persist` where the library may know it (`Nft::may_persist`), else
+    /// the owned table alone, in nft's syntax; libnftables
     /// let go before the tasks would fork, and loaded again for the ended table; the table
     /// removed through the socket that owns it.
     Text,
-    /// Only the script this node takes, without the dry run, the context kept throughout (as
-    /// the plugin did before 0.15.0, but for its `persist` try).
+    /// Only the script this node takes, the context kept throughout (as the plugin did before
+    /// 0.15.0, but for its `persist` try where the library refuses the word).
     TextKnown,
     /// libnftables' JSON of the table this node takes: what skipping nft's parser saves.
     Json,
@@ -221,7 +221,7 @@ fn one(role: &str, dir: &str) {
     nft.set_json(json).expect("JSON");
     if plugin {
         phases.time("install", || {
-            let persist = nft.accepts(&rules::persistence_probe(&table));
+            let persist = nft.may_persist();
             run(&mut nft, &tries[usize::from(!persist)]);
         });
         let Ok(socket) = phases.time("release", || nft.release()) else {

@@ -90,14 +90,6 @@ pub const OWNED: &str = "flags owner\n";
 /// libnftables 1.1; older libnftables refuse the word).
 pub const OWNED_PERSISTENT: &str = "flags owner, persist\n";
 
-/// A table `table` with [`OWNED_PERSISTENT`]'s flags alone: what the shell asks libnftables and
-/// the kernel to check (a dry run) before it installs the step's table with them. Where they
-/// refuse the word (libnftables before 1.1, Linux before 6.9), trying the whole script first
-/// cost as much as installing it (docs/performance.md).
-pub fn persistence_probe(table: &str) -> String {
-    format!("table inet {table} {{\n{OWNED_PERSISTENT}}}\n")
-}
-
 /// `script` (from [`StepFirewall::script`]) with a table that outlives its owner: a slurmstepd
 /// killed with SIGKILL leaves it to the job's epilog instead of taking it away.
 pub fn persistent(script: &str) -> String {

@@ -115,9 +115,9 @@ pub fn install(
         &firewall.own_ports(),
     )
     .map_err(|e| failed(e.to_string()))?;
-    // A table that outlives a killed slurmstepd where libnftables and the kernel can keep one
-    // (asked with a dry run of the table's flags alone); else one owned by this slurmstepd.
-    let installed = match nft.accepts(&isolation::rules::persistence_probe(&table)) {
+    // A table that outlives a killed slurmstepd where libnftables and the kernel can keep one;
+    // else one owned by this slurmstepd.
+    let installed = match nft.may_persist() {
         true => nft
             .run(&isolation::rules::persistent(&script))
             .or_else(|_| nft.run(&script)),

@@ -23,7 +23,6 @@ type GetBufferFn = unsafe extern "C" fn(*mut c_void) -> *const c_char;
 type RunFn = unsafe extern "C" fn(*mut c_void, *const c_char) -> c_int;
 type GetFlagsFn = unsafe extern "C" fn(*mut c_void) -> u32;
 type SetFlagsFn = unsafe extern "C" fn(*mut c_void, u32);
-type DryRunFn = unsafe extern "C" fn(*mut c_void, bool);
 
 /// One libnftables context, with output and errors captured.
 pub struct Nft {
@@ -158,24 +157,14 @@ impl Nft {
         result
     }
 
-    /// Whether libnftables and the kernel take `script`, without changing anything: a dry run
-    /// (`nft_ctx_set_dry_run`, `void (struct nft_ctx *, bool)`, which `nft --check` uses: the
-    /// kernel checks the transaction, then drops it). `false` where the library has no such call.
-    pub fn accepts(&mut self, script: &str) -> bool {
+    /// Whether this libnftables may know the table flag `persist` (Linux 6.9, 2024): only a
+    /// library that has `nft_ctx_input_get_flags` (`LIBNFTABLES_4`, nftables 1.0.7, 2023) can,
+    /// so one without it is never given the word. Debian 12's 1.0.6 refused it only after
+    /// parsing the whole script, which cost as much as installing it (docs/performance.md);
+    /// a library that has the call but not the word still refuses it, and the caller falls back.
+    pub fn may_persist(&self) -> bool {
         // SAFETY: a live handle and a valid C string.
-        let dry = unsafe { libc::dlsym(self.lib, c"nft_ctx_set_dry_run".as_ptr()) };
-        if dry.is_null() {
-            return false;
-        }
-        // SAFETY: the symbol is libnftables' function of that name, whose prototype the type
-        // spells (above).
-        let dry = unsafe { std::mem::transmute::<*mut c_void, DryRunFn>(dry) };
-        // SAFETY: a live context.
-        unsafe { dry(self.ctx, true) };
-        let taken = self.run(script).is_ok();
-        // SAFETY: as above.
-        unsafe { dry(self.ctx, false) };
-        taken
+        !unsafe { libc::dlsym(self.lib, c"nft_ctx_input_get_flags".as_ptr()) }.is_null()
     }
 
     /// Keeps only the context's netlink socket, which owns the tables made through it, and
