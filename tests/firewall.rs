@@ -7,7 +7,8 @@
 //! tests/isolation.rs compares the rules' text and runs them on the test cluster through Slurm.
 //! Here each rule earns its place: deleted, some row below fails (the audit of docs/testing.md,
 //! tests/release/mutations.sh). No Slurm runs: the test runs in each release's root, with the
-//! libnftables that root has (1.0.6 in Debian 12, 1.1 in Debian 13 and sid).
+//! libnftables that root has (1.0.6 in Debian 12, 1.1 in Debian 13 and sid): its programs there,
+//! and the tests that load the library themselves run again inside it ([`in_roots_library`]).
 
 mod common;
 use common::cluster::{dir, records, sh, sh_ok, tool};
@@ -20,6 +21,28 @@ use tfcluster::spank::isolation::nftables::{node_tables, owned_tables, Nft};
 /// The tests that open libnftables in this process, one at a time: [`Nft::release`] tells its
 /// context's socket from the process's other netfilter sockets.
 static IN_PROCESS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Whether the calling test (`name`) goes on in this process: the tests that load libnftables
+/// themselves run again inside the release's root (TFC_ROOT, tests/release/run.sh), this same
+/// binary, so that they load that root's library (1.0.6 in Debian 12, 1.1 in Debian 13 and sid),
+/// not the host's; `false` once that run has passed. Without a root the host's is the release's.
+fn in_roots_library(name: &str) -> bool {
+    if std::env::var_os("TFC_IN_ROOT").is_some() || std::env::var_os("TFC_ROOT").is_none() {
+        return true;
+    }
+    let exe = std::env::current_exe().expect("this test binary");
+    let out = sh(&format!(
+        "TFC_IN_ROOT=1 {} --exact {name} --include-ignored --test-threads=1",
+        exe.display()
+    ));
+    assert!(
+        out.status.success(),
+        "{name}, run in the release's root:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    false
+}
 
 /// A network namespace of the calling thread's own (the test harness gives each test a thread).
 fn own_network() {
@@ -289,6 +312,9 @@ fn each_rule_keeps_one_path_closed_or_the_owners_open() {
 #[test]
 #[ignore = "needs root (a network namespace, nftables): run tests/run.sh"]
 fn the_kernels_table_names_are_libnftables_list() {
+    if !in_roots_library("the_kernels_table_names_are_libnftables_list") {
+        return;
+    }
     let _one = IN_PROCESS.lock().unwrap_or_else(|e| e.into_inner());
     own_network();
     let mut nft = Nft::open().expect("libnftables");
@@ -348,6 +374,9 @@ fn the_kernels_table_names_are_libnftables_list() {
 #[test]
 #[ignore = "needs root (a network namespace, nftables): run tests/run.sh"]
 fn a_released_context_keeps_the_table_owned_by_its_socket() {
+    if !in_roots_library("a_released_context_keeps_the_table_owned_by_its_socket") {
+        return;
+    }
     let _one = IN_PROCESS.lock().unwrap_or_else(|e| e.into_inner());
     own_network();
     let plan = plan("worker:*", &["isolate=yes"], &step("n9,n10", "2,1", None));
@@ -384,6 +413,9 @@ fn a_released_context_keeps_the_table_owned_by_its_socket() {
 #[test]
 #[ignore = "needs a release's root (its libnftables): run tests/run.sh"]
 fn the_library_says_whether_a_table_may_outlive_its_owner() {
+    if !in_roots_library("the_library_says_whether_a_table_may_outlive_its_owner") {
+        return;
+    }
     let _one = IN_PROCESS.lock().unwrap_or_else(|e| e.into_inner());
     let nft = Nft::open().expect("libnftables");
     assert_eq!(nft.may_persist(), release::current().firewall_persists);
