@@ -144,8 +144,8 @@ fn the_admin_guides_install_path_is_a_fifteen_minute_read() {
 /// README's "What it costs" gives what docs/performance.md's account measured, as its rows have
 /// it: tfcluster's own CPU per node and step (the least and the most of "every hook but Slurm's
 /// setenv of TF_CONFIG", rounded), Slurm's setenv of TF_CONFIG, each node's CPU against the
-/// floor (p/d, two decimals) over the releases whose launches resolve a difference, and the
-/// releases whose launches' spread is larger than it, by name.
+/// floor (p/d, two decimals) over the releases whose launches resolve a difference, the
+/// releases whose launches' spread is larger than it, by name, and the bench's drift.
 #[test]
 fn readmes_cost_is_the_performance_tables() {
     let pages = pages();
@@ -184,6 +184,12 @@ fn readmes_cost_is_the_performance_tables() {
         Some((last, [])) => last.to_string(),
         Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
     };
+    // The bench's drift from one run to the next, as performance.md states it.
+    let drift = performance
+        .split("A ratio here is good to about ")
+        .nth(1)
+        .and_then(|rest| rest.split(':').next())
+        .expect("docs/performance.md states the bench's drift");
     let section = readme.split("## What it costs").nth(1).unwrap();
     let section = section.split("\n## ").next().unwrap().replace('\n', " ");
     for said in [
@@ -197,6 +203,7 @@ fn readmes_cost_is_the_performance_tables() {
         ),
         format!("is {} of exporting", range(resolved, 2)),
         format!("on {named} the launches' spread is larger"),
+        format!("a ratio moves by up to {drift} from one run"),
     ] {
         assert!(
             section.contains(&said),
