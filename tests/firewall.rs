@@ -44,6 +44,18 @@ fn in_roots_library(name: &str) -> bool {
     false
 }
 
+/// The start of each test that loads libnftables itself: `None` where it has run in the
+/// release's root ([`in_roots_library`]), else this process's turn ([`IN_PROCESS`]), in a
+/// network namespace of the thread's own.
+fn library_test(name: &str) -> Option<std::sync::MutexGuard<'static, ()>> {
+    if !in_roots_library(name) {
+        return None;
+    }
+    let one = IN_PROCESS.lock().unwrap_or_else(|e| e.into_inner());
+    own_network();
+    Some(one)
+}
+
 /// A network namespace of the calling thread's own (the test harness gives each test a thread).
 fn own_network() {
     // SAFETY: unshare affects this thread alone.
@@ -312,11 +324,9 @@ fn each_rule_keeps_one_path_closed_or_the_owners_open() {
 #[test]
 #[ignore = "needs root (a network namespace, nftables): run tests/run.sh"]
 fn the_kernels_table_names_are_libnftables_list() {
-    if !in_roots_library("the_kernels_table_names_are_libnftables_list") {
+    let Some(_one) = library_test("the_kernels_table_names_are_libnftables_list") else {
         return;
-    }
-    let _one = IN_PROCESS.lock().unwrap_or_else(|e| e.into_inner());
-    own_network();
+    };
     let mut nft = Nft::open().expect("libnftables");
     let plan = plan("worker:*", &["isolate=yes"], &step("n9,n10", "2,1", None));
     let (script, ended) = plan
@@ -374,11 +384,9 @@ fn the_kernels_table_names_are_libnftables_list() {
 #[test]
 #[ignore = "needs root (a network namespace, nftables): run tests/run.sh"]
 fn a_released_context_keeps_the_table_owned_by_its_socket() {
-    if !in_roots_library("a_released_context_keeps_the_table_owned_by_its_socket") {
+    let Some(_one) = library_test("a_released_context_keeps_the_table_owned_by_its_socket") else {
         return;
-    }
-    let _one = IN_PROCESS.lock().unwrap_or_else(|e| e.into_inner());
-    own_network();
+    };
     let plan = plan("worker:*", &["isolate=yes"], &step("n9,n10", "2,1", None));
     let script = plan
         .isolation(12, 3, OWNER_UID, 0)
@@ -413,10 +421,9 @@ fn a_released_context_keeps_the_table_owned_by_its_socket() {
 #[test]
 #[ignore = "needs a release's root (its libnftables): run tests/run.sh"]
 fn the_library_says_whether_a_table_may_outlive_its_owner() {
-    if !in_roots_library("the_library_says_whether_a_table_may_outlive_its_owner") {
+    let Some(_one) = library_test("the_library_says_whether_a_table_may_outlive_its_owner") else {
         return;
-    }
-    let _one = IN_PROCESS.lock().unwrap_or_else(|e| e.into_inner());
+    };
     let nft = Nft::open().expect("libnftables");
     assert_eq!(nft.may_persist(), release::current().firewall_persists);
 }
