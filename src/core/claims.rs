@@ -280,16 +280,15 @@ pub fn ports_request(family: u8, states: u32, ports: Option<(u16, u16)>) -> Vec<
         true => 0,
         false => 4 + bytecode.len(),
     };
-    let mut out = netlink::dump_header(SOCK_DIAG_BY_FAMILY, 56 + attribute);
-    out.extend_from_slice(&[family, 6, 0, 0]); // IPPROTO_TCP
-    out.extend_from_slice(&states.to_ne_bytes());
-    out.resize(netlink::HEADER + 56, 0);
+    let mut body = vec![family, 6, 0, 0]; // IPPROTO_TCP
+    body.extend_from_slice(&states.to_ne_bytes());
+    body.resize(56, 0);
     if attribute > 0 {
-        out.extend_from_slice(&(attribute as u16).to_ne_bytes());
-        out.extend_from_slice(&BYTECODE.to_ne_bytes());
-        out.extend_from_slice(&bytecode);
+        body.extend_from_slice(&(attribute as u16).to_ne_bytes());
+        body.extend_from_slice(&BYTECODE.to_ne_bytes());
+        body.extend_from_slice(&bytecode);
     }
-    out
+    netlink::dump_request(SOCK_DIAG_BY_FAMILY, &body)
 }
 
 const SOCK_DIAG_BY_FAMILY: u16 = 20;

@@ -93,15 +93,9 @@ pub enum Reply<T> {
     Failed,
 }
 
-/// The header of a dump request of message `kind` whose body is `body` bytes long.
-pub fn dump_header(kind: u16, body: usize) -> Vec<u8> {
-    let mut out = Vec::with_capacity(HEADER + body);
-    out.extend_from_slice(&((HEADER + body) as u32).to_ne_bytes());
-    out.extend_from_slice(&kind.to_ne_bytes());
-    out.extend_from_slice(&DUMP.to_ne_bytes());
-    out.extend_from_slice(&1u32.to_ne_bytes()); // sequence
-    out.extend_from_slice(&0u32.to_ne_bytes()); // port id: the kernel's
-    out
+/// A dump request of message `kind` with `body` ([`message`] with `NLM_F_DUMP`, sequence 1).
+pub fn dump_request(kind: u16, body: &[u8]) -> Vec<u8> {
+    message(kind, DUMP & !REQUEST, 1, body)
 }
 
 /// Walks one reply: `object` reads each message of type `kind` (its body, after the header)

@@ -102,9 +102,7 @@ pub struct Listed {
 /// `NFT_MSG_GETTABLE` (subsystem `NFNL_SUBSYS_NFTABLES`, 10), whose `nfgenmsg` (family, version,
 /// resource id) asks for family `NFPROTO_INET` (1) alone.
 pub fn dump_request() -> Vec<u8> {
-    let mut out = netlink::dump_header(NFTABLES << 8 | GET_TABLE, 4);
-    out.extend_from_slice(&[NFPROTO_INET, 0, 0, 0]);
-    out
+    netlink::dump_request(NFTABLES << 8 | GET_TABLE, &[NFPROTO_INET, 0, 0, 0])
 }
 
 const NFTABLES: u16 = 10;
