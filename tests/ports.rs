@@ -361,28 +361,40 @@ fn the_kernels_replies_about_listening_sockets() {
 }
 
 /// On this machine's kernel: a socket this test listens on is among the node's listeners, with
-/// its owner, and the kernel's answer agrees with `/proc/net/tcp` and `tcp6`.
+/// its owner, and the kernel's answer agrees with `/proc/net/tcp` and `tcp6`. Other tests (and
+/// the machine) open and close listeners meanwhile, so `/proc` is read before and after: the
+/// kernel must list every listener both reads saw, and none that neither saw.
 #[test]
 fn the_kernel_lists_a_listening_socket_with_its_owner() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     // This process's uid: the owner of its /proc entry.
     let uid = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap());
+    let proc = || -> Vec<Listener> {
+        ["/proc/net/tcp", "/proc/net/tcp6"]
+            .iter()
+            .filter_map(|p| std::fs::read_to_string(p).ok())
+            .flat_map(|text| listeners(&text))
+            .collect()
+    };
+    let before = proc();
     let found = tfcluster::spank::sock_diag::from_kernel(tfcluster::core::claims::LISTENING)
         .expect("socket diagnostics answer");
+    let after = proc();
     let found: Vec<Listener> = found.iter().map(Socket::listener).collect();
     assert!(found.contains(&Listener { port, uid }), "{found:?}");
-    let mut proc: Vec<Listener> = ["/proc/net/tcp", "/proc/net/tcp6"]
+    let missing: Vec<&Listener> = before
         .iter()
-        .filter_map(|p| std::fs::read_to_string(p).ok())
-        .flat_map(|text| listeners(&text))
+        .filter(|l| after.contains(l) && !found.contains(l))
         .collect();
-    let mut found = found;
-    for list in [&mut proc, &mut found] {
-        list.sort_by_key(|l| (l.port, l.uid));
-        list.dedup();
-    }
-    assert_eq!(found, proc);
+    let unseen: Vec<&Listener> = found
+        .iter()
+        .filter(|l| !before.contains(l) && !after.contains(l))
+        .collect();
+    assert!(
+        missing.is_empty() && unseen.is_empty(),
+        "kernel: {found:?}\n/proc before: {before:?}\n/proc after: {after:?}"
+    );
 }
 
 // ---- on the test cluster ---------------------------------------------------------------------
