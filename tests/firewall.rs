@@ -14,9 +14,10 @@ mod common;
 use common::cluster::{dir, records, sh, sh_ok, tool};
 use common::{plan, release, step};
 use std::net::IpAddr;
+use tfcluster::core::isolation::rules::OWNED;
 use tfcluster::core::isolation::tables::{ended_table_name, removal, table_name};
 use tfcluster::core::StepPlan;
-use tfcluster::spank::isolation::nftables::{node_tables, owned_tables, Nft};
+use tfcluster::spank::isolation::nftables::{delete_table, node_tables, owned_tables, Nft};
 
 /// The tests that open libnftables in this process, one at a time: [`Nft::release`] tells its
 /// context's socket from the process's other netfilter sockets.
@@ -409,6 +410,43 @@ fn a_released_context_keeps_the_table_owned_by_its_socket() {
     assert_eq!(socket.delete(&table), Ok(()));
     assert!(!listed(), "its owner deleted it");
     let again = socket.delete(&table);
+    assert!(
+        again.as_ref().is_err_and(|e| e.contains("No such file")),
+        "{again:?}"
+    );
+}
+
+/// The job epilog removes a table without libnftables (`delete_table`, one hand-built request
+/// through a socket of its own): a table no live process owns goes, once; a table a live process
+/// owns stays, refused; with the libnftables of each release's root installing them.
+#[test]
+#[ignore = "needs root (a network namespace, nftables): run tests/run.sh"]
+fn the_epilog_deletes_a_table_no_live_process_owns() {
+    let Some(_one) = library_test("the_epilog_deletes_a_table_no_live_process_owns") else {
+        return;
+    };
+    let plan = plan("worker:*", &["isolate=yes"], &step("n9,n10", "2,1", None));
+    let script = plan
+        .isolation(12, 3, OWNER_UID, 0)
+        .unwrap()
+        .script(resolve)
+        .unwrap();
+    let table = table_name(12, 3);
+    let listed = || node_tables().expect("the kernel's dump").contains(&table);
+    let mut nft = Nft::open().expect("libnftables");
+    nft.run(&script).expect("installed, owned");
+    let refused = delete_table(&table);
+    assert!(
+        refused.as_ref().is_err_and(|e| e.contains("not permitted")),
+        "{refused:?}"
+    );
+    assert!(listed(), "a table a live process owns went");
+    nft.run(&removal(&table)).expect("its owner deletes it");
+    nft.run(&script.replacen(OWNED, "", 1))
+        .expect("installed, owned by no one");
+    assert_eq!(delete_table(&table), Ok(()));
+    assert!(!listed(), "the epilog's request deleted it");
+    let again = delete_table(&table);
     assert!(
         again.as_ref().is_err_and(|e| e.contains("No such file")),
         "{again:?}"

@@ -46,7 +46,7 @@ pub fn phase(name: &'static str) {
         return;
     }
     let now = thread_cpu_ns();
-    HOOK.with(|hook| {
+    let _ = HOOK.try_with(|hook| {
         if let Some((phases, mark)) = hook.borrow_mut().as_mut() {
             phases.push((name, now.saturating_sub(*mark)));
             *mark = now;
@@ -65,10 +65,14 @@ pub fn hook<T>(name: &str, f: impl FnOnce() -> T) -> T {
         return f();
     }
     let start = thread_cpu_ns();
-    HOOK.with(|hook| *hook.borrow_mut() = Some((Vec::new(), start)));
+    // srun calls `slurm_spank_exit` from `exit()`, after this thread's locals are gone: the hook
+    // is then timed as a whole, without phases (`try_with`, never a panic).
+    let _ = HOOK.try_with(|hook| *hook.borrow_mut() = Some((Vec::new(), start)));
     let result = f();
     let (phases, mark) = HOOK
-        .with(|hook| hook.borrow_mut().take())
+        .try_with(|hook| hook.borrow_mut().take())
+        .ok()
+        .flatten()
         .unwrap_or((Vec::new(), start));
     if !ON.load(Ordering::Relaxed) {
         return result;

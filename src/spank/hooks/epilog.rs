@@ -6,7 +6,7 @@ use crate::core::isolation;
 use crate::core::Settings;
 use crate::spank::handle::{Spank, U32Item};
 use crate::spank::isolation::handover;
-use crate::spank::isolation::nftables::{self, Nft};
+use crate::spank::isolation::nftables;
 use crate::spank::log;
 use std::ffi::c_int;
 
@@ -31,8 +31,8 @@ fn released(tables: &[String]) {
 /// job left here, also after `isolate=yes` was turned off. With `isolate=yes` a failure fails
 /// the epilog (Slurm drains the node, with the line in slurmd's log): rules must not outlive
 /// their job unnoticed. The node's tables are asked of the kernel first: an epilog that finds
-/// none of its job's (the usual case: each step removes its own, and the job's holder takes its
-/// held ones with it) loads no libnftables.
+/// none of its job's asks nothing more; each table it finds goes with one hand-built request
+/// ([`nftables::delete_table`]): the epilog loads no libnftables.
 pub fn job_epilog(sp: &Spank, args: &[String]) -> c_int {
     let settings = Settings::from_plugstack(args);
     let isolate = settings.as_ref().is_ok_and(|s| s.isolate);
@@ -45,18 +45,17 @@ pub fn job_epilog(sp: &Spank, args: &[String]) -> c_int {
     crate::spank::timing::phase("held tables");
     let removed = nftables::node_tables().and_then(|listing| {
         let left = isolation::tables::job_tables(&listing, job_id);
-        if left.is_empty() {
-            return Ok(());
-        }
-        let mut nft = Nft::open()?;
-        // One transaction per table: a table its slurmstepd removed meanwhile is no failure.
+        crate::spank::timing::phase("list");
+        // One transaction per table, each by hand (no libnftables to load): a table its
+        // slurmstepd removed meanwhile is no failure.
         for table in left {
-            if let Err(e) = nft.run(&isolation::tables::removal(table)) {
+            if let Err(e) = nftables::delete_table(table) {
                 if nftables::node_tables()?.iter().any(|t| t == table) {
                     return Err(e);
                 }
             }
         }
+        crate::spank::timing::phase("remove");
         Ok(())
     });
     match (removed, isolate) {

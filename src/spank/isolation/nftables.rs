@@ -244,6 +244,30 @@ fn netlink_socket_free() -> Result<(), String> {
     Ok(())
 }
 
+/// Deletes `table`, which no live process owns (a table that outlives its owner, or one whose
+/// owner has gone), with one hand-built transaction through a netfilter socket of its own
+/// ([`crate::core::isolation::tables::deletion_request`]): the job epilog's removal, without
+/// loading libnftables and the ruleset it reads first. A table a live process owns is that
+/// process's alone: the kernel refuses (`Operation not permitted`).
+pub fn delete_table(table: &str) -> Result<(), String> {
+    // SAFETY: socket(2) with constant arguments; the descriptor is owned by `OwnedFd` below.
+    let fd = unsafe {
+        libc::socket(
+            libc::AF_NETLINK,
+            libc::SOCK_RAW | libc::SOCK_CLOEXEC,
+            libc::NETLINK_NETFILTER,
+        )
+    };
+    if fd < 0 {
+        return Err(format!(
+            "cannot open a netfilter netlink socket: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    // SAFETY: a descriptor just opened, owned here alone.
+    OwnerSocket(unsafe { OwnedFd::from_raw_fd(fd) }).delete(table)
+}
+
 /// The netlink socket that owns a step's table once libnftables is let go
 /// ([`Nft::release`]): the table stays owned (no other process may change or delete it, and
 /// `nft flush ruleset` leaves it) for as long as the socket is open, and its owner deletes it
