@@ -13,11 +13,15 @@
 #      `none`, no plugin and no variable: what loading the plugin costs where no step asks;
 #      `unisolated`, the option under `optional PLUGIN` alone: what isolate=yes adds;
 #      `apptainerless`, the packaged line with the job's apptainer_env=no: what carrying each
-#      variable under Apptainer's names too costs, on a node with Apptainer);
+#      variable under Apptainer's names too costs, on a node with Apptainer;
+#      `watchless`, the option under `optional PLUGIN` alone with the job's fail_fast=no: what
+#      the workers' watcher, a thread of each slurmstepd while it forks the tasks, costs);
 #      each launch's wall time, and the CPU each node's cgroup used from before the launch until
 #      every node is idle again (the epilog included);
 #   4. adds up the `timed` launches' `tfcluster timing:` lines (slurmd's log of each node, srun's
 #      output) per process, hook and phase, per node and launch.
+# With TFC_ACCOUNT_PERF=DIR, each launch runs under `perf record -a -g` (999 Hz) into
+# DIR/MODE-N.data: benches/perf-kinds.py DIR says where slurmstepd's CPU went, by kind.
 # Output: JSON lines (benches/account-table.py makes docs/performance.md's table of them).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -53,18 +57,24 @@ run() { # mode -> JSON line
         timed) echo "optional $plugin isolate=yes timing=yes" > "$stack" ;;
         floor|none) : > "$stack" ;;
         loaded|apptainerless) echo "optional $plugin isolate=yes" > "$stack" ;;
-        unisolated) echo "optional $plugin" > "$stack" ;;
+        unisolated|watchless) echo "optional $plugin" > "$stack" ;;
     esac
     idle
     local sizes before s wall after err=$out/account-srun.err
     sizes=$(log_sizes)
     before=$(node_cpu)
     s=$(date +%s%N)
+    local recorded=()
+    if [ -n "${TFC_ACCOUNT_PERF:-}" ]; then
+        launches=$((launches + 1))
+        recorded=(perf record -q -a -g -F 999 -o "$TFC_ACCOUNT_PERF/$1-$launches.data" --)
+    fi
     case $1 in
-        packaged|timed|unisolated) in_root sh -c "cd /tmp && srun ${step[*]} $spec true" 2> "$err" ;;
-        apptainerless) in_root sh -c "cd /tmp && srun ${step[*]} $spec,apptainer_env=no true" 2> "$err" ;;
-        floor) in_root env TFC_FLOOR="$floor" sh -c "cd /tmp && srun ${step[*]} true" 2> "$err" ;;
-        loaded|none) in_root sh -c "cd /tmp && srun ${step[*]} true" 2> "$err" ;;
+        packaged|timed|unisolated) "${recorded[@]}" "$root" exec "$suite" sh -c "cd /tmp && srun ${step[*]} $spec true" 2> "$err" ;;
+        apptainerless) "${recorded[@]}" "$root" exec "$suite" sh -c "cd /tmp && srun ${step[*]} $spec,apptainer_env=no true" 2> "$err" ;;
+        watchless) "${recorded[@]}" "$root" exec "$suite" sh -c "cd /tmp && srun ${step[*]} $spec,fail_fast=no true" 2> "$err" ;;
+        floor) "${recorded[@]}" "$root" exec "$suite" env TFC_FLOOR="$floor" sh -c "cd /tmp && srun ${step[*]} true" 2> "$err" ;;
+        loaded|none) "${recorded[@]}" "$root" exec "$suite" sh -c "cd /tmp && srun ${step[*]} true" 2> "$err" ;;
     esac
     wall=$((($(date +%s%N) - s) / 1000000))
     idle
@@ -77,6 +87,8 @@ run() { # mode -> JSON line
     fi
     python3 "$repo/benches/account-table.py" launch "$release" "$1" "$wall" "$((after - before))" <<<"$lines"
 }
+launches=0
+[ -z "${TFC_ACCOUNT_PERF:-}" ] || mkdir -p "$TFC_ACCOUNT_PERF"
 for _ in $(seq "$rounds"); do
     for mode in ${TFC_ACCOUNT_MODES:-packaged timed floor}; do
         run "$mode"

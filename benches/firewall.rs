@@ -18,8 +18,8 @@
 //! - **ended**: as the tasks end, the table the node keeps until the step ends (the plugin
 //!   loads libnftables again for it);
 //! - **remove**: the step's own table (the plugin: through the socket that owns it);
-//! - **epilog**: then a second process, as slurmd's job epilog: load, list, remove the ended
-//!   table.
+//! - **epilog**: then a second process, as slurmd's job epilog: list, and remove the ended
+//!   table with one hand-built request (no libnftables).
 //!
 //! Not here: resolving the 64 node names (getaddrinfo), the kernel's socket diagnostics for the
 //! step's ports, the port claims, the extern step's holder: measured with the step at scale in
@@ -206,12 +206,16 @@ fn one(role: &str, dir: &str) {
         tables::ended_table_name(JOB, STEP),
     );
     let phases = Phases;
-    let mut nft = phases.time("load", || Nft::open().expect("libnftables"));
-    let names = phases.time("list", || nftables::node_tables().expect("list"));
     if role == "epilog" {
-        phases.time("remove", || run(&mut nft, &tables::removal(&ended_table)));
+        // As src/spank/hooks/epilog.rs: the kernel's names, then one hand-built request.
+        phases.time("list", || nftables::node_tables().expect("list"));
+        phases.time("remove", || {
+            nftables::delete_table(&ended_table).expect("removed")
+        });
         return;
     }
+    let mut nft = phases.time("load", || Nft::open().expect("libnftables"));
+    let names = phases.time("list", || nftables::node_tables().expect("list"));
     phases.time("sets", || {
         for table in tables::other_tables(&names, &[JOB], STEP) {
             nft.run(&format!("list set inet {table} ports"))
