@@ -212,6 +212,28 @@ fn readmes_cost_is_the_performance_tables() {
     }
 }
 
+/// The admin guide's cost of `isolate=yes` per node and step is performance.md's measured one:
+/// the bold "one node, one step" row of its firewall table, each library's, rounded to whole ms.
+#[test]
+fn the_admin_guides_firewall_cost_is_the_benchs() {
+    let pages = pages();
+    let performance = &pages[Path::new("docs/performance.md")];
+    let guide = &pages[Path::new("docs/admin-guide.md")];
+    let ms: Vec<f64> = row(performance, |c| c == "**one node, one step**")
+        .iter()
+        .map(|cell| cell.trim_matches('*').parse().unwrap())
+        .collect();
+    let (least, most) = (
+        ms.iter().copied().fold(f64::MAX, f64::min).floor(),
+        ms.iter().copied().fold(0.0, f64::max).ceil(),
+    );
+    let said = format!("| **What it costs** | {least} to {most} ms of CPU per node and step");
+    assert!(
+        guide.contains(&said),
+        "the admin guide does not say {said:?} (docs/performance.md: {ms:?})"
+    );
+}
+
 /// One version everywhere: CHANGELOG.md's newest section, and every package, tarball and
 /// man-page name in README, docs/ and the man page, are Cargo.toml's version.
 #[test]
