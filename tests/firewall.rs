@@ -378,6 +378,18 @@ fn the_kernels_table_names_are_libnftables_list() {
     );
 }
 
+/// Node n9's table for step 12.3 (`worker:*` on n9 and n10, `isolate=yes`): its script, as the
+/// plugin hands it to libnftables, and its name.
+fn node_table() -> (String, String) {
+    let plan = plan("worker:*", &["isolate=yes"], &step("n9,n10", "2,1", None));
+    let script = plan
+        .isolation(12, 3, OWNER_UID, 0)
+        .unwrap()
+        .script(resolve)
+        .unwrap();
+    (script, table_name(12, 3))
+}
+
 /// The step's table stays owned once slurmstepd lets libnftables go before its tasks fork
 /// (`Nft::release`, src/spank/isolation/firewall.rs): root's `nft flush ruleset` leaves it and
 /// no other process can delete it, while its socket, kept alone, deletes it with the core's own
@@ -388,13 +400,7 @@ fn a_released_context_keeps_the_table_owned_by_its_socket() {
     let Some(_one) = library_test("a_released_context_keeps_the_table_owned_by_its_socket") else {
         return;
     };
-    let plan = plan("worker:*", &["isolate=yes"], &step("n9,n10", "2,1", None));
-    let script = plan
-        .isolation(12, 3, OWNER_UID, 0)
-        .unwrap()
-        .script(resolve)
-        .unwrap();
-    let table = table_name(12, 3);
+    let (script, table) = node_table();
     let mut nft = Nft::open().expect("libnftables");
     nft.run(&script).expect("installed");
     let Ok(socket) = nft.release() else {
@@ -425,13 +431,7 @@ fn the_epilog_deletes_a_table_no_live_process_owns() {
     let Some(_one) = library_test("the_epilog_deletes_a_table_no_live_process_owns") else {
         return;
     };
-    let plan = plan("worker:*", &["isolate=yes"], &step("n9,n10", "2,1", None));
-    let script = plan
-        .isolation(12, 3, OWNER_UID, 0)
-        .unwrap()
-        .script(resolve)
-        .unwrap();
-    let table = table_name(12, 3);
+    let (script, table) = node_table();
     let listed = || node_tables().expect("the kernel's dump").contains(&table);
     let mut nft = Nft::open().expect("libnftables");
     nft.run(&script).expect("installed, owned");

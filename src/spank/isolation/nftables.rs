@@ -219,12 +219,9 @@ impl Drop for Nft {
     }
 }
 
-/// Whether libnftables can open its netlink socket now: a socket of that kind opened and closed
-/// again. libnftables (1.0.6, Debian 12's) calls `exit()` in the process that calls it when it
-/// cannot (no descriptor free, no memory), which would end slurmstepd, or the job epilog's
-/// process, without a word: the caller gets this error instead, and says so.
-fn netlink_socket_free() -> Result<(), String> {
-    // SAFETY: socket(2) with constant arguments; the descriptor is closed at once.
+/// A netfilter netlink socket of this process's own, close-on-exec.
+fn netfilter_socket() -> std::io::Result<OwnedFd> {
+    // SAFETY: socket(2) with constant arguments.
     let fd = unsafe {
         libc::socket(
             libc::AF_NETLINK,
@@ -233,15 +230,23 @@ fn netlink_socket_free() -> Result<(), String> {
         )
     };
     if fd < 0 {
-        return Err(format!(
-            "cannot open a netfilter netlink socket ({}), so {LIBRARY} was not called (it \
-             would end this process)",
-            std::io::Error::last_os_error()
-        ));
+        return Err(std::io::Error::last_os_error());
     }
-    // SAFETY: the descriptor just opened, closed once.
-    unsafe { libc::close(fd) };
-    Ok(())
+    // SAFETY: a descriptor just opened, owned by the caller alone.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Whether libnftables can open its netlink socket now: a socket of that kind opened and closed
+/// again. libnftables (1.0.6, Debian 12's) calls `exit()` in the process that calls it when it
+/// cannot (no descriptor free, no memory), which would end slurmstepd, or the job epilog's
+/// process, without a word: the caller gets this error instead, and says so.
+fn netlink_socket_free() -> Result<(), String> {
+    netfilter_socket().map(drop).map_err(|e| {
+        format!(
+            "cannot open a netfilter netlink socket ({e}), so {LIBRARY} was not called (it \
+             would end this process)"
+        )
+    })
 }
 
 /// Deletes `table`, which no live process owns (a table that outlives its owner, or one whose
@@ -250,22 +255,9 @@ fn netlink_socket_free() -> Result<(), String> {
 /// loading libnftables and the ruleset it reads first. A table a live process owns is that
 /// process's alone: the kernel refuses (`Operation not permitted`).
 pub fn delete_table(table: &str) -> Result<(), String> {
-    // SAFETY: socket(2) with constant arguments; the descriptor is owned by `OwnedFd` below.
-    let fd = unsafe {
-        libc::socket(
-            libc::AF_NETLINK,
-            libc::SOCK_RAW | libc::SOCK_CLOEXEC,
-            libc::NETLINK_NETFILTER,
-        )
-    };
-    if fd < 0 {
-        return Err(format!(
-            "cannot open a netfilter netlink socket: {}",
-            std::io::Error::last_os_error()
-        ));
-    }
-    // SAFETY: a descriptor just opened, owned here alone.
-    OwnerSocket(unsafe { OwnedFd::from_raw_fd(fd) }).delete(table)
+    let socket =
+        netfilter_socket().map_err(|e| format!("cannot open a netfilter netlink socket: {e}"))?;
+    OwnerSocket(socket).delete(table)
 }
 
 /// The netlink socket that owns a step's table once libnftables is let go
