@@ -161,6 +161,9 @@ fn mark(
 }
 
 /// The thread: a look every `every` until every worker is marked or `stop` is set; why it ended.
+/// It waits first: [`Watcher::start`] has just looked, and slurmstepd is about to fork the
+/// node's tasks, which no server listens in yet. A thread that looked then ran beside each
+/// fork, and cost each of them (docs/performance.md, "Outside the hooks, by kind").
 fn watch(
     workers: &[(u32, u16, AtomicBool)],
     (look, listens): (&Look, &Listens),
@@ -171,6 +174,14 @@ fn watch(
     let (flag, wake) = stop;
     let mut listened = false;
     loop {
+        let stopped = flag.lock().unwrap_or_else(|p| p.into_inner());
+        let (stopped, _) = wake
+            .wait_timeout_while(stopped, every, |stopped| !*stopped)
+            .unwrap_or_else(|p| p.into_inner());
+        if *stopped {
+            return "the step ends here";
+        }
+        drop(stopped);
         listened = listened || listens();
         if listened {
             mark(workers, &look(), before, None);
@@ -180,13 +191,6 @@ fn watch(
             .all(|(_, _, seen)| seen.load(Ordering::Relaxed))
         {
             return "the chief has connected to every one";
-        }
-        let stopped = flag.lock().unwrap_or_else(|p| p.into_inner());
-        let (stopped, _) = wake
-            .wait_timeout_while(stopped, every, |stopped| !*stopped)
-            .unwrap_or_else(|p| p.into_inner());
-        if *stopped {
-            return "the step ends here";
         }
     }
 }
