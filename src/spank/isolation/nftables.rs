@@ -257,7 +257,16 @@ fn netlink_socket_free() -> Result<(), String> {
 pub fn delete_table(table: &str) -> Result<(), String> {
     let socket =
         netfilter_socket().map_err(|e| format!("cannot open a netfilter netlink socket: {e}"))?;
-    OwnerSocket(socket).delete(table)
+    delete_through(&socket, table)
+}
+
+/// Sends the deletion of `table` through `socket` and waits for the kernel's answer (at most
+/// [`crate::spank::netlink::transact`]'s deadline); why not, where it refused or did not answer.
+fn delete_through(socket: &OwnedFd, table: &str) -> Result<(), String> {
+    crate::spank::netlink::transact(socket.as_raw_fd(), |seq| {
+        crate::core::isolation::tables::deletion_request(table, seq)
+    })
+    .map_err(|e| format!("the kernel did not delete table inet {table}: {e}"))
 }
 
 /// The netlink socket that owns a step's table once libnftables is let go
@@ -271,10 +280,7 @@ impl OwnerSocket {
     /// Deletes `table`, which this socket owns; why not, where the kernel refused or did not
     /// answer in time.
     pub fn delete(&self, table: &str) -> Result<(), String> {
-        crate::spank::netlink::transact(self.0.as_raw_fd(), |seq| {
-            crate::core::isolation::tables::deletion_request(table, seq)
-        })
-        .map_err(|e| format!("the kernel did not delete table inet {table}: {e}"))
+        delete_through(&self.0, table)
     }
 }
 
