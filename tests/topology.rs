@@ -218,12 +218,17 @@ fn a_plan_slurm_contradicts_stops_the_whole_step() {
     let original = std::fs::read_to_string(&conf).unwrap();
     std::fs::write(&conf, "SwitchName=s0 Nodes=n011,n012,n9,n10\n").unwrap();
     let started = std::time::Instant::now();
-    // Each task waits 60 s before reporting: long enough for the stop to reach it on a loaded
-    // machine, where one node's tasks may start seconds after another's (1 s was not, once, in
-    // a CI run on 2 cores with two releases' clusters at once; 10 s was not, once, either).
-    // A stopped step ends long before: the wait costs nothing when the test passes.
+    // Where the step is to be stopped, each task waits up to 60 s before reporting: long enough
+    // for the stop to reach it on a loaded machine. A stopped step ends long before. The wait
+    // is bash's own (`read` from a pipe it holds both ends of), not a child's `sleep`: a task
+    // that the stop's first kill passed over (not yet exec'd, which proctrack/linuxproc skips)
+    // went on to report as soon as its `sleep` was killed (CI, on 26.05, three times).
+    let wait = match release.topology_orders_block_steps {
+        true => "read -t 60 <> <(:); ",
+        false => "",
+    };
     let out = sh(&format!(
-        "srun -N4 -n8 --tf-cluster=chief:1,worker:* bash -c 'sleep 60; exec {}'",
+        "srun -N4 -n8 --tf-cluster=chief:1,worker:* bash -c '{wait}exec {}'",
         tool("report.sh")
     ));
     let elapsed = started.elapsed().as_secs_f64();

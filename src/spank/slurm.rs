@@ -30,6 +30,12 @@ pub fn kill_step(job_id: u32, step_id: u32, signal: c_int) -> Result<(), String>
         // outlives the call.
         unsafe { ffi::slurm_kill_job_step(&mut id, signal, ffi::TFC_KILL_NO_SIG_FAIL as u16) }
     };
+    unless_ended(rc)
+}
+
+/// A signal's return code as a result, where a step that has ended already is not an error
+/// ([`kill_step`]; a stop's second kill, `crate::spank::stop`, mostly finds it so).
+fn unless_ended(rc: c_int) -> Result<(), String> {
     if rc == 0 {
         return Ok(());
     }
@@ -54,10 +60,7 @@ pub fn kill_het_leader_step(job_id: u32, step_id: u32, signal: c_int) -> Result<
         // SAFETY: `id` is a valid slurm_step_id_t (tests/abi.rs checks the layout and the
         // prototype) that outlives the call.
         let rc = unsafe { ffi::slurm_signal_job_step(&mut id, signal as u32) };
-        match rc {
-            0 => Ok(()),
-            _ => Err(slurm_error_text()),
-        }
+        unless_ended(rc)
     }
     #[cfg(not(tfc_het_leader_signal))]
     kill_step(job_id, step_id, signal)

@@ -32,6 +32,14 @@ pub struct Stop {
 /// Paid only when a step is ended.
 const FORWARD_TIME: std::time::Duration = std::time::Duration::from_millis(250);
 
+/// How long after a stop's first kill the second goes out. Slurm's proctrack/linuxproc signals
+/// only the step's processes that no longer carry slurmstepd's name: a task between its fork
+/// and its exec (still in `task_init`) is passed over, and runs its program with the TF_CONFIG
+/// the stop was meant to keep from it. Seen on 26.05's test cluster under CI's load: a node's
+/// task reported its TF_CONFIG 1 s into a step that another node had stopped for a wrong plan.
+/// By the second kill those tasks have exec'd. Paid only when a step is ended early.
+const AGAIN_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// The stop a task's end started, running beside slurmstepd's main thread until the hooks'
 /// `exit` waits for it ([`wait_for_the_stopper`]).
 static STOPPER: Mutex<Option<JoinHandle<()>>> = Mutex::new(None);
@@ -54,9 +62,25 @@ impl Stop {
     }
 
     /// Ends every task of the step on every node, through Slurm, once the line that says why
-    /// has had time to reach srun; says so when Slurm refuses.
+    /// has had time to reach srun; says so when Slurm refuses. For the stops made while other
+    /// nodes' tasks may still be starting (in `init_post_opt` and `task_init`), the kill goes
+    /// out again [`AGAIN_AFTER`] later.
     pub fn now(&self) {
+        if self.after_the_line() {
+            std::thread::sleep(AGAIN_AFTER);
+            self.kill_once();
+        }
+    }
+
+    /// One kill, once the line that says why has had time to reach srun.
+    fn after_the_line(&self) -> bool {
         log::wait_until_forwarded(FORWARD_TIME);
+        self.kill_once()
+    }
+
+    /// One kill of every job's step; false when Slurm refused one.
+    fn kill_once(&self) -> bool {
+        let mut all = true;
         for &job_id in &self.jobs {
             let stopped = match self.het_leader == Some(job_id) {
                 true => slurm::kill_het_leader_step(job_id, self.step_id, libc::SIGKILL),
@@ -65,11 +89,17 @@ impl Stop {
             if let Err(reason) = stopped {
                 let reason = format!("{reason}, step {job_id}.{}", self.step_id);
                 log::error(&ShellError::Kill { reason }.to_string());
+                all = false;
             }
         }
+        all
     }
 
-    /// [`Self::now`] from a thread of its own, so that `task_exit` returns first. slurmstepd
+    /// One kill ([`Self::now`]'s first) from a thread of its own, so that `task_exit` returns
+    /// first. One: by a task's end the other nodes' tasks have all but always exec'd, and a second
+    /// kill would hold this node's end of the step (the hooks' `exit`, which
+    /// waits for this thread, comes before slurmstepd reports the step complete) a second more
+    /// at every training's end. slurmstepd
     /// sends the ended task's status to srun after the hook returns (within 100 ms), and from
     /// 23.11 Slurm's stop makes every status it sends afterwards a success
     /// (`KILL_NO_SIG_FAIL`): a stop from inside the hook turned a crashed task's signal into
@@ -79,11 +109,13 @@ impl Stop {
         let spawned = std::thread::Builder::new()
             .name("tfcluster-stop".into())
             .spawn(move || {
-                let _ = std::panic::catch_unwind(|| stop.now());
+                let _ = std::panic::catch_unwind(|| stop.after_the_line());
             });
         match spawned {
             Ok(stopper) => *STOPPER.lock().unwrap_or_else(|p| p.into_inner()) = Some(stopper),
-            Err(_) => self.now(),
+            Err(_) => {
+                self.after_the_line();
+            }
         }
     }
 }
