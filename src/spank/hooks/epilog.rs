@@ -65,8 +65,10 @@ pub fn job_epilog(sp: &Spank, args: &[String]) -> c_int {
         (Err(e), true) => {
             log::error(&format!(
                 "isolate=yes: could not remove job {job_id}'s firewall tables \
-                 (inet {}{job_id}_*): {e}",
-                isolation::tables::TABLE_PREFIX
+                 (inet {prefix}{job_id}_*): {e}; once no slurmstepd of job {job_id} runs here, \
+                 `nft list tables`, `nft delete table inet {prefix}{job_id}_STEP` for each, \
+                 then resume the node",
+                prefix = isolation::tables::TABLE_PREFIX
             ));
             -1
         }
