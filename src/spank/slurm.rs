@@ -12,23 +12,36 @@ use std::ffi::c_int;
 /// Ends every task of a step on every node, through slurmctld (`slurm_kill_job_step`, which
 /// Slurm's own MPI plugins call from slurmstepd too). Blocks until slurmctld answers. A step
 /// that has ended already is not an error: a heterogeneous job's component whose tasks are all
-/// done has nothing left to stop.
-pub fn kill_step(job_id: u32, step_id: u32, signal: c_int) -> Result<(), String> {
+/// done has nothing left to stop. With `signals_succeed` (from 23.11, Slurm's
+/// `KILL_NO_SIG_FAIL`), every task status slurmstepd sends afterwards that is a signal counts
+/// as a success: the stopped tasks' SIGKILL does not fail the step.
+pub fn kill_step(
+    job_id: u32,
+    step_id: u32,
+    signal: c_int,
+    signals_succeed: bool,
+) -> Result<(), String> {
     let signal = signal as u16;
     #[cfg(tfc_kill_step = "job_step")]
     // SAFETY: plain integers; libslurm is loaded in every process that runs our hooks.
-    let rc = unsafe { ffi::slurm_kill_job_step(job_id, step_id, signal) };
+    let rc = unsafe {
+        let _ = signals_succeed; // no such flag before 23.11
+        ffi::slurm_kill_job_step(job_id, step_id, signal)
+    };
+    #[cfg(not(tfc_kill_step = "job_step"))]
+    let flags = match signals_succeed {
+        true => ffi::TFC_KILL_NO_SIG_FAIL as u16,
+        false => 0,
+    };
     #[cfg(tfc_kill_step = "job_step_flags")]
     // SAFETY: as above.
-    let rc = unsafe {
-        ffi::slurm_kill_job_step(job_id, step_id, signal, ffi::TFC_KILL_NO_SIG_FAIL as u16)
-    };
+    let rc = unsafe { ffi::slurm_kill_job_step(job_id, step_id, signal, flags) };
     #[cfg(tfc_kill_step = "step_id")]
     let rc = {
         let mut id = step_id_of(job_id, ffi::TFC_NO_VAL as u32, step_id);
         // SAFETY: `id` is a valid slurm_step_id_t (tests/abi.rs checks the layout) that
         // outlives the call.
-        unsafe { ffi::slurm_kill_job_step(&mut id, signal, ffi::TFC_KILL_NO_SIG_FAIL as u16) }
+        unsafe { ffi::slurm_kill_job_step(&mut id, signal, flags) }
     };
     unless_ended(rc)
 }
@@ -53,9 +66,15 @@ fn unless_ended(rc: c_int) -> Result<(), String> {
 /// every node: as [`kill_step`], except on 25.11, where slurmctld would cancel every component's
 /// whole job for it (build.rs, `het_leader_signal`): there its tasks get the signal from Slurm
 /// directly (`slurm_signal_job_step`), and srun reports them killed.
-pub fn kill_het_leader_step(job_id: u32, step_id: u32, signal: c_int) -> Result<(), String> {
+pub fn kill_het_leader_step(
+    job_id: u32,
+    step_id: u32,
+    signal: c_int,
+    signals_succeed: bool,
+) -> Result<(), String> {
     #[cfg(tfc_het_leader_signal)]
     {
+        let _ = signals_succeed; // a signal, not a kill: no such flag
         let mut id = step_id_of(job_id, ffi::TFC_NO_VAL as u32, step_id);
         // SAFETY: `id` is a valid slurm_step_id_t (tests/abi.rs checks the layout and the
         // prototype) that outlives the call.
@@ -63,7 +82,7 @@ pub fn kill_het_leader_step(job_id: u32, step_id: u32, signal: c_int) -> Result<
         unless_ended(rc)
     }
     #[cfg(not(tfc_het_leader_signal))]
-    kill_step(job_id, step_id, signal)
+    kill_step(job_id, step_id, signal, signals_succeed)
 }
 
 /// A `slurm_step_id_t` (its `sluid`, from 24.11, left 0: slurmctld then compares the rest).

@@ -23,6 +23,8 @@ pub struct Stop {
     pub jobs: Vec<u32>,
     pub het_leader: Option<u32>,
     pub step_id: u32,
+    /// The process that built it: slurmstepd itself ([`Self::after_return`]).
+    pub made_in: u32,
 }
 
 /// How long a node waits after its line before ending the step. srun stops reading the nodes'
@@ -58,6 +60,7 @@ impl Stop {
             jobs: het::jobs_to_stop(shape, job_id),
             het_leader: het::leader(shape),
             step_id,
+            made_in: std::process::id(),
         })
     }
 
@@ -66,25 +69,27 @@ impl Stop {
     /// nodes' tasks may still be starting (in `init_post_opt` and `task_init`), the kill goes
     /// out again [`AGAIN_AFTER`] later.
     pub fn now(&self) {
-        if self.after_the_line() {
+        if self.after_the_line(true) {
             std::thread::sleep(AGAIN_AFTER);
-            self.kill_once();
+            self.kill_once(true);
         }
     }
 
     /// One kill, once the line that says why has had time to reach srun.
-    fn after_the_line(&self) -> bool {
+    fn after_the_line(&self, signals_succeed: bool) -> bool {
         log::wait_until_forwarded(FORWARD_TIME);
-        self.kill_once()
+        self.kill_once(signals_succeed)
     }
 
-    /// One kill of every job's step; false when Slurm refused one.
-    fn kill_once(&self) -> bool {
+    /// One kill of every job's step; false when Slurm refused one. `signals_succeed`:
+    /// [`slurm::kill_step`]'s.
+    fn kill_once(&self, signals_succeed: bool) -> bool {
         let mut all = true;
         for &job_id in &self.jobs {
+            let (step, signal) = (self.step_id, libc::SIGKILL);
             let stopped = match self.het_leader == Some(job_id) {
-                true => slurm::kill_het_leader_step(job_id, self.step_id, libc::SIGKILL),
-                false => slurm::kill_step(job_id, self.step_id, libc::SIGKILL),
+                true => slurm::kill_het_leader_step(job_id, step, signal, signals_succeed),
+                false => slurm::kill_step(job_id, step, signal, signals_succeed),
             };
             if let Err(reason) = stopped {
                 let reason = format!("{reason}, step {job_id}.{}", self.step_id);
@@ -104,17 +109,27 @@ impl Stop {
     /// 23.11 Slurm's stop makes every status it sends afterwards a success
     /// (`KILL_NO_SIG_FAIL`): a stop from inside the hook turned a crashed task's signal into
     /// srun's exit 0. When no thread can be started, the step is ended from the hook.
-    pub fn after_return(&self) {
+    ///
+    /// Where the hook runs in a process of its own (`SlurmdParameters=contain_spank`, 24.05
+    /// and later: slurmstepd runs `task_exit` in a child that shares its memory and exits as
+    /// the hook returns, ending every thread it started), the stop goes out from the hook:
+    /// the stopped tasks' signals still count as successes, unless the ended task's own
+    /// status (`signaled`) is a signal, which would count as one too.
+    pub fn after_return(&self, signaled: bool) {
+        if std::process::id() != self.made_in {
+            self.after_the_line(!signaled);
+            return;
+        }
         let stop = self.clone();
         let spawned = std::thread::Builder::new()
             .name("tfcluster-stop".into())
             .spawn(move || {
-                let _ = std::panic::catch_unwind(|| stop.after_the_line());
+                let _ = std::panic::catch_unwind(|| stop.after_the_line(true));
             });
         match spawned {
             Ok(stopper) => *STOPPER.lock().unwrap_or_else(|p| p.into_inner()) = Some(stopper),
             Err(_) => {
-                self.after_the_line();
+                self.after_the_line(true);
             }
         }
     }

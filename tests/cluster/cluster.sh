@@ -66,6 +66,8 @@
 #               "topology/tree;SwitchName=s1 Nodes=n011,n9;SwitchName=s2 Nodes=n012,n10"
 #               (default none: Slurm's flat topology)
 #   TFC_TOPOLOGY_PARAM  slurm.conf's TopologyParam (e.g. SwitchAsNodeRank), default none
+#   TFC_SLURMD_PARAMETERS  more of slurm.conf's SlurmdParameters (after config_overrides), e.g.
+#               contain_spank (24.05 and later: slurmstepd runs task_exit in a short-lived child)
 #   TFC_NODE_CPU=1  each node's slurmd (and so its slurmstepds, tasks and epilogs) in a CPU
 #               accounting cgroup of its own, which `node-cpu` reads: the CPU a launch costs each
 #               node, counted in the node's own processes (benches/account.sh)
@@ -197,7 +199,7 @@ write_config() {
         echo "SelectType=select/cons_tres"
         echo "SelectTypeParameters=CR_CPU"
         echo "GresTypes=gpu"
-        echo "SlurmdParameters=config_overrides"
+        echo "SlurmdParameters=config_overrides${TFC_SLURMD_PARAMETERS:+,$TFC_SLURMD_PARAMETERS}"
         echo "ReturnToService=2"
         echo "MinJobAge=10"
         echo "KillWait=5"

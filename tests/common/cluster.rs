@@ -14,6 +14,13 @@ pub fn dir() -> PathBuf {
     PathBuf::from(std::env::var("TFC_DIR").unwrap_or_else(|_| "/tmp/tfcluster-cluster".into()))
 }
 
+/// The cluster runs with `SlurmdParameters=contain_spank` (TFC_SLURMD_PARAMETERS, as for
+/// cluster.sh): slurmstepd runs `task_exit` in a child process of its own.
+pub fn contain_spank() -> bool {
+    std::env::var("TFC_SLURMD_PARAMETERS")
+        .is_ok_and(|p| p.split(',').any(|word| word == "contain_spank"))
+}
+
 /// The command that runs tests/cluster/cluster.sh (`restart-slurmd`, `prolog-flags`, ...) on the
 /// test's cluster.
 pub fn cluster_sh() -> String {

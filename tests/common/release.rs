@@ -213,8 +213,12 @@ impl Release {
     /// killed) unless the task's own signal is higher (SEGV: 139), or that task's when srun
     /// stops waiting for the others first (seen on 22.05 when a task fails in `task_init`, and
     /// for a ParameterServerStrategy chief that failed or succeeded with the machine busy).
+    /// On a cluster with `SlurmdParameters=contain_spank` (tests/cluster/cluster.sh), a task
+    /// ended by a signal is stopped from within `task_exit`, before its own status goes out
+    /// (src/spank/stop.rs): the stopped tasks' 137 then counts too, as before 23.11.
     pub fn failed_step_statuses(&self, code: i32) -> Vec<i32> {
-        if self.stopped_tasks_succeed {
+        let signal = code > 128;
+        if self.stopped_tasks_succeed && !(signal && crate::common::cluster::contain_spank()) {
             vec![code]
         } else {
             vec![code, 128 + 9]

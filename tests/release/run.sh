@@ -148,6 +148,19 @@ fi
 
 two_sockets
 
+# With SlurmdParameters=contain_spank (24.05 and later), slurmstepd runs task_exit in a child
+# process of its own that exits as the hook returns: the step still ends with the chief or a
+# failed task (tests/ending.rs); and user_init as root: root looks at no file the job's PATH
+# names (tests/containers.rs).
+if has contain_spank; then
+    cluster down
+    export TFC_SLURMD_PARAMETERS=contain_spank
+    cluster_up "$TFC_PLUGIN" end_with_chief=no
+    suite ending
+    suite containers
+    unset TFC_SLURMD_PARAMETERS
+fi
+
 # The same cluster with a tree topology whose leaf switches interleave the nodes: from 26.05
 # Slurm places block steps in switch order (tests/topology.rs).
 tree="topology/tree;SwitchName=s1 Nodes=n011,n9;SwitchName=s2 Nodes=n012,n10;SwitchName=top Switches=s[1-2]"
