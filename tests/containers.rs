@@ -6,9 +6,7 @@
 //! environment before any plugin runs, srun refuses the step before launch and says why.
 
 mod common;
-use common::cluster::{
-    bundle, contain_spank, dir, parse, records, sh, summary, tool, without_ports,
-};
+use common::cluster::{bundle, dir, parse, records, sh, summary, tool, without_ports};
 use common::release;
 use tfcluster::core::container::ContainerWarning;
 
@@ -360,8 +358,7 @@ fn root_looks_at_no_file_the_jobs_path_names() {
     let installed = sh("command -v apptainer").status.success();
     let rows: &[(&str, &str, bool)] = &[
         ("a directory only root can enter", "700", installed),
-        // Where Slurm runs user_init as root (contain_spank), the job's PATH is not looked at.
-        ("a directory the user can enter",  "755", installed || !contain_spank()),
+        ("a directory the user can enter",  "755", true),
     ];
     for (what, mode, named) in rows {
         sh(&format!(

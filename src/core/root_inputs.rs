@@ -57,7 +57,7 @@ pub const JOB_ENV: &[JobEnvInput] = &[
     JobEnvInput { name: "no_proxy", set_by: "the user", root_does: "as http_proxy" },
     JobEnvInput { name: "NO_PROXY", set_by: "the user", root_does: "as http_proxy" },
     JobEnvInput { name: "PATH", set_by: "the user",
-        root_does: "nothing: slurmstepd looks in it for Apptainer and Singularity with the user's privileges (user_init), for whether the user's own tasks also get APPTAINERENV_ copies; where Slurm runs user_init as root (`SlurmdParameters=contain_spank`), and in the check, the usual prefixes alone" },
+        root_does: "nothing: slurmstepd looks in it for Apptainer and Singularity with the user's privileges (user_init), for whether the user's own tasks also get APPTAINERENV_ copies; the check looks in the usual prefixes alone" },
     JobEnvInput { name: "CUDA_VISIBLE_DEVICES", set_by: "slurmstepd, from the step's GPUs (the user, where the step has none)",
         root_does: "the node's GPUs, split into the user's own tasks' slices" },
     JobEnvInput { name: "SLURM_STEP_GPUS", set_by: "slurmstepd, from the step's GPUs (the user, where the step has none)",

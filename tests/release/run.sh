@@ -150,8 +150,8 @@ two_sockets
 
 # With SlurmdParameters=contain_spank (24.05 and later), slurmstepd runs task_exit in a child
 # process of its own that exits as the hook returns: the step still ends with the chief or a
-# failed task (tests/ending.rs); and user_init as root: root looks at no file the job's PATH
-# names (tests/containers.rs).
+# failed task (tests/ending.rs); and user_init in another, which drops to the user too: root
+# looks at no file the job's PATH names (tests/containers.rs).
 if has contain_spank; then
     cluster down
     export TFC_SLURMD_PARAMETERS=contain_spank

@@ -173,20 +173,15 @@ pub fn init_post_opt(sp: &Spank) -> c_int {
 /// slurmstepd, once per node before the tasks fork, with the job's user's privileges (Slurm
 /// drops them for this hook): the container runtimes the job's `PATH` names, looked at as the
 /// user, so that root looks at no file the job's environment names
-/// ([`crate::core::root_inputs`]). Where Slurm runs the hook as root for another user's job
-/// (`SlurmdParameters=contain_spank`, 24.05 and later: in a child process, to enter the job's
-/// namespaces), only the fixed directories are looked at.
+/// ([`crate::core::root_inputs`]). With `SlurmdParameters=contain_spank` (24.05 and later) it
+/// runs in a child process of slurmstepd's, which drops to the user as well.
 pub fn user_init(sp: &Spank) -> c_int {
     if let Some(Ok(node)) = &mut state().plan {
         node.plan.find_runtimes(|| {
+            let path = sp.getenv("PATH").ok().flatten();
+            let found = container::Runtimes::find(path.as_deref(), runtimes::program_at);
             // SAFETY: geteuid takes nothing and cannot fail.
             let uid = unsafe { libc::geteuid() };
-            let as_root = uid == 0 && sp.item_u32(U32Item::JobUid).is_ok_and(|owner| owner != 0);
-            let path = match as_root {
-                true => None,
-                false => sp.getenv("PATH").ok().flatten(),
-            };
-            let found = container::Runtimes::find(path.as_deref(), runtimes::program_at);
             log::debug(&format!(
                 "apptainer_env: the runtimes found as uid {uid}: {found:?}"
             ));
