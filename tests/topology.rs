@@ -222,7 +222,8 @@ fn a_plan_slurm_contradicts_stops_the_whole_step() {
     // for the stop to reach it on a loaded machine. A stopped step ends long before. The wait
     // is bash's own (`read` from a pipe it holds both ends of), not a child's `sleep`: a task
     // that the stop's first kill passed over (not yet exec'd, which proctrack/linuxproc skips)
-    // went on to report as soon as its `sleep` was killed (CI, on 26.05, three times).
+    // went on to report as soon as its `sleep` was killed (a CI run on 26.05: 1.3 s into the
+    // step, with `sleep 60` first).
     let wait = match release.topology_orders_block_steps {
         true => "read -t 60 <> <(:); ",
         false => "",

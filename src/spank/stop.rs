@@ -101,14 +101,14 @@ impl Stop {
     }
 
     /// One kill ([`Self::now`]'s first) from a thread of its own, so that `task_exit` returns
-    /// first. One: by a task's end the other nodes' tasks have all but always exec'd, and a second
-    /// kill would hold this node's end of the step (the hooks' `exit`, which
-    /// waits for this thread, comes before slurmstepd reports the step complete) a second more
-    /// at every training's end. slurmstepd
-    /// sends the ended task's status to srun after the hook returns (within 100 ms), and from
-    /// 23.11 Slurm's stop makes every status it sends afterwards a success
+    /// first: slurmstepd sends the ended task's status to srun after the hook returns (within
+    /// 100 ms), and from 23.11 Slurm's stop makes every status it sends afterwards a success
     /// (`KILL_NO_SIG_FAIL`): a stop from inside the hook turned a crashed task's signal into
-    /// srun's exit 0. When no thread can be started, the step is ended from the hook.
+    /// srun's exit 0. When no thread can be started, the step is ended from the hook. One kill
+    /// only: by a task's end the other nodes' tasks have all but always exec'd, and a second
+    /// would hold this node's end of the step a second longer at every training's end (the
+    /// hooks' `exit`, which waits for this thread, comes before slurmstepd reports the step
+    /// complete).
     ///
     /// Where the hook runs in a process of its own (`SlurmdParameters=contain_spank`, 24.05
     /// and later: slurmstepd runs `task_exit` in a child that shares its memory and exits as
