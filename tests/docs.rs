@@ -685,31 +685,38 @@ fn every_changelog_version_has_its_tag() {
     }
 }
 
-/// README's "real TensorFlow, JAX and PyTorch on ..." names exactly the releases that
-/// tests/releases.tsv marks for all three (`tensorflow`, `jax`, `torch`).
+/// Where the docs say which releases a kind of test runs on, they name exactly the releases
+/// that tests/releases.tsv marks for it. (page, the words before the releases, the markers a
+/// release needs, all of them)
+#[rustfmt::skip]
+const RELEASES_NAMED: &[(&str, &str, &[&str])] = &[
+    ("README.md",           "real TensorFlow, JAX and PyTorch on", &["tensorflow", "jax", "torch"]),
+    ("docs/admin-guide.md", "the `contain_spank` runs on",         &["contain_spank"]),
+];
+
 #[test]
-fn readmes_real_frameworks_are_the_release_tables() {
+fn the_docs_name_the_releases_the_release_table_marks() {
     let table = std::fs::read_to_string(repo().join("tests/releases.tsv")).unwrap();
-    let marked: Vec<&str> = table
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
-        .filter_map(|l| {
-            let fields: Vec<&str> = l.split('\t').collect();
-            let markers: Vec<&str> = fields.get(2)?.split(',').collect();
-            ["tensorflow", "jax", "torch"]
-                .iter()
-                .all(|m| markers.contains(m))
-                .then_some(fields[0])
-        })
-        .collect();
-    let named = match marked.as_slice() {
-        [one] => one.to_string(),
-        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
-        [] => panic!("no release runs real TensorFlow, JAX and PyTorch"),
-    };
-    let readme = &pages()[Path::new("README.md")];
-    assert!(
-        readme.contains(&format!("real TensorFlow, JAX and PyTorch on {named}")),
-        "README must say: real TensorFlow, JAX and PyTorch on {named}"
-    );
+    let pages = pages();
+    for (page, words, markers) in RELEASES_NAMED {
+        let marked: Vec<&str> = table
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+            .filter_map(|l| {
+                let fields: Vec<&str> = l.split('\t').collect();
+                let on: Vec<&str> = fields.get(2)?.split(',').collect();
+                markers.iter().all(|m| on.contains(m)).then_some(fields[0])
+            })
+            .collect();
+        let named = match marked.as_slice() {
+            [one] => one.to_string(),
+            [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+            [] => panic!("no release is marked {markers:?}"),
+        };
+        let text = pages[Path::new(page)].replace('\n', " ");
+        assert!(
+            text.contains(&format!("{words} {named}")),
+            "{page} must say: {words} {named}"
+        );
+    }
 }

@@ -23,11 +23,10 @@ pub fn kill_step(
 ) -> Result<(), String> {
     let signal = signal as u16;
     #[cfg(tfc_kill_step = "job_step")]
+    let _ = signals_succeed; // no such flag before 23.11
+    #[cfg(tfc_kill_step = "job_step")]
     // SAFETY: plain integers; libslurm is loaded in every process that runs our hooks.
-    let rc = unsafe {
-        let _ = signals_succeed; // no such flag before 23.11
-        ffi::slurm_kill_job_step(job_id, step_id, signal)
-    };
+    let rc = unsafe { ffi::slurm_kill_job_step(job_id, step_id, signal) };
     #[cfg(not(tfc_kill_step = "job_step"))]
     let flags = match signals_succeed {
         true => ffi::TFC_KILL_NO_SIG_FAIL as u16,

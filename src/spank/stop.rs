@@ -5,7 +5,10 @@
 //! - a task that cannot get its GPUs (in that task), or a node that cannot isolate the step (in
 //!   its first task), in `task_init`, synchronously: that process ends without its program;
 //! - the decider's end or a failed trainer, in `task_exit`, from a thread
-//!   ([`Stop::after_return`]): slurmstepd must send that task's own status first.
+//!   ([`Stop::after_return`]): slurmstepd must send that task's own status first (from the
+//!   hook itself where it runs in a child process: `SlurmdParameters=contain_spank`).
+//!
+//! The first two kill twice ([`Stop::now`]); a task's end, once.
 
 use crate::spank::error::ShellError;
 use crate::spank::handle::{Spank, U32Item};
