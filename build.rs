@@ -73,6 +73,8 @@ fn main() {
              pub const KILL_STEP_PROTOTYPE: &str = {prototype:?};\n\
              /// Whether this release orders block steps by the topology's node ranks.\n\
              pub const TOPOLOGY_ORDERS_BLOCK_STEPS: bool = {topo};\n\
+             /// Whether this release may run hooks in a child process (`contain_spank`).\n\
+             pub const HOOKS_MAY_RUN_IN_CHILDREN: bool = {children};\n\
              /// The release as users write it (`22.05`).\n\
              pub const SLURM_RELEASE: &str = \"{major}.{minor:02}\";\n\
              /// Whether a `--container` task gets the environment plugins set (23.02 and later).\n\
@@ -105,6 +107,7 @@ fn main() {
             load_job = api.load_job_prototype(),
             prototype = api.kill_step_prototype(),
             topo = api.topology_orders_block_steps,
+            children = api.hooks_may_run_in_children,
             container = api.container_gets_task_env,
         ),
     )
@@ -171,6 +174,10 @@ struct ReleaseApi {
     kill_step: &'static str,
     /// 26.05 and later: block-distributed steps follow the topology plugin's node ranks.
     topology_orders_block_steps: bool,
+    /// 24.05 and later: `SlurmdParameters=contain_spank` makes slurmstepd run `user_init`,
+    /// `task_post_fork` and `task_exit` in a `clone(CLONE_VM)` child that exits after the hook
+    /// (SchedMD's `mgr.c`, `_run_spank_func`; 23.11 has no such parameter).
+    hooks_may_run_in_children: bool,
     /// 23.02 and later: slurmstepd writes a `--container` step's config.json from the task's
     /// final environment, after `task_init` (SchedMD bug 15449); 22.05 wrote it before any
     /// plugin ran (`core::container`).
@@ -275,6 +282,7 @@ impl ReleaseApi {
         ReleaseApi {
             kill_step,
             topology_orders_block_steps: (major, minor) >= (26, 5),
+            hooks_may_run_in_children: (major, minor) >= (24, 5),
             container_gets_task_env: (major, minor) >= (23, 2),
             step_id_has_sluid: (major, minor) >= (24, 11),
             step_layout_compact: (major, minor) >= (23, 11),

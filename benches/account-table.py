@@ -54,7 +54,7 @@ def table():
         print(f"\n### Slurm {release} ({len(of('floor'))} rounds)\n")
         print("| launch | CPU per node, ms: median (spread) | wall, ms: median (spread) |")
         print("|---|---:|---:|")
-        for mode in [m for m in ("floor", "packaged", "timed", "none", "loaded", "unisolated", "apptainerless") if of(m)]:
+        for mode in [m for m in ("floor", "spank", "packaged", "timed", "none", "loaded", "unisolated", "watchless", "apptainerless") if of(m)]:
             print(f"| {mode} | {statistics.median(per_node(mode)):.1f} ({spread(per_node(mode))}) | "
                   f"{statistics.median(walls(mode)):.0f} ({spread(walls(mode))}) |")
         diff = statistics.median(per_node("packaged")) - statistics.median(per_node("floor"))

@@ -15,7 +15,9 @@
 #      `apptainerless`, the packaged line with the job's apptainer_env=no: what carrying each
 #      variable under Apptainer's names too costs, on a node with Apptainer;
 #      `watchless`, the option under `optional PLUGIN` alone with the job's fail_fast=no: what
-#      the workers' watcher, a thread of each slurmstepd while it forks the tasks, costs);
+#      the workers' watcher, a thread of each slurmstepd while it forks the tasks, costs;
+#      `spank`, no tfcluster but benches/setenv_floor.c, which only hands every task a
+#      variable of TF_CONFIG's size with spank_setenv: the floor of any delivery through SPANK);
 #      each launch's wall time, and the CPU each node's cgroup used from before the launch until
 #      every node is idle again (the epilog included);
 #   4. adds up the `timed` launches' `tfcluster timing:` lines (slurmd's log of each node, srun's
@@ -41,6 +43,12 @@ step=(-N64 -n4096)
 echo "optional $plugin isolate=yes" > "$stack"
 size=$(in_root sh -c "cd /tmp && srun ${step[*]} $spec sh -c '[ \"\$SLURM_PROCID\" = 0 ] && printf %s \"\${#TF_CONFIG}\"; true'")
 floor=$(head -c "$size" /dev/zero | tr '\0' x)
+# The SPANK floor plugin (mode `spank`), built on the host against tfcluster's own header for
+# the plugin's release.
+spank_so=$out/setenv_floor.so
+cc -shared -fPIC -O2 -I spank-headers \
+    -DPLUGIN_VERSION="$(( (10#${release%.*} << 16) | (10#${release#*.} << 8) ))" \
+    -o "$spank_so" benches/setenv_floor.c
 
 idle() { # until every node is idle (60 s at most)
     for _ in $(seq 1200); do
@@ -56,6 +64,7 @@ run() { # mode -> JSON line
         packaged) echo "optional $plugin isolate=yes" > "$stack" ;;
         timed) echo "optional $plugin isolate=yes timing=yes" > "$stack" ;;
         floor|none) : > "$stack" ;;
+        spank) echo "optional $spank_so $size" > "$stack" ;;
         loaded|apptainerless) echo "optional $plugin isolate=yes" > "$stack" ;;
         unisolated|watchless) echo "optional $plugin" > "$stack" ;;
     esac
@@ -74,7 +83,7 @@ run() { # mode -> JSON line
         apptainerless) "${recorded[@]}" "$root" exec "$suite" sh -c "cd /tmp && srun ${step[*]} $spec,apptainer_env=no true" 2> "$err" ;;
         watchless) "${recorded[@]}" "$root" exec "$suite" sh -c "cd /tmp && srun ${step[*]} $spec,fail_fast=no true" 2> "$err" ;;
         floor) "${recorded[@]}" "$root" exec "$suite" env TFC_FLOOR="$floor" sh -c "cd /tmp && srun ${step[*]} true" 2> "$err" ;;
-        loaded|none) "${recorded[@]}" "$root" exec "$suite" sh -c "cd /tmp && srun ${step[*]} true" 2> "$err" ;;
+        loaded|none|spank) "${recorded[@]}" "$root" exec "$suite" sh -c "cd /tmp && srun ${step[*]} true" 2> "$err" ;;
     esac
     wall=$((($(date +%s%N) - s) / 1000000))
     idle

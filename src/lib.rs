@@ -117,6 +117,17 @@ pub unsafe extern "C" fn slurm_spank_task_init(
 }
 
 /// # Safety
+/// Called by slurmstepd once per task, after every task of the node has forked.
+#[no_mangle]
+pub unsafe extern "C" fn slurm_spank_task_post_fork(
+    _sp: ffi::spank_t,
+    _ac: c_int,
+    _av: *mut *mut c_char,
+) -> c_int {
+    guard("slurm_spank_task_post_fork", spank::hooks::task_post_fork)
+}
+
+/// # Safety
 /// Called by slurmstepd (its main process) with a valid handle, each time a task ends.
 #[no_mangle]
 pub unsafe extern "C" fn slurm_spank_task_exit(

@@ -289,6 +289,7 @@ fn exports_only_what_slurm_needs() {
             "slurm_spank_local_user_init",
             "slurm_spank_task_exit",
             "slurm_spank_task_init",
+            "slurm_spank_task_post_fork",
             "slurm_spank_user_init",
         ]
     );

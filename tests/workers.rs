@@ -3,7 +3,8 @@
 //! the job's user holds and that was not there when the watch started, and not before; one more
 //! look finds a connection that is closing; the thread ends by itself once every worker is
 //! marked, or at its stop within one look, and says so; until a worker's port has a listener it
-//! looks at the listeners alone.
+//! looks at the listeners alone; its thread starts at `run`, and where slurm.conf says Slurm may
+//! run the hook that calls it in a child process, before the tasks fork.
 
 mod common;
 use common::cluster::within;
@@ -195,4 +196,76 @@ fn no_look_at_connections_before_a_port_listens() {
         "no look once a port listens"
     );
     drop(watcher);
+}
+
+/// The watch begins at `new` (its look at what is there before the tasks), its thread only at
+/// `run` (once the tasks have forked: slurmstepd's `task_post_fork`), once however often run.
+#[test]
+fn the_thread_starts_at_run_and_once() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    let (looks, listens) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (looked, asked) = (looks.clone(), listens.clone());
+    let (tx, said) = mpsc::channel();
+    let every = Duration::from_millis(20);
+    let mut watcher = Watcher::new(
+        vec![(3, 1)],
+        (
+            move || {
+                looked.fetch_add(1, Ordering::SeqCst);
+                Vec::new()
+            },
+            move || {
+                asked.fetch_add(1, Ordering::SeqCst);
+                false
+            },
+        ),
+        every,
+        move |line: &str| tx.send(line.to_string()).unwrap(),
+    )
+    .unwrap();
+    std::thread::sleep(10 * every);
+    assert_eq!(looks.load(Ordering::SeqCst), 1, "the look before the tasks");
+    assert_eq!(listens.load(Ordering::SeqCst), 0, "a thread before run");
+    assert!(!watcher.running());
+    assert!(watcher.run() && watcher.running());
+    assert!(
+        within(5, || listens.load(Ordering::SeqCst) >= 3),
+        "no thread after run"
+    );
+    assert!(watcher.run(), "a second run");
+    drop(watcher);
+    // One thread, one line at its end.
+    assert!(said.recv_timeout(Duration::from_secs(1)).is_ok());
+    assert!(said.recv_timeout(Duration::from_millis(200)).is_err());
+}
+
+/// (slurm.conf, whether slurmstepd runs `task_post_fork` in a child process where no thread
+/// outlives the hook, so that the watcher's thread must start before the tasks fork): Slurm
+/// (24.05 and later) looks for `contain_spank` anywhere in `SlurmdParameters`, in any case.
+#[rustfmt::skip]
+const CONTAIN_SPANK: &[(&str, Result<bool, &str>)] = &[
+    ("SlurmdParameters=config_overrides",                                 Ok(false)),
+    ("SlurmdParameters=contain_spank",                                    Ok(true)),
+    ("slurmdparameters=config_overrides,CONTAIN_SPANK # a comment",       Ok(true)),
+    ("#SlurmdParameters=contain_spank",                                   Ok(false)),
+    ("SlurmdParameters=contain_spank\nSlurmdParameters=config_overrides", Ok(false)), // the last line wins
+    ("Include site.conf",                                                 Ok(true)),  // site.conf sets it
+    ("Include gone.conf",                                                 Err("/etc/slurm/gone.conf does not exist")),
+];
+
+#[test]
+fn where_the_watchers_thread_must_start_before_the_tasks_fork() {
+    use std::path::Path;
+    use tfcluster::core::topology::{read_slurm_conf, ConfFile};
+    for (text, want) in CONTAIN_SPANK {
+        let read = |path: &Path| match path.to_str().unwrap() {
+            "/etc/slurm/slurm.conf" => ConfFile::Text(text.to_string()),
+            "/etc/slurm/site.conf" => ConfFile::Text("SlurmdParameters=contain_spank".into()),
+            _ => ConfFile::Missing,
+        };
+        let got = read_slurm_conf(Path::new("/etc/slurm/slurm.conf"), read)
+            .map(|conf| conf.contain_spank());
+        assert_eq!(got, want.map_err(String::from), "{text:?}");
+    }
 }

@@ -53,42 +53,16 @@ pub fn node_ranks(
     read: impl Fn(&Path) -> ConfFile,
 ) -> Option<Result<NodeRanks>> {
     let dir = slurm_conf.parent().unwrap_or(Path::new("/")).to_path_buf();
-    let unknown = |reason: String| {
-        Some(Err(Error::TopologyUnreadable {
-            plugin: "unknown".to_string(),
-            reason,
-        }))
-    };
-    let text = |path: &Path| match read(path) {
-        ConfFile::Text(text) if text.len() > MAX_CONF_BYTES => Err(format!(
-            "{} is larger than {MAX_CONF_BYTES} bytes",
-            path.display()
-        )),
-        ConfFile::Text(text) => Ok(Some(text)),
-        ConfFile::Missing => Ok(None),
-        ConfFile::Unreadable(why) => Err(format!("{}: {why}", path.display())),
-    };
-    let mut conf = match text(slurm_conf) {
-        Ok(Some(text)) => SlurmConf::parse(&text),
-        Ok(None) => return unknown(format!("{} does not exist", slurm_conf.display())),
-        Err(why) => return unknown(why),
-    };
-    let mut followed = 0;
-    while followed < conf.includes.len() {
-        if followed == MAX_INCLUDES {
-            return unknown(format!(
-                "{} includes more than {MAX_INCLUDES} files",
-                slurm_conf.display()
-            ));
+    let file_text = |path: &Path| text(path, read(path));
+    let conf = match read_slurm_conf(slurm_conf, &read) {
+        Ok(conf) => conf,
+        Err(reason) => {
+            return Some(Err(Error::TopologyUnreadable {
+                plugin: "unknown".to_string(),
+                reason,
+            }))
         }
-        let include: PathBuf = dir.join(&conf.includes[followed]);
-        followed += 1;
-        match text(&include) {
-            Ok(Some(text)) => conf.add(&text),
-            Ok(None) => return unknown(format!("{} does not exist", include.display())),
-            Err(why) => return unknown(why),
-        }
-    }
+    };
     let yaml = dir.join("topology.yaml");
     if read(&yaml) != ConfFile::Missing {
         return Some(Err(Error::TopologyUnreadable {
@@ -100,7 +74,7 @@ pub fn node_ranks(
         }));
     }
     let plugin = conf.ranking_plugin()?;
-    let topology = match text(&dir.join("topology.conf")) {
+    let topology = match file_text(&dir.join("topology.conf")) {
         Ok(text) => text,
         Err(why) => {
             return Some(Err(Error::TopologyUnreadable {
@@ -112,12 +86,55 @@ pub fn node_ranks(
     Some(NodeRanks::read(plugin, topology.as_deref()))
 }
 
-/// What slurm.conf says about topology (keys are case-insensitive; a line may hold several
-/// `Key=Value` words).
+/// A file's text, `None` where it does not exist, or why it cannot be used.
+fn text(path: &Path, file: ConfFile) -> std::result::Result<Option<String>, String> {
+    match file {
+        ConfFile::Text(text) if text.len() > MAX_CONF_BYTES => Err(format!(
+            "{} is larger than {MAX_CONF_BYTES} bytes",
+            path.display()
+        )),
+        ConfFile::Text(text) => Ok(Some(text)),
+        ConfFile::Missing => Ok(None),
+        ConfFile::Unreadable(why) => Err(format!("{}: {why}", path.display())),
+    }
+}
+
+/// slurm.conf and the files it `Include`s (relative to its directory), each read through
+/// `read`; why not, when one is missing, unreadable or too large, or there are too many.
+pub fn read_slurm_conf(
+    slurm_conf: &Path,
+    read: impl Fn(&Path) -> ConfFile,
+) -> std::result::Result<SlurmConf, String> {
+    let dir = slurm_conf.parent().unwrap_or(Path::new("/")).to_path_buf();
+    let mut conf = match text(slurm_conf, read(slurm_conf))? {
+        Some(text) => SlurmConf::parse(&text),
+        None => return Err(format!("{} does not exist", slurm_conf.display())),
+    };
+    let mut followed = 0;
+    while followed < conf.includes.len() {
+        if followed == MAX_INCLUDES {
+            return Err(format!(
+                "{} includes more than {MAX_INCLUDES} files",
+                slurm_conf.display()
+            ));
+        }
+        let include: PathBuf = dir.join(&conf.includes[followed]);
+        followed += 1;
+        match text(&include, read(&include))? {
+            Some(text) => conf.add(&text),
+            None => return Err(format!("{} does not exist", include.display())),
+        }
+    }
+    Ok(conf)
+}
+
+/// What slurm.conf says about topology, and where slurmstepd runs the plugin's hooks (keys are
+/// case-insensitive; a line may hold several `Key=Value` words).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SlurmConf {
     pub topology_plugin: Option<String>,
     pub select_type_parameters: Option<String>,
+    pub slurmd_parameters: Option<String>,
     /// `Include` lines, in order, to be read and parsed in turn.
     pub includes: Vec<String>,
 }
@@ -149,9 +166,20 @@ impl SlurmConf {
                     self.topology_plugin = Some(value.to_string());
                 } else if key.eq_ignore_ascii_case("SelectTypeParameters") {
                     self.select_type_parameters = Some(value.to_string());
+                } else if key.eq_ignore_ascii_case("SlurmdParameters") {
+                    self.slurmd_parameters = Some(value.to_string());
                 }
             }
         }
+    }
+
+    /// `SlurmdParameters=contain_spank` (24.05 and later): slurmstepd runs the `user_init`,
+    /// `task_post_fork` and `task_exit` hooks in a short-lived child process that shares its
+    /// memory. Matched as Slurm matches it, anywhere in the value, in any case.
+    pub fn contain_spank(&self) -> bool {
+        self.slurmd_parameters
+            .as_deref()
+            .is_some_and(|p| p.to_ascii_lowercase().contains("contain_spank"))
     }
 
     /// The topology plugin whose node ranks reorder block steps, if any (`topology/tree`,

@@ -11,7 +11,7 @@ use crate::core::{oci, Error, Settings};
 use crate::spank::ffi;
 use crate::spank::handle::{Spank, U32Item};
 use crate::spank::isolation::firewall;
-use crate::spank::{hardware, process, runtimes, topology};
+use crate::spank::{hardware, process, runtimes, slurm_conf};
 use std::ffi::c_void;
 use std::fs;
 use std::net::ToSocketAddrs;
@@ -74,7 +74,7 @@ pub fn node(
         isolation,
         gpus,
         apptainer,
-        oci: oci::node_conf(&topology::slurm_conf(), topology::read),
+        oci: oci::node_conf(&slurm_conf::path(), slurm_conf::read),
         run_dir,
     }
     .verdict()

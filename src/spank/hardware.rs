@@ -3,13 +3,13 @@
 //! tasks fork; and each task's own CPUs, in the task.
 
 use crate::core::gpu_affinity::{self, Contiguous, CpuSet, PciGpus, MAX_CPU};
-use crate::spank::topology;
+use crate::spank::slurm_conf;
 use std::path::Path;
 
 /// The node's NVIDIA GPUs in PCI bus order, or why they are not known.
 pub fn node_gpus() -> Result<PciGpus, Contiguous> {
     // Each file is a line or a few: the configuration files' bounded reader serves.
-    gpu_affinity::pci_gpus(list, topology::read)
+    gpu_affinity::pci_gpus(list, slurm_conf::read)
 }
 
 /// The names in a directory.

@@ -21,6 +21,7 @@ pub mod resolver;
 pub mod run_dir;
 pub mod runtimes;
 pub mod slurm;
+pub mod slurm_conf;
 pub mod sock_diag;
 pub mod start_env;
 pub mod step;

@@ -5,7 +5,7 @@
 
 use super::log;
 use super::regex::Regex;
-use super::topology;
+use super::slurm_conf;
 use crate::core::container::ContainerWarning;
 use crate::core::oci::{self, OciConf};
 use std::borrow::Cow;
@@ -23,7 +23,7 @@ impl NodeOci {
     /// The node's oci.conf, when it has one that can keep the task's variables from the
     /// container.
     pub fn of_node(bundle: String) -> Option<NodeOci> {
-        let conf = oci::node_conf(&topology::slurm_conf(), topology::read)?;
+        let conf = oci::node_conf(&slurm_conf::path(), slurm_conf::read)?;
         let regex = conf
             .env_exclude
             .as_deref()

@@ -8,6 +8,9 @@
 //! server, so a mark means the chief has reached it, and its failure from then on leaves the
 //! step running ([`crate::core::ending::WorkerSeen`]).
 //!
+//! The watch begins before the tasks start ([`Watcher::new`]), its thread once they have forked
+//! ([`Watcher::run`], from `task_post_fork`): a thread of slurmstepd's while it forks the tasks
+//! makes each fork and exec cost more (docs/performance.md, "Outside the hooks, by kind").
 //! The thread shares no lock with the tasks' forks (only its own flags and stop), ends by itself
 //! once every worker is marked, and otherwise at slurmstepd's exit hook ([`Watcher::stop`]),
 //! which waits for it at most one look; it says when it ends, in slurmd's log at debug level.
@@ -42,15 +45,26 @@ pub struct Watcher {
     look: Arc<Look>,
     stop: Arc<(Mutex<bool>, Condvar)>,
     thread: Option<JoinHandle<()>>,
+    /// What the thread needs, until [`Watcher::run`] starts it.
+    to_run: Option<ToRun>,
+    /// The process that made the watcher: the only one whose thread outlives a hook.
+    made_in: u32,
+}
+
+/// The thread's part of a [`Watcher`] not yet running.
+struct ToRun {
+    listens: Box<Listens>,
+    every: Duration,
+    say: Box<dyn Fn(&str) + Send + Sync>,
 }
 
 impl Watcher {
-    /// Starts watching `workers` (global rank, server port), asking `look` for the job's
-    /// connections on their ports every `every`, the first time here (what it finds then
-    /// never marks a worker), and from the thread once `listens` says a port has a listener
-    /// ([`Listens`]); `say` gets the line when the thread ends. `None` when there is
-    /// nothing to watch or no thread can be started (then no worker is ever marked).
-    pub fn start(
+    /// Watches `workers` (global rank, server port), asking `look` for the job's connections on
+    /// their ports every `every`, the first time here (what it finds then never marks a
+    /// worker), and from the thread once `listens` says a port has a listener ([`Listens`]);
+    /// `say` gets the line when the thread ends. The thread starts at [`Watcher::run`].
+    /// `None` when there is nothing to watch.
+    pub fn new(
         workers: Vec<(u32, u16)>,
         (look, listens): (
             impl Fn() -> Vec<(u16, u64)> + Send + Sync + 'static,
@@ -70,11 +84,61 @@ impl Watcher {
                 .map(|(rank, port)| (rank, port, AtomicBool::new(false)))
                 .collect(),
         );
-        let stop = Arc::new((Mutex::new(false), Condvar::new()));
-        let (marks, stopped, seen_before, looking) =
-            (workers.clone(), stop.clone(), before.clone(), look.clone());
-        let listens: Box<Listens> = Box::new(listens);
-        let say = Arc::new(say);
+        Some(Watcher {
+            workers,
+            before,
+            look,
+            stop: Arc::new((Mutex::new(false), Condvar::new())),
+            thread: None,
+            to_run: Some(ToRun {
+                listens: Box::new(listens),
+                every,
+                say: Box::new(say),
+            }),
+            made_in: std::process::id(),
+        })
+    }
+
+    /// [`Watcher::new`], its thread started at once ([`Watcher::run`]); `None` when there is
+    /// nothing to watch or no thread can be started.
+    pub fn start(
+        workers: Vec<(u32, u16)>,
+        looks: (
+            impl Fn() -> Vec<(u16, u64)> + Send + Sync + 'static,
+            impl Fn() -> bool + Send + Sync + 'static,
+        ),
+        every: Duration,
+        say: impl Fn(&str) + Send + Sync + 'static,
+    ) -> Option<Watcher> {
+        let mut watcher = Watcher::new(workers, looks, every, say)?;
+        watcher.run().then_some(watcher)
+    }
+
+    /// Starts the thread, once; false when it cannot run: no thread can be started, or this is
+    /// not the process that made the watcher (a short-lived child that shares its memory, as
+    /// slurmstepd runs hooks in under `SlurmdParameters=contain_spank`: the child's exit would
+    /// take the thread). Either is said through `say`, and the caller should then drop the
+    /// watcher: no thread, no mark.
+    pub fn run(&mut self) -> bool {
+        let Some(ToRun {
+            listens,
+            every,
+            say,
+        }) = self.to_run.take()
+        else {
+            return self.thread.is_some();
+        };
+        if std::process::id() != self.made_in {
+            say("fail_fast=auto: cannot watch this node's workers for the chief's connection (slurmstepd ran the hook in a child process: is SlurmdParameters=contain_spank set without a reconfigure?); a worker's failure here ends the step");
+            return false;
+        }
+        let (marks, stopped, seen_before, looking) = (
+            self.workers.clone(),
+            self.stop.clone(),
+            self.before.clone(),
+            self.look.clone(),
+        );
+        let say: Arc<dyn Fn(&str) + Send + Sync> = Arc::from(say);
         let said = say.clone();
         let spawned = std::thread::Builder::new()
             .name("tfcluster-workers".into())
@@ -87,22 +151,23 @@ impl Watcher {
                     "fail_fast=auto: stopped watching this node's workers for the chief's connection ({why})"
                 ));
             });
-        let thread = match spawned {
-            Ok(thread) => thread,
+        match spawned {
+            Ok(thread) => {
+                self.thread = Some(thread);
+                true
+            }
             Err(e) => {
                 say(&format!(
                     "fail_fast=auto: cannot watch this node's workers for the chief's connection ({e}); a worker's failure here ends the step"
                 ));
-                return None;
+                false
             }
-        };
-        Some(Watcher {
-            workers,
-            before,
-            look,
-            stop,
-            thread: Some(thread),
-        })
+        }
+    }
+
+    /// Whether [`Watcher::run`] has been called (its thread may have ended since).
+    pub fn running(&self) -> bool {
+        self.to_run.is_none()
     }
 
     /// Whether a connection to global rank `rank`'s server port has been seen.
@@ -161,9 +226,9 @@ fn mark(
 }
 
 /// The thread: a look every `every` until every worker is marked or `stop` is set; why it ended.
-/// It waits first: [`Watcher::start`] has just looked, and slurmstepd is about to fork the
-/// node's tasks, which no server listens in yet. A thread that looked then ran beside each
-/// fork, and cost each of them (docs/performance.md, "Outside the hooks, by kind").
+/// It waits first: [`Watcher::new`] has just looked, and the node's tasks have not started
+/// (under `contain_spank`, slurmstepd is about to fork them: a thread that looked then ran
+/// beside each fork, and cost each of them).
 fn watch(
     workers: &[(u32, u16, AtomicBool)],
     (look, listens): (&Look, &Listens),

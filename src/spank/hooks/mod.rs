@@ -6,8 +6,9 @@
 //! | same                | option callback              | parse the spec: a syntax error fails srun/sbatch before submission; `check` (srun: with its own copy and `isolate` for the nodes to compare) |
 //! | srun (1/component)  | `init_post_opt`              | count the step's components |
 //! | srun                | `local_user_init`            | say the version loaded (`-v`); fit the spec to the step: a mismatch fails srun before launch ([`srun`]); a heterogeneous step's counts are checked on the nodes |
-//! | slurmstepd (1/node) | `init_post_opt`              | with `check`, look at the node as a step would and nothing else ([`crate::spank::check`]); otherwise plan the whole step once, check it against Slurm's own ids for this node, record the node's GPUs ([`stepd`]); claim the node's step ports ([`crate::spank::claims`]); with `isolate=yes`, install the step's firewall ([`crate::spank::isolation::firewall`]); a node that cannot keeps every task from starting (`task_init` ends each, the first says why); with `fail_fast=auto` and ps, start watching its workers' server ports for the chief's connection ([`crate::spank::workers`]) |
+//! | slurmstepd (1/node) | `init_post_opt`              | with `check`, look at the node as a step would and nothing else ([`crate::spank::check`]); otherwise plan the whole step once, check it against Slurm's own ids for this node, record the node's GPUs ([`stepd`]); claim the node's step ports ([`crate::spank::claims`]); with `isolate=yes`, install the step's firewall ([`crate::spank::isolation::firewall`]); a node that cannot keeps every task from starting (`task_init` ends each, the first says why); with `fail_fast=auto` and ps, note the connections on its workers' server ports before any task starts ([`crate::spank::workers`]), and where Slurm may run `task_post_fork` in a child process (`contain_spank`), start watching them ([`crate::spank::slurm_conf`]) |
 //! | slurmstepd (1/node) | `user_init`                  | with the job's user's privileges (Slurm drops them for this hook): which container runtimes the job's `PATH` names, looked at as the user ([`stepd`]) |
+//! | slurmstepd (1/task) | `task_post_fork`             | once every task of the node has forked: start watching the workers' server ports for the chief's connection (a thread of slurmstepd's, started after the forks, which it would make costlier) |
 //! | task (1/task)       | `task_init`                  | `spank_setenv` every variable the plan gives this task (TF_CONFIG, its GPUs, ...); with `check`, the node's first task prints the node's line instead and fails when it says NOT OK |
 //! | slurmstepd          | `task_exit`                  | when the chief (or worker 0) ends (`end_with_chief`), or another trainer fails (`fail_fast`), say which and end the step (from a thread, once the task's own status is on its way to srun); a worker the chief had reached: say so, and the step goes on |
 //! | slurmstepd          | `exit`                       | stop the workers' watcher; wait for the stop's thread: the stop must go out even when the node's last task has ended; remove the step's firewall, leaving the table for the step's other nodes (handed to the extern step's holder: [`crate::spank::isolation::handover`]); the extern step: stop holding ([`extern_step`], which also stops it should Slurm unload the plugin without this hook) |
@@ -32,7 +33,7 @@ mod stepd;
 
 pub use epilog::job_epilog;
 pub use srun::local_user_init;
-pub use stepd::{exit, task_exit, task_init};
+pub use stepd::{exit, task_exit, task_init, task_post_fork};
 
 use super::ffi;
 use super::handle::{self, Context, Spank};

@@ -27,6 +27,7 @@ use crate::spank::process;
 use crate::spank::resolver;
 use crate::spank::runtimes;
 use crate::spank::slurm;
+use crate::spank::slurm_conf;
 use crate::spank::sock_diag;
 use crate::spank::step::{gtids, Shape, StepVars};
 use crate::spank::stop::{self, Stop};
@@ -149,13 +150,15 @@ pub fn init_post_opt(sp: &Spank) -> c_int {
         }
     }
     // With `fail_fast=auto` and ps: whether the chief has connected to each of the node's
-    // workers, watched from before they start.
+    // workers, watched from before they start. The thread starts once the tasks have forked
+    // ([`task_post_fork`]): a thread of slurmstepd's makes each fork and exec cost more.
+    // Where Slurm may run that hook in a child process (`contain_spank`), it starts here.
     if let Ok(node) = &planned {
         let watched = node.plan.watched_workers(&node.place);
         let ports: Vec<u16> = watched.iter().map(|&(_, port)| port).collect();
         let listened = ports.clone();
         let uid = node.uid;
-        state.workers = Watcher::start(
+        state.workers = Watcher::new(
             watched,
             (
                 move || sock_diag::connections(&ports, uid),
@@ -164,6 +167,9 @@ pub fn init_post_opt(sp: &Spank) -> c_int {
             workers::EVERY,
             log::debug,
         );
+        if state.workers.is_some() && slurm_conf::hooks_may_run_in_children() {
+            run_watcher(&mut state);
+        }
         timing::phase("watcher");
     }
     state.plan = Some(planned);
@@ -474,6 +480,27 @@ fn apply(sp: &Spank, node: &mut Node) -> Result<(), ShellError> {
         }
     }
     Ok(())
+}
+
+/// slurmstepd, once per task after every task of the node has forked and before any runs its
+/// program: start the workers' watcher's thread, at the first call ([`init_post_opt`] made
+/// it). Elsewhere (the extern step, a step without a watcher) nothing to do.
+pub fn task_post_fork() -> c_int {
+    let mut state = state();
+    if state.workers.as_ref().is_some_and(|w| !w.running()) {
+        run_watcher(&mut state);
+    }
+    0
+}
+
+/// Starts the watcher's thread; a watcher whose thread cannot run is dropped (it said why):
+/// no thread, no mark.
+fn run_watcher(state: &mut Step) {
+    if let Some(watcher) = &mut state.workers {
+        if !watcher.run() {
+            state.workers = None;
+        }
+    }
 }
 
 /// slurmstepd, each time one of its tasks ends: when its end ends the step

@@ -13,7 +13,7 @@ use crate::spank::isolation::nftables::{self, Nft, OwnerSocket};
 use crate::spank::log;
 use crate::spank::resolver::resolve;
 use crate::spank::slurm;
-use crate::spank::topology;
+use crate::spank::slurm_conf;
 use std::path::Path;
 
 /// The firewall one slurmstepd installed, which [`leave`] replaces when it exits.
@@ -42,7 +42,7 @@ enum Keeper {
 /// cookies that let the owner's handshakes through, and libnftables; its context, or why not.
 /// `--tf-cluster=check` asks the same ([`crate::spank::check`]).
 pub fn ready() -> Result<Nft, String> {
-    isolation::rules::check_syncookies(topology::read(Path::new(isolation::rules::SYNCOOKIES)))
+    isolation::rules::check_syncookies(slurm_conf::read(Path::new(isolation::rules::SYNCOOKIES)))
         .map_err(|e| e.to_string())?;
     Nft::open().map_err(|e| {
         format!("{e}; install it on every node (Debian: libnftables1, RHEL: nftables)")
