@@ -93,6 +93,10 @@ PHASES = [
      [("tasks task_init", "APPTAINERENV_TF_CONFIG")]),
     ("as the step ends: libnftables again for the ended table, the step's table removed",
      [("slurmstepd exit", "firewall")]),
+    ("the workers' watcher's thread (from the tasks' forks to the step's end)",
+     [("slurmstepd thread_workers", "total")]),
+    ("the extern step's holder of ended tables (its thread, the job's whole life)",
+     [("slurmstepd thread_holder", "total")]),
     ("the job epilog", [("prolog or epilog job_epilog", "total")]),
 ]
 
@@ -145,6 +149,13 @@ def wide():
          [f"{med([total(r) - phase(r, setenv) for r in of(rel, 'timed')]):.1f}" for rel in releases])
     line("p - d, measured per node",
          [f"{med(cpu(rel, 'packaged')) - med(cpu(rel, 'floor')):.1f}" for rel in releases])
+    # Each round's launches ran one after another: the round's own difference leaves out what
+    # drifts between rounds (the shared VM's speed).
+    paired = lambda rel, a: [x - y for x, y in zip(cpu(rel, a), cpu(rel, "floor"))]
+    line("p - d, round by round (launches of one round back to back)",
+         [", ".join(f"{d:.0f}" for d in paired(rel, "packaged")) for rel in releases])
+    line("u - d, round by round",
+         [", ".join(f"{d:.0f}" for d in paired(rel, "unisolated")) for rel in releases])
 
 
 if __name__ == "__main__":

@@ -360,8 +360,9 @@ fn gpu_order_and_the_collectives_interface() {
     }
 }
 
-/// `timing=yes` (for measuring): each hook's line of CPU by phase, in the node's slurmd log
-/// (slurmstepd, its tasks, the epilog) and in srun's output; without it, no such line.
+/// `timing=yes` (for measuring): each hook's line of CPU by phase, and each of tfcluster's
+/// threads' as it ends, in the node's slurmd log (slurmstepd, its tasks, the epilog) and in
+/// srun's output; without it, no such line.
 #[test]
 #[ignore = "needs the test cluster: run tests/run.sh"]
 fn timing_yes_logs_each_hooks_cpu_by_phase() {
@@ -392,6 +393,8 @@ fn timing_yes_logs_each_hooks_cpu_by_phase() {
         ", claims ",
         "tfcluster timing: slurm_spank_task_init slurmstepd: ",
         "tfcluster timing: slurm_spank_exit slurmstepd: ",
+        // The stop's thread, which the chief's end started: a thread's whole CPU, as it ends.
+        "tfcluster timing: thread_stop slurmstepd: ",
     ] {
         assert!(node.contains(said), "no {said:?} in n012's log:\n{node}");
     }

@@ -10,6 +10,7 @@
 //!
 //! The first two kill twice ([`Stop::now`]); a task's end, once.
 
+use super::timing;
 use crate::spank::error::ShellError;
 use crate::spank::handle::{Spank, U32Item};
 use crate::spank::het;
@@ -128,6 +129,7 @@ impl Stop {
             .name("tfcluster-stop".into())
             .spawn(move || {
                 let _ = std::panic::catch_unwind(|| stop.after_the_line(true));
+                timing::thread_end("stop");
             });
         match spawned {
             Ok(stopper) => *STOPPER.lock().unwrap_or_else(|p| p.into_inner()) = Some(stopper),

@@ -2,7 +2,8 @@
 //! it, by phase, in one line of slurmd's log (slurmstepd, its tasks, the epilog) or of srun's
 //! output with `srun -v`: `tfcluster timing: slurm_spank_init_post_opt slurmstepd: 4210 us
 //! CPU (shape 10, plan 310, claims 120, firewall 3610, rest 170)`. The CPU is the hook's thread's own
-//! (`CLOCK_THREAD_CPUTIME_ID`): what slurmstepd's other threads do meanwhile is not counted. The
+//! (`CLOCK_THREAD_CPUTIME_ID`): what slurmstepd's other threads do meanwhile is not counted, but
+//! each of tfcluster's own threads says its whole CPU as it ends ([`thread_end`]). The
 //! account of a launch in docs/performance.md adds these lines up (benches/account.sh).
 
 use super::handle::{self, Context};
@@ -78,15 +79,9 @@ pub fn hook<T>(name: &str, f: impl FnOnce() -> T) -> T {
         return result;
     }
     let end = thread_cpu_ns();
-    let context = match handle::context() {
-        Context::Local => "srun",
-        Context::Remote => "slurmstepd",
-        Context::Allocator => "sbatch or salloc",
-        Context::Slurmd => "slurmd",
-        Context::Other => "prolog or epilog",
-    };
     let mut line = format!(
-        "tfcluster timing: {name} {context}: {} us CPU",
+        "tfcluster timing: {name} {}: {} us CPU",
+        context(),
         end.saturating_sub(start) / 1000
     );
     if !phases.is_empty() {
@@ -99,4 +94,27 @@ pub fn hook<T>(name: &str, f: impl FnOnce() -> T) -> T {
     }
     log::info(&line);
     result
+}
+
+/// A thread of tfcluster's ends (the workers' watcher, the stop, the extern step's holder): with
+/// timing on, logs its whole CPU as hook `thread_NAME`, since no hook's line counts it.
+pub fn thread_end(name: &str) {
+    if ON.load(Ordering::Relaxed) {
+        log::info(&format!(
+            "tfcluster timing: thread_{name} {}: {} us CPU",
+            context(),
+            thread_cpu_ns() / 1000
+        ));
+    }
+}
+
+/// The process a line comes from, by Slurm's context.
+fn context() -> &'static str {
+    match handle::context() {
+        Context::Local => "srun",
+        Context::Remote => "slurmstepd",
+        Context::Allocator => "sbatch or salloc",
+        Context::Slurmd => "slurmd",
+        Context::Other => "prolog or epilog",
+    }
 }

@@ -150,6 +150,7 @@ impl Watcher {
                 said(&format!(
                     "fail_fast=auto: stopped watching this node's workers for the chief's connection ({why})"
                 ));
+                super::timing::thread_end("workers");
             });
         match spawned {
             Ok(thread) => {

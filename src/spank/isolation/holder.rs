@@ -188,6 +188,7 @@ pub fn start<T: Tables + 'static>(
                      check the node's nftables as root (nft list tables)"
                 ));
             }
+            crate::spank::timing::thread_end("holder");
         });
     match thread {
         Ok(thread) => Ok(Holder {
