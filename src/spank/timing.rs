@@ -10,6 +10,7 @@ use super::handle::{self, Context};
 use super::log;
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
 
 static ON: AtomicBool = AtomicBool::new(false);
 
@@ -21,9 +22,20 @@ thread_local! {
     static HOOK: RefCell<Option<Timed>> = const { RefCell::new(None) };
 }
 
+/// Where a thread's line goes, and the process it runs in: set as timing is turned on, in a
+/// hook. The threads' code reaches Slurm's log only through it, so that the test binaries that
+/// run those threads (and never turn timing on) need no Slurm function.
+static THREAD_LINE: OnceLock<ThreadLine> = OnceLock::new();
+
+/// A log function and a process's name ([`THREAD_LINE`]).
+type ThreadLine = (fn(&str), &'static str);
+
 /// plugstack.conf's `timing`, once `init` has read it.
 pub fn enable(on: bool) {
     ON.store(on, Ordering::Relaxed);
+    if on {
+        let _ = THREAD_LINE.set((log::info, context()));
+    }
 }
 
 /// This thread's CPU time, in nanoseconds.
@@ -99,10 +111,9 @@ pub fn hook<T>(name: &str, f: impl FnOnce() -> T) -> T {
 /// A thread of tfcluster's ends (the workers' watcher, the stop, the extern step's holder): with
 /// timing on, logs its whole CPU as hook `thread_NAME`, since no hook's line counts it.
 pub fn thread_end(name: &str) {
-    if ON.load(Ordering::Relaxed) {
-        log::info(&format!(
-            "tfcluster timing: thread_{name} {}: {} us CPU",
-            context(),
+    if let (true, Some((say, context))) = (ON.load(Ordering::Relaxed), THREAD_LINE.get()) {
+        say(&format!(
+            "tfcluster timing: thread_{name} {context}: {} us CPU",
             thread_cpu_ns() / 1000
         ));
     }
