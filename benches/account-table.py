@@ -95,8 +95,6 @@ PHASES = [
      [("slurmstepd exit", "firewall")]),
     ("the workers' watcher's thread (from the tasks' forks to the step's end)",
      [("slurmstepd thread_workers", "total")]),
-    ("the extern step's holder of ended tables (its thread, the job's whole life)",
-     [("slurmstepd thread_holder", "total")]),
     ("the job epilog", [("prolog or epilog job_epilog", "total")]),
 ]
 

@@ -11,6 +11,9 @@
 //! (pyxis exports it too); `isolate=yes` needs it to remove what a killed slurmstepd left. It
 //! asks the kernel for the node's table names and returns unless its job left one, with or
 //! without that setting (its cost is measured in docs/performance.md).
+//! `slurm_spank_task_post_fork` starts the workers' watcher's thread once the tasks have
+//! forked; under `SlurmdParameters=contain_spank` slurmstepd runs it, as `task_exit`, in a short
+//! child process per task.
 //! slurmd itself runs nothing of tfcluster's but `init` (a line in its log): no thread, no
 //! `slurmd_exit` (0.7.0's holder thread in slurmd lost its tables when a reconfigure started
 //! slurmd anew, and lived as long as slurmd; the job's extern step holds them instead).
