@@ -9,7 +9,9 @@
 mod common;
 use common::cluster::within;
 use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tfcluster::spank::sock_diag::{connections, listening_on};
 use tfcluster::spank::workers::Watcher;
@@ -34,6 +36,34 @@ fn look(
         move || connections(&ports, uid),
         move || listening_on(&listened, uid),
     )
+}
+
+/// Looks that only count themselves: how many looks at connections (none found), how many at
+/// listeners (each answering `listening`), and the two looks.
+#[allow(clippy::type_complexity)]
+fn counted(
+    listening: Arc<AtomicBool>,
+) -> (
+    Arc<AtomicUsize>,
+    Arc<AtomicUsize>,
+    (
+        impl Fn() -> Vec<(u16, u64)> + Send + Sync + 'static,
+        impl Fn() -> bool + Send + Sync + 'static,
+    ),
+) {
+    let (looks, listens) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (looked, asked) = (looks.clone(), listens.clone());
+    let counting = (
+        move || {
+            looked.fetch_add(1, Ordering::SeqCst);
+            Vec::new()
+        },
+        move || {
+            asked.fetch_add(1, Ordering::SeqCst);
+            listening.load(Ordering::SeqCst)
+        },
+    );
+    (looks, listens, counting)
 }
 
 /// A server port on this machine, and a port no one listens on.
@@ -163,29 +193,10 @@ fn nothing_to_watch_starts_no_thread() {
 /// connection comes before one; a look at connections walks every connection of the machine).
 #[test]
 fn no_look_at_connections_before_a_port_listens() {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::Arc;
-    let (listens, looks) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
-    let (asked, looked) = (listens.clone(), looks.clone());
-    let listening = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let now = listening.clone();
+    let listening = Arc::new(AtomicBool::new(false));
+    let (looks, listens, counting) = counted(listening.clone());
     let every = Duration::from_millis(20);
-    let watcher = Watcher::start(
-        vec![(3, 1)],
-        (
-            move || {
-                looked.fetch_add(1, Ordering::SeqCst);
-                Vec::new()
-            },
-            move || {
-                asked.fetch_add(1, Ordering::SeqCst);
-                now.load(Ordering::SeqCst)
-            },
-        ),
-        every,
-        |_| {},
-    )
-    .unwrap();
+    let watcher = Watcher::start(vec![(3, 1)], counting, every, |_| {}).unwrap();
     std::thread::sleep(10 * every);
     // The one look at the start (what is there before the step's tasks), and no other.
     assert_eq!(looks.load(Ordering::SeqCst), 1);
@@ -202,27 +213,12 @@ fn no_look_at_connections_before_a_port_listens() {
 /// `run` (once the tasks have forked: slurmstepd's `task_post_fork`), once however often run.
 #[test]
 fn the_thread_starts_at_run_and_once() {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::Arc;
-    let (looks, listens) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
-    let (looked, asked) = (looks.clone(), listens.clone());
+    let (looks, listens, counting) = counted(Arc::new(AtomicBool::new(false)));
     let (tx, said) = mpsc::channel();
     let every = Duration::from_millis(20);
-    let mut watcher = Watcher::new(
-        vec![(3, 1)],
-        (
-            move || {
-                looked.fetch_add(1, Ordering::SeqCst);
-                Vec::new()
-            },
-            move || {
-                asked.fetch_add(1, Ordering::SeqCst);
-                false
-            },
-        ),
-        every,
-        move |line: &str| tx.send(line.to_string()).unwrap(),
-    )
+    let mut watcher = Watcher::new(vec![(3, 1)], counting, every, move |line: &str| {
+        tx.send(line.to_string()).unwrap()
+    })
     .unwrap();
     std::thread::sleep(10 * every);
     assert_eq!(looks.load(Ordering::SeqCst), 1, "the look before the tasks");
