@@ -38,6 +38,22 @@ fn look(
     )
 }
 
+/// A watcher whose thread runs at once, as slurmstepd's does once the tasks have forked;
+/// `None` when there is nothing to watch.
+fn started(
+    workers: Vec<(u32, u16)>,
+    looks: (
+        impl Fn() -> Vec<(u16, u64)> + Send + Sync + 'static,
+        impl Fn() -> bool + Send + Sync + 'static,
+    ),
+    every: Duration,
+    say: impl Fn(&str) + Send + Sync + 'static,
+) -> Option<Watcher> {
+    let mut watcher = Watcher::new(workers, looks, every, say)?;
+    watcher.run().unwrap();
+    Some(watcher)
+}
+
 /// Looks that only count themselves: how many looks at connections (none found), how many at
 /// listeners (each answering `listening`), and the two looks.
 #[allow(clippy::type_complexity)]
@@ -84,7 +100,7 @@ fn a_worker_is_marked_once_a_connection_to_its_port_is_seen() {
     let (tx, said) = mpsc::channel();
     let say = move |line: &str| tx.send(line.to_string()).unwrap();
     let every = Duration::from_millis(50);
-    let watcher = Watcher::start(
+    let watcher = started(
         vec![(7, port), (8, unused)],
         look(&[port, unused]),
         every,
@@ -123,7 +139,7 @@ fn the_thread_ends_once_every_worker_is_marked() {
     let (listener, port, _) = ports();
     let (tx, said) = mpsc::channel();
     let say = move |line: &str| tx.send(line.to_string()).unwrap();
-    let watcher = Watcher::start(
+    let watcher = started(
         vec![(3, port)],
         look(&[port]),
         Duration::from_millis(50),
@@ -148,7 +164,7 @@ fn a_connection_older_than_the_step_or_another_users_marks_nothing() {
     let _client = TcpStream::connect(("127.0.0.1", port)).unwrap();
     let (_server, _) = listener.accept().unwrap();
     let every = Duration::from_millis(20);
-    let watcher = Watcher::start(vec![(3, port)], look(&[port]), every, |_| {}).unwrap();
+    let watcher = started(vec![(3, port)], look(&[port]), every, |_| {}).unwrap();
     std::thread::sleep(10 * every);
     assert!(!watcher.reached(3), "a connection older than the watch");
     assert!(!watcher.look_again(3));
@@ -164,7 +180,7 @@ fn a_connection_older_than_the_step_or_another_users_marks_nothing() {
 fn one_more_look_finds_a_connection_that_is_closing() {
     let (listener, port, _) = ports();
     // A look an hour apart, whose first (just after the start) comes before the connection.
-    let watcher = Watcher::start(
+    let watcher = started(
         vec![(5, port)],
         look(&[port]),
         Duration::from_secs(3600),
@@ -186,7 +202,7 @@ fn one_more_look_finds_a_connection_that_is_closing() {
 
 #[test]
 fn nothing_to_watch_starts_no_thread() {
-    assert!(Watcher::start(Vec::new(), look(&[]), Duration::from_secs(1), |_| {}).is_none());
+    assert!(Watcher::new(Vec::new(), look(&[]), Duration::from_secs(1), |_| {}).is_none());
 }
 
 /// Until one of the workers' ports has a listener, the thread asks for listeners alone (no
@@ -196,7 +212,7 @@ fn no_look_at_connections_before_a_port_listens() {
     let listening = Arc::new(AtomicBool::new(false));
     let (looks, listens, counting) = counted(listening.clone());
     let every = Duration::from_millis(20);
-    let watcher = Watcher::start(vec![(3, 1)], counting, every, |_| {}).unwrap();
+    let watcher = started(vec![(3, 1)], counting, every, |_| {}).unwrap();
     std::thread::sleep(10 * every);
     // The one look at the start (what is there before the step's tasks), and no other.
     assert_eq!(looks.load(Ordering::SeqCst), 1);
@@ -224,12 +240,12 @@ fn the_thread_starts_at_run_and_once() {
     assert_eq!(looks.load(Ordering::SeqCst), 1, "the look before the tasks");
     assert_eq!(listens.load(Ordering::SeqCst), 0, "a thread before run");
     assert!(!watcher.running());
-    assert!(watcher.run() && watcher.running());
+    assert!(watcher.run().is_ok() && watcher.running());
     assert!(
         within(5, || listens.load(Ordering::SeqCst) >= 3),
         "no thread after run"
     );
-    assert!(watcher.run(), "a second run");
+    assert!(watcher.run().is_ok(), "a second run");
     drop(watcher);
     // One thread, one line at its end.
     assert!(said.recv_timeout(Duration::from_secs(1)).is_ok());

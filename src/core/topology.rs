@@ -11,6 +11,10 @@
 //! `topology/block` the position of its `BlockName` line (both seen on Slurm 26.05.5). Other
 //! ranking plugins (ring, torus3d, flat with `alpha_step_rank` in topology.yaml) are not read:
 //! for those a block step is refused with what to do instead.
+//!
+//! slurm.conf itself, with the files it `Include`s, is read here ([`read_slurm_conf`]) for these
+//! rules and for one more fact of it: whether slurmstepd runs some hooks in a child process
+//! ([`SlurmConf::contain_spank`], used by `crate::spank::slurm_conf`).
 
 use super::error::{Error, Result};
 use super::hostlist;

@@ -1,6 +1,7 @@
 //! Processes as `/proc` shows them: what a claim or a holder file records to tell a running
 //! process from a later one given the same pid ([`crate::core::claims::Owner`]), and the
-//! node's name.
+//! node's name; and whether a hook runs in the process that built a thing whose threads must
+//! outlive the hook ([`Maker`]).
 
 use crate::core::claims::Owner;
 use std::fs;
@@ -40,4 +41,24 @@ pub fn node_name() -> Option<String> {
 pub fn is_root_process(pid: &str) -> bool {
     use std::os::unix::fs::MetadataExt;
     fs::metadata(format!("/proc/{pid}")).is_ok_and(|meta| meta.uid() == 0)
+}
+
+/// The process that built a thing whose thread must outlive the hook that starts it (the
+/// step's stop, the workers' watcher): slurmstepd itself. Under
+/// `SlurmdParameters=contain_spank` (24.05 and later) slurmstepd runs `user_init`,
+/// `task_post_fork` and `task_exit` in a short-lived child that shares its memory and exits as
+/// the hook returns, taking every thread the hook started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Maker(u32);
+
+impl Maker {
+    /// This process.
+    pub fn here() -> Maker {
+        Maker(std::process::id())
+    }
+
+    /// Whether this code runs in the process that built the thing (not in such a child).
+    pub fn is_here(&self) -> bool {
+        *self == Maker::here()
+    }
 }

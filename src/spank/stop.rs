@@ -10,6 +10,7 @@
 //!
 //! The first two kill twice ([`Stop::now`]); a task's end, once.
 
+use super::process::Maker;
 use super::timing;
 use crate::spank::error::ShellError;
 use crate::spank::handle::{Spank, U32Item};
@@ -28,7 +29,7 @@ pub struct Stop {
     pub het_leader: Option<u32>,
     pub step_id: u32,
     /// The process that built it: slurmstepd itself ([`Self::after_return`]).
-    pub made_in: u32,
+    pub made_in: Maker,
 }
 
 /// How long a node waits after its line before ending the step. srun stops reading the nodes'
@@ -64,7 +65,7 @@ impl Stop {
             jobs: het::jobs_to_stop(shape, job_id),
             het_leader: het::leader(shape),
             step_id,
-            made_in: std::process::id(),
+            made_in: Maker::here(),
         })
     }
 
@@ -120,7 +121,7 @@ impl Stop {
     /// the stopped tasks' signals still count as successes, unless the ended task's own
     /// status (`signaled`) is a signal, which would count as one too.
     pub fn after_return(&self, signaled: bool) {
-        if std::process::id() != self.made_in {
+        if !self.made_in.is_here() {
             self.after_the_line(!signaled);
             return;
         }

@@ -16,6 +16,7 @@
 //! which waits for it at most one look; it says when it ends, in slurmd's log at debug level.
 //! No thread, no mark: each worker's failure then ends the step, as `fail_fast=yes` does.
 
+use super::process::Maker;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
@@ -48,7 +49,7 @@ pub struct Watcher {
     /// What the thread needs, until [`Watcher::run`] starts it.
     to_run: Option<ToRun>,
     /// The process that made the watcher: the only one whose thread outlives a hook.
-    made_in: u32,
+    made_in: Maker,
 }
 
 /// The thread's part of a [`Watcher`] not yet running.
@@ -95,42 +96,30 @@ impl Watcher {
                 every,
                 say: Box::new(say),
             }),
-            made_in: std::process::id(),
+            made_in: Maker::here(),
         })
     }
 
-    /// [`Watcher::new`], its thread started at once ([`Watcher::run`]); `None` when there is
-    /// nothing to watch or no thread can be started.
-    pub fn start(
-        workers: Vec<(u32, u16)>,
-        looks: (
-            impl Fn() -> Vec<(u16, u64)> + Send + Sync + 'static,
-            impl Fn() -> bool + Send + Sync + 'static,
-        ),
-        every: Duration,
-        say: impl Fn(&str) + Send + Sync + 'static,
-    ) -> Option<Watcher> {
-        let mut watcher = Watcher::new(workers, looks, every, say)?;
-        watcher.run().then_some(watcher)
-    }
-
-    /// Starts the thread, once; false when it cannot run: no thread can be started, or this is
-    /// not the process that made the watcher (a short-lived child that shares its memory, as
-    /// slurmstepd runs hooks in under `SlurmdParameters=contain_spank`: the child's exit would
-    /// take the thread). Either is said through `say`, and the caller should then drop the
-    /// watcher: no thread, no mark.
-    pub fn run(&mut self) -> bool {
+    /// Starts the thread, once. Why not, when no thread can be started, or when this is not
+    /// the process that made the watcher ([`Maker`]: the child's exit would take the thread);
+    /// the caller should then drop the watcher: no thread, no mark.
+    pub fn run(&mut self) -> Result<(), String> {
         let Some(ToRun {
             listens,
             every,
             say,
         }) = self.to_run.take()
         else {
-            return self.thread.is_some();
+            return Ok(());
         };
-        if std::process::id() != self.made_in {
-            say("fail_fast=auto: cannot watch this node's workers for the chief's connection (slurmstepd ran the hook in a child process: is SlurmdParameters=contain_spank set without a reconfigure?); a worker's failure here ends the step");
-            return false;
+        let cannot = "fail_fast=auto: cannot watch this node's workers for the chief's connection";
+        if !self.made_in.is_here() {
+            return Err(format!(
+                "{cannot}: slurmstepd ran the hook in a child process, as it does under \
+                 SlurmdParameters=contain_spank, which the slurm.conf it runs with does not set; \
+                 a worker's failure here ends the step (run `scontrol reconfigure` after \
+                 changing SlurmdParameters)"
+            ));
         }
         let (marks, stopped, seen_before, looking) = (
             self.workers.clone(),
@@ -138,8 +127,6 @@ impl Watcher {
             self.before.clone(),
             self.look.clone(),
         );
-        let say: Arc<dyn Fn(&str) + Send + Sync> = Arc::from(say);
-        let said = say.clone();
         let spawned = std::thread::Builder::new()
             .name("tfcluster-workers".into())
             .spawn(move || {
@@ -147,7 +134,7 @@ impl Watcher {
                     watch(&marks, (&*looking, &*listens), &seen_before, every, &stopped)
                 }))
                 .unwrap_or("it panicked");
-                said(&format!(
+                say(&format!(
                     "fail_fast=auto: stopped watching this node's workers for the chief's connection ({why})"
                 ));
                 super::timing::thread_end("workers");
@@ -155,14 +142,11 @@ impl Watcher {
         match spawned {
             Ok(thread) => {
                 self.thread = Some(thread);
-                true
+                Ok(())
             }
-            Err(e) => {
-                say(&format!(
-                    "fail_fast=auto: cannot watch this node's workers for the chief's connection ({e}); a worker's failure here ends the step"
-                ));
-                false
-            }
+            Err(e) => Err(format!(
+                "{cannot} ({e}); a worker's failure here ends the step"
+            )),
         }
     }
 

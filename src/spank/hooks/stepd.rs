@@ -493,13 +493,12 @@ pub fn task_post_fork() -> c_int {
     0
 }
 
-/// Starts the watcher's thread; a watcher whose thread cannot run is dropped (it said why):
-/// no thread, no mark.
+/// Starts the watcher's thread; a watcher whose thread cannot run is dropped, with a line that
+/// says why: no thread, no mark.
 fn run_watcher(state: &mut Step) {
-    if let Some(watcher) = &mut state.workers {
-        if !watcher.run() {
-            state.workers = None;
-        }
+    if let Some(Err(why)) = state.workers.as_mut().map(Watcher::run) {
+        log::error(&why);
+        state.workers = None;
     }
 }
 
