@@ -148,10 +148,12 @@ fi
 
 two_sockets
 
-# With SlurmdParameters=contain_spank (24.05 and later), slurmstepd runs task_exit in a child
-# process of its own that exits as the hook returns: the step still ends with the chief or a
-# failed task (tests/ending.rs); and user_init in another, which drops to the user too: root
-# looks at no file the job's PATH names (tests/containers.rs).
+# With SlurmdParameters=contain_spank (24.05 and later), slurmstepd runs task_exit and
+# task_post_fork in child processes of their own that exit as the hook returns: the step still
+# ends with the chief or a failed task, and the workers' watcher (started before the forks
+# there) still lets a ParameterServerStrategy step survive a worker the chief had reached
+# (tests/ending.rs); and user_init in another, which drops to the user too: root looks at no
+# file the job's PATH names (tests/containers.rs).
 if has contain_spank; then
     cluster down
     export TFC_SLURMD_PARAMETERS=contain_spank
