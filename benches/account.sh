@@ -4,7 +4,8 @@
 #   1. builds the release plugin from the root's own headers (benches/lib.sh);
 #   2. starts the 64-node test cluster with each node in a CPU accounting cgroup of its own
 #      (TFC_NODE_CPU=1: its slurmd, slurmstepds, tasks and epilogs);
-#   3. runs ROUNDS interleaved rounds (default 5) of `srun -N64 -n4096 true` from idle nodes:
+#   3. runs ROUNDS interleaved rounds (default 5; every other one in reverse order) of
+#      `srun -N64 -n4096 true` from idle nodes:
 #      `packaged`: the packages' line (`optional PLUGIN isolate=yes`) with
 #                  --tf-cluster=chief:1,ps:8,worker:*,end_with_chief=no;
 #      `timed`:    the same line with timing=yes (each hook logs its CPU by phase);
@@ -98,8 +99,15 @@ run() { # mode -> JSON line
 }
 launches=0
 [ -z "${TFC_ACCOUNT_PERF:-}" ] || mkdir -p "$TFC_ACCOUNT_PERF"
-for _ in $(seq "$rounds"); do
-    for mode in ${TFC_ACCOUNT_MODES:-packaged timed floor}; do
+# Every other round runs the modes in reverse order, so that a launch's place in its round (the
+# cluster's warmth, the VM's drift within the round) weighs on every mode alike.
+read -ra modes <<<"${TFC_ACCOUNT_MODES:-packaged timed floor}"
+for round in $(seq "$rounds"); do
+    order=("${modes[@]}")
+    if [ $((round % 2)) = 0 ]; then
+        mapfile -t order < <(printf '%s\n' "${modes[@]}" | tac)
+    fi
+    for mode in "${order[@]}"; do
         run "$mode"
     done
 done
