@@ -2099,7 +2099,7 @@ fn the_job_epilog_runs_once_slurmd_has_restarted_with_the_plugin() {
     let cluster = cluster_sh();
     let epilog_ran = || -> bool {
         let job = sh_ok(&format!(
-            "runuser -u {OWNER} -- sbatch --parsable -p shared -w n9 -N1 -n1 -t 2 --wrap 'sleep 300'"
+            "runuser -u {OWNER} -- sbatch --parsable -p shared -w n9 -N1 -n1 -t 2 -o /dev/null --wrap 'sleep 300'"
         ));
         let job = job.trim();
         let marker = format!("tfcluster_{job}_99");

@@ -43,12 +43,31 @@ fn run(before: &str, srun_args: &str, program: &str) -> (i32, String, String, u6
     )
 }
 
+/// Where torchrun's agents keep their logs ([`TorchrunLogs`]), which would otherwise be a new
+/// `/tmp/torchelastic_*` directory of each agent's, left behind on the node.
+fn torchrun_logs() -> std::path::PathBuf {
+    dir().join("torchrun-logs")
+}
+
+/// Removes [`torchrun_logs`] when the test ends, passed or not.
+struct TorchrunLogs;
+
+impl Drop for TorchrunLogs {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(torchrun_logs());
+    }
+}
+
 /// `allreduce.py` with `args`, run by the virtualenv's python (`torchrun`: by torchrun with
-/// 2 processes per task).
+/// 2 processes per task, its logs in [`torchrun_logs`]).
 fn allreduce(torchrun_: bool, args: &str) -> String {
     let program = tool("allreduce.py");
     match torchrun_ {
-        true => format!("{} --nproc-per-node=2 {program} {args}", torchrun()),
+        true => format!(
+            "{} --nproc-per-node=2 --log-dir={} {program} {args}",
+            torchrun(),
+            torchrun_logs().display()
+        ),
         false => format!("{} {program} {args}", python()),
     }
 }
@@ -85,6 +104,7 @@ const MEETINGS: &[Meeting] = &[
 #[ignore = "needs the test cluster and PyTorch: run tests/run.sh"]
 fn ranks_meet_wherever_rank_0_runs() {
     let _defaults = PlugStack::defaults();
+    let _logs = TorchrunLogs;
     for case in MEETINGS {
         let tasks = if case.torchrun { 2 } else { 4 };
         let (before, place) = match case.rank_0_on_n10 {
