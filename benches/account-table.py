@@ -12,6 +12,7 @@
       the same as docs/performance.md's two tables, a column per release
 """
 import json
+import math
 import re
 import statistics
 import sys
@@ -39,6 +40,20 @@ def launch(release, mode, wall, cpu):
                 phases[key][name] = phases[key].get(name, 0) + int(us)
     print(json.dumps({"release": release, "mode": mode, "wall_ms": int(wall),
                       "nodes_cpu_us": int(cpu), "timing_us": phases}))
+
+
+def median_interval(values):
+    """The interval between the k-th least and the k-th greatest of `values` that holds their
+    distribution's median with at least 95 % confidence (k as large as that allows; 1 for fewer
+    than 6 values), and that confidence: each value falls on either side of the median with even
+    odds, so the median lies outside only when k values or more fall on one side."""
+    n, ordered = len(values), sorted(values)
+    def confidence(k):
+        return 1 - 2 * sum(math.comb(n, i) for i in range(k)) / 2 ** n
+    k = 1
+    while k + 1 <= n // 2 and confidence(k + 1) >= 0.95:
+        k += 1
+    return ordered[k - 1], ordered[n - k], confidence(k)
 
 
 def spread(values):
@@ -115,22 +130,42 @@ def wide():
                         ("(p) **the packages' line**", "packaged"),
                         ("(u) `optional PLUGIN` alone (no `isolate`)", "unisolated"),
                         ("(p) with `timing=yes`", "timed")]:
+        if not all(of(rel, mode) for rel in releases):
+            continue
         line(label, [f"{med(cpu(rel, mode)):.0f} ({min(cpu(rel, mode)):.0f}-{max(cpu(rel, mode)):.0f})"
                      for rel in releases])
-    ratio = lambda rel, a, b, f: med(f(rel, a)) / med(f(rel, b))
-    line("p/d, CPU per node", [f"{ratio(rel, 'packaged', 'floor', cpu):.3f}" for rel in releases])
-    line("u/d, CPU per node", [f"{ratio(rel, 'unisolated', 'floor', cpu):.3f}" for rel in releases])
-    line("p/d, wall time of the launch", [f"{ratio(rel, 'packaged', 'floor', wall):.3f}" for rel in releases])
-    # A difference is one the launches resolve where the two modes' runs do not overlap.
-    def resolved(rel, a):
-        if min(cpu(rel, a)) > max(cpu(rel, "floor")):
-            return "more"
-        if max(cpu(rel, a)) < min(cpu(rel, "floor")):
-            return "less"
-        return "within the spread"
-    line("p against d, CPU per node: every run of p more, every run less, or within the spread",
-         [resolved(rel, "packaged") for rel in releases])
-    line("u against d, the same", [resolved(rel, "unisolated") for rel in releases])
+    # Each round's launches ran one after another (every other round in reverse order): a
+    # round's own ratio leaves out what drifts between rounds (the shared VM's speed).
+    def rounds_ratio(rel, a, f):
+        return [x / y for x, y in zip(f(rel, a), f(rel, "floor"))]
+    def interval(rel, a, f):
+        r = rounds_ratio(rel, a, f)
+        least, most, _ = median_interval(r)
+        return f"{med(r):.3f} ({least:.3f}-{most:.3f})"
+    # Against a goal: the whole interval under it, over it, or the goal inside it.
+    def against(rel, a, f, goal):
+        least, most, _ = median_interval(rounds_ratio(rel, a, f))
+        if most <= goal:
+            return f"within {goal}"
+        if least > goal:
+            return f"over {goal}"
+        return f"{goal} inside"
+    confidence = sorted({f"{100 * median_interval(rounds_ratio(rel, 'packaged', cpu))[2]:.0f} %"
+                         for rel in releases})
+    line(f"p/d, CPU per node: the rounds' median (the interval that holds it with {', '.join(confidence)} confidence)",
+         [interval(rel, "packaged", cpu) for rel in releases])
+    line("p/d, wall time of the launch, the same", [interval(rel, "packaged", wall) for rel in releases])
+    line("u/d, CPU per node, the same", [interval(rel, "unisolated", cpu) for rel in releases])
+    line("p/d against the goal of 1.05: the whole interval within it, over it, or 1.05 inside it",
+         [against(rel, "packaged", cpu, 1.05) for rel in releases])
+    line("p/d's wall time against 1.05, the same", [against(rel, "packaged", wall, 1.05) for rel in releases])
+    line("u/d against the goal of 1.02, the same", [against(rel, "unisolated", cpu, 1.02) for rel in releases])
+    paired = lambda rel, a: [x - y for x, y in zip(cpu(rel, a), cpu(rel, "floor"))]
+    line("p - d, CPU per node, ms, round by round",
+         [", ".join(f"{d:.0f}" for d in paired(rel, "packaged")) for rel in releases])
+    line("u - d, the same", [", ".join(f"{d:.0f}" for d in paired(rel, "unisolated")) for rel in releases])
+    if not all(of(rel, "timed") for rel in releases):
+        return
     print(f"\n| phase (`timing=yes`), CPU per node and step, ms, median of {', '.join(map(str, rounds))} | {head} |")
     print("|---|" + "---:|" * len(releases))
     phase = lambda r, pairs: sum(r["timing_us"].get(k, {}).get(p, 0) for k, p in pairs) / NODES / 1000
@@ -147,13 +182,6 @@ def wide():
          [f"{med([total(r) - phase(r, setenv) for r in of(rel, 'timed')]):.1f}" for rel in releases])
     line("p - d, measured per node",
          [f"{med(cpu(rel, 'packaged')) - med(cpu(rel, 'floor')):.1f}" for rel in releases])
-    # Each round's launches ran one after another: the round's own difference leaves out what
-    # drifts between rounds (the shared VM's speed).
-    paired = lambda rel, a: [x - y for x, y in zip(cpu(rel, a), cpu(rel, "floor"))]
-    line("p - d, round by round (launches of one round back to back)",
-         [", ".join(f"{d:.0f}" for d in paired(rel, "packaged")) for rel in releases])
-    line("u - d, round by round",
-         [", ".join(f"{d:.0f}" for d in paired(rel, "unisolated")) for rel in releases])
 
 
 if __name__ == "__main__":

@@ -143,9 +143,9 @@ fn the_admin_guides_install_path_is_a_fifteen_minute_read() {
 
 /// README's "What it costs" gives what docs/performance.md's account measured, as its rows have
 /// it: tfcluster's own CPU per node and step (the least and the most of "every hook but Slurm's
-/// setenv of TF_CONFIG", rounded), Slurm's setenv of TF_CONFIG, each node's CPU against the
-/// floor (p/d, two decimals) over the releases whose launches resolve a difference, the
-/// releases whose launches' spread is larger than it, by name, and the bench's drift.
+/// setenv of TF_CONFIG", rounded), Slurm's setenv of TF_CONFIG, and each node's CPU against the
+/// floor: the releases whose interval is within 1.05, over it, or holds it, by name, the
+/// rounds' medians (p/d, two decimals), and the intervals' confidence.
 #[test]
 fn readmes_cost_is_the_performance_tables() {
     let pages = pages();
@@ -158,41 +158,46 @@ fn readmes_cost_is_the_performance_tables() {
         );
         format!("{least:.decimals$} to {most:.decimals$}")
     };
+    let number = |cell: &str| -> f64 {
+        let first = cell.split(' ').next().unwrap();
+        first.trim_matches('*').parse().unwrap()
+    };
     let numbers = |first: &str| -> Vec<f64> {
         row(performance, |c| c.starts_with(first))
-            .iter()
-            .map(|cell| cell.trim_matches('*').parse().unwrap())
+            .into_iter()
+            .map(number)
             .collect()
     };
     let releases = row(performance, |c| c.starts_with("CPU per node and step"));
-    let against = row(performance, |c| c.starts_with("p against d"));
-    let within = |a: &&str| *a == "within the spread";
-    let resolved: Vec<f64> = numbers("p/d, CPU per node")
-        .into_iter()
-        .zip(&against)
-        .filter(|(_, a)| !within(a))
-        .map(|(ratio, _)| ratio)
-        .collect();
-    let unresolved: Vec<&str> = releases
-        .iter()
-        .zip(&against)
-        .filter(|(_, a)| within(a))
-        .map(|(release, _)| release.trim_start_matches("Slurm "))
-        .collect();
-    let named = match unresolved.split_last() {
-        None => String::new(),
-        Some((last, [])) => last.to_string(),
-        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+    let against = row(performance, |c| {
+        c.starts_with("p/d against the goal of 1.05")
+    });
+    let named = |verdict: &str| {
+        let names: Vec<&str> = releases
+            .iter()
+            .zip(&against)
+            .filter(|(_, a)| **a == verdict)
+            .map(|(release, _)| release.trim_start_matches("Slurm "))
+            .collect();
+        match names.split_last() {
+            None => None,
+            Some((last, [])) => Some(last.to_string()),
+            Some((last, rest)) => Some(format!("{} and {last}", rest.join(", "))),
+        }
     };
-    // The bench's drift from one run to the next, as performance.md states it.
-    let drift = performance
-        .split("A ratio here is good to about ")
+    // The interval's confidence, as the row of the rounds' medians names it.
+    let label = performance
+        .lines()
+        .find(|l| l.starts_with("| p/d, CPU per node: the rounds' median"))
+        .expect("docs/performance.md has the rounds' medians");
+    let confidence = label
+        .split("holds it with ")
         .nth(1)
-        .and_then(|rest| rest.split(':').next())
-        .expect("docs/performance.md states the bench's drift");
+        .and_then(|rest| rest.split(" confidence").next())
+        .expect("the row names its confidence");
     let section = readme.split("## What it costs").nth(1).unwrap();
     let section = section.split("\n## ").next().unwrap().replace('\n', " ");
-    for said in [
+    let mut said = vec![
         format!(
             "{} ms of CPU per node and step",
             range(numbers("every hook but"), 0)
@@ -201,10 +206,20 @@ fn readmes_cost_is_the_performance_tables() {
             "TF_CONFIG ({} ms)",
             range(numbers("each task: Slurm's own"), 0)
         ),
-        format!("is {} of exporting", range(resolved, 2)),
-        format!("on {named} the launches' spread is larger"),
-        format!("a ratio moves by up to {drift} from one run"),
+        format!(
+            "the rounds' medians: {}",
+            range(numbers("p/d, CPU per node: the rounds' median"), 2)
+        ),
+        format!("{confidence} confidence"),
+    ];
+    for (verdict, words) in [
+        ("within 1.05", "within 1.05 on"),
+        ("over 1.05", "over it on"),
+        ("1.05 inside", "not told apart from 1.05 on"),
     ] {
+        said.extend(named(verdict).map(|names| format!("{words} {names}")));
+    }
+    for said in said {
         assert!(
             section.contains(&said),
             "README's cost does not say {said:?} (docs/performance.md's account):\n{section}"
