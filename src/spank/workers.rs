@@ -17,6 +17,7 @@
 //! No thread, no mark: each worker's failure then ends the step, as `fail_fast=yes` does.
 
 use super::process::Maker;
+use super::timing;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
@@ -137,7 +138,7 @@ impl Watcher {
                 say(&format!(
                     "fail_fast=auto: stopped watching this node's workers for the chief's connection ({why})"
                 ));
-                super::timing::thread_end("workers");
+                timing::thread_end("workers");
             });
         match spawned {
             Ok(thread) => {

@@ -12,6 +12,7 @@ use crate::spank::log;
 use crate::spank::process;
 use crate::spank::run_dir;
 use crate::spank::slurm;
+use crate::spank::timing;
 use std::fs;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
@@ -188,7 +189,7 @@ pub fn start<T: Tables + 'static>(
                      check the node's nftables as root (nft list tables)"
                 ));
             }
-            crate::spank::timing::thread_end("holder");
+            timing::thread_end("holder");
         });
     match thread {
         Ok(thread) => Ok(Holder {
