@@ -144,8 +144,9 @@ fn the_admin_guides_install_path_is_a_fifteen_minute_read() {
 /// README's "What it costs" gives what docs/performance.md's account measured, as its rows have
 /// it: tfcluster's own CPU per node and step (the least and the most of "every hook but Slurm's
 /// setenv of TF_CONFIG", rounded), Slurm's setenv of TF_CONFIG, and each node's CPU against the
-/// floor: the releases whose interval is within 1.05, over it, or holds it, by name, the
-/// rounds' medians (p/d, two decimals), and the intervals' confidence.
+/// floor: the releases whose interval is within 1.05, over it, or holds it, by name (as
+/// performance.md's reading of that row names them too), the rounds' medians (p/d, two
+/// decimals), and the intervals' confidence.
 #[test]
 fn readmes_cost_is_the_performance_tables() {
     let pages = pages();
@@ -212,17 +213,35 @@ fn readmes_cost_is_the_performance_tables() {
         ),
         format!("{confidence} confidence"),
     ];
-    for (verdict, words) in [
-        ("within 1.05", "within 1.05 on"),
-        ("over 1.05", "over it on"),
-        ("1.05 inside", "not told apart from 1.05 on"),
+    // README's words, and those of performance.md's reading of its own verdict row.
+    let mut read = Vec::new();
+    for (verdict, words, its_words) in [
+        (
+            "within 1.05",
+            "within 1.05 on",
+            "Within 1.05 of the floor on",
+        ),
+        ("over 1.05", "over it on", "over it on"),
+        (
+            "1.05 inside",
+            "not told apart from 1.05 on",
+            "not told apart from it on",
+        ),
     ] {
         said.extend(named(verdict).map(|names| format!("{words} {names}")));
+        read.extend(named(verdict).map(|names| format!("{its_words} {names}")));
     }
     for said in said {
         assert!(
             section.contains(&said),
             "README's cost does not say {said:?} (docs/performance.md's account):\n{section}"
+        );
+    }
+    let reading = performance.split_whitespace().collect::<Vec<_>>().join(" ");
+    for read in read {
+        assert!(
+            reading.contains(&read),
+            "docs/performance.md's reading of its verdict row does not say {read:?}"
         );
     }
 }
