@@ -330,3 +330,88 @@ fn the_gpu_order_and_the_collectives_interface_give_way_to_the_jobs_own() {
         assert_eq!(got, *want, "{what}");
     }
 }
+
+/// TF_CONFIG staged once per node (`tfcluster::core::tf_config::Staged`): a task's own copy of
+/// it, as Slurm forked it, becomes the task's TF_CONFIG only where it still is what was
+/// staged, and the value shares everything before the task's part; otherwise the task sets the
+/// whole value itself.
+struct StagedCase {
+    what: &'static str,
+    /// The spec of a step on one node `a` of 4 tasks.
+    spec: &'static str,
+    rank: u32,
+    /// What happened to the task's copy after the fork, on the staged bytes.
+    copy: fn(&mut Vec<u8>),
+    /// The task's value (NUL-terminated) from the one it would set, before the patch.
+    value: fn(String) -> String,
+    written: bool,
+}
+
+fn same(_: &mut Vec<u8>) {}
+fn unchanged(value: String) -> String {
+    value
+}
+
+#[rustfmt::skip]
+const STAGED: &[StagedCase] = &[
+    StagedCase { what: "a worker", spec: "chief:1,worker:*", rank: 3, copy: same, value: unchanged, written: true },
+    StagedCase { what: "the chief (the room fits the longest part)", spec: "chief:1,worker:*", rank: 0, copy: same, value: unchanged, written: true },
+    StagedCase { what: "an evaluator with its own cluster", spec: "chief:1,worker:2,evaluator:1", rank: 1, copy: same, value: unchanged, written: false },
+    StagedCase { what: "an evaluator with the training cluster (which lists it too)", spec: "chief:1,worker:2,evaluator:1,evaluator_cluster=training", rank: 1, copy: same, value: unchanged, written: false },
+    StagedCase { what: "the copy a byte shorter", spec: "worker:*", rank: 1, copy: |c| { c.pop(); c.pop(); c.push(0); }, value: unchanged, written: false },
+    StagedCase { what: "the copy a byte longer", spec: "worker:*", rank: 1, copy: |c| { c.pop(); c.extend(b" \0"); }, value: unchanged, written: false },
+    StagedCase { what: "the room holds another byte", spec: "worker:*", rank: 1, copy: |c| { let n = c.len(); c[n - 2] = b'x'; }, value: unchanged, written: false },
+    StagedCase { what: "the text before the room changed", spec: "worker:*", rank: 1, copy: |c| c[3] = b'X', value: unchanged, written: false },
+    StagedCase { what: "no NUL at the copy's end", spec: "worker:*", rank: 1, copy: |c| { let n = c.len(); c[n - 1] = b' '; }, value: unchanged, written: false },
+    StagedCase { what: "a value without its NUL", spec: "worker:*", rank: 1, copy: same, value: |mut v| { v.pop(); v }, written: false },
+    StagedCase { what: "a value longer than the room", spec: "worker:*", rank: 1, copy: same, value: |v| v.replace("}}\0", "}      }\0"), written: false },
+];
+
+#[test]
+fn a_task_writes_its_part_into_staged_tf_config_only_where_it_is_intact() {
+    for case in STAGED {
+        let spec = Spec::parse(Some(case.spec)).unwrap();
+        let admin = Settings::from_plugstack(&["port_base=1000"]).unwrap();
+        let step = StepInputs {
+            nodelist: "a",
+            tasks_per_node: "4",
+            job_id: 7,
+            ..Default::default()
+        };
+        let plan = StepPlan::new(&spec, &admin, &step).unwrap();
+        let staged = plan.tf_configs.staged(&plan.renderers());
+        let staged_text = staged.value_nul().trim_end_matches(['\0', ' ']);
+        assert!(
+            serde_json::from_str::<serde_json::Value>(staged_text).is_err(),
+            "{}: staged is JSON",
+            case.what
+        );
+        let (_, slot) = where_is(&plan, case.rank);
+        let mut renderers = plan.renderers();
+        let env = plan
+            .task(
+                &place(&plan, 0, None),
+                slot,
+                None,
+                None,
+                &|_| false,
+                None,
+                &mut renderers,
+            )
+            .unwrap();
+        let value = (case.value)(env.set[0].1.to_string());
+        let mut copy = staged.value_nul().as_bytes().to_vec();
+        (case.copy)(&mut copy);
+        let before = copy.clone();
+        assert_eq!(
+            staged.patch(&mut copy, &value),
+            case.written,
+            "{}",
+            case.what
+        );
+        match case.written {
+            true => assert_eq!(&copy[..value.len()], value.as_bytes(), "{}", case.what),
+            false => assert_eq!(copy, before, "{}: refused, yet written", case.what),
+        }
+    }
+}

@@ -7,6 +7,7 @@ pub mod plugstack;
 pub mod release;
 
 use serde_json::Value;
+use tfcluster::core::tf_config;
 use tfcluster::core::{GpuAction, NodeFacts, Place, Settings, Spec, StepInputs, StepPlan};
 
 /// The text of a file of the repository (`path` relative to it).
@@ -98,6 +99,8 @@ pub fn environment_running(
 ) -> Vec<String> {
     let (node, slot) = where_is(plan, rank);
     let mut renderers = plan.renderers();
+    // As slurmstepd does: TF_CONFIG staged before the tasks fork, each task's written into it.
+    let staged = plan.tf_configs.staged(&renderers);
     let env = plan
         .task(
             &place(plan, node, step),
@@ -112,6 +115,17 @@ pub fn environment_running(
     env.set
         .iter()
         .map(|(name, value)| {
+            let mut entry = staged.value_nul().as_bytes().to_vec();
+            let patched = *name == tf_config::NAME && staged.patch(&mut entry, value);
+            // What execve passes of a patched entry: up to its first NUL.
+            let value = match patched {
+                true => std::str::from_utf8(&entry)
+                    .unwrap()
+                    .split_inclusive('\0')
+                    .next()
+                    .unwrap(),
+                false => value,
+            };
             let value = value.strip_suffix('\0').expect("every value ends in a NUL");
             assert!(!value.contains('\0'), "{name}: a NUL inside");
             format!("{name}={value}")

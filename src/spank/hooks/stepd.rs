@@ -10,7 +10,7 @@ use crate::core::gpu_affinity::{self, Contiguous, CpuSet, Hardware, TaskCpus};
 use crate::core::het::Own;
 use crate::core::plan::{self, UNSET_ON_ERROR};
 use crate::core::ports::Reservation;
-use crate::core::tf_config::Renderers;
+use crate::core::tf_config::{self, Renderers, Staged};
 use crate::core::topology;
 use crate::core::{gpus, Error, NodeFacts, Place, Settings, Spec, StepInputs, StepPlan};
 use crate::spank::claims::{Claimant, Claimed};
@@ -45,6 +45,9 @@ pub struct Node {
     verbose: bool,
     /// Where each task renders its TF_CONFIG: made here, before the tasks fork.
     renderers: Renderers,
+    /// TF_CONFIG as set in the step's environment before the tasks fork, for each task to
+    /// complete in its own copy ([`Staged`]); `None` where Slurm did not take it.
+    staged: Option<Staged>,
     /// The node's OOM-kill count when the step started ([`oom`]).
     oom_kills: Option<u64>,
     /// This node has ended the step already: the tasks it killed are not reported again.
@@ -300,8 +303,22 @@ fn plan_node(
         (place.node, name),
     )?;
     timing::phase("firewall");
+    let renderers = plan.renderers();
+    let staged = plan.tf_configs.staged(&renderers);
+    let staged = match sp.setenv_nul(tf_config::NAME, staged.value_nul()) {
+        Ok(()) => Some(staged),
+        Err(e) => {
+            log::debug(&format!(
+                "{}: not staged ({e}): each task sets it",
+                tf_config::NAME
+            ));
+            None
+        }
+    };
+    timing::phase("stage");
     Ok(Node {
-        renderers: plan.renderers(),
+        renderers,
+        staged,
         oom_kills: oom::kills(),
         stopping: false,
         lost_workers: 0,
@@ -453,8 +470,14 @@ fn apply(sp: &Spank, node: &mut Node) -> Result<(), ShellError> {
         let _ = sp.unsetenv(name);
     }
     for (name, value) in &env.set {
-        sp.setenv_nul(name, value)
-            .map_err(|err| ShellError::SetEnv { name, err })?;
+        // TF_CONFIG, staged: only this task's part is written, in its own copy.
+        let staged = node.staged.as_ref().filter(|_| *name == tf_config::NAME);
+        let patched =
+            staged.is_some_and(|s| sp.patch_env_value(name, |entry| s.patch(entry, value)));
+        if !patched {
+            sp.setenv_nul(name, value)
+                .map_err(|err| ShellError::SetEnv { name, err })?;
+        }
         timing::phase(name);
     }
     if let (0, Some(oci)) = (local, &node.oci) {
