@@ -415,3 +415,31 @@ fn a_task_writes_its_part_into_staged_tf_config_only_where_it_is_intact() {
         }
     }
 }
+
+/// The names a node stages TF_CONFIG under before its tasks fork: those every task gets
+/// whatever its program (`StepPlan::staged_names`).
+#[test]
+fn tf_config_is_staged_under_the_names_every_task_gets() {
+    #[rustfmt::skip]
+    let cases: &[(&str, Runtimes, &[&str])] = &[
+        ("apptainer_env=yes", NONE, &["TF_CONFIG"]),
+        ("apptainer_env=yes", APPTAINER, &["TF_CONFIG", "APPTAINERENV_TF_CONFIG"]),
+        ("apptainer_env=yes", BOTH, &["TF_CONFIG", "APPTAINERENV_TF_CONFIG", "SINGULARITYENV_TF_CONFIG"]),
+        ("apptainer_env=always", NONE, &["TF_CONFIG", "APPTAINERENV_TF_CONFIG", "SINGULARITYENV_TF_CONFIG"]),
+        ("apptainer_env=auto", BOTH, &["TF_CONFIG"]),
+        ("apptainer_env=no", BOTH, &["TF_CONFIG"]),
+    ];
+    for &(setting, runtimes, names) in cases {
+        let spec = Spec::parse(Some("worker:*")).unwrap();
+        let admin = Settings::from_plugstack(&["port_base=1000", setting]).unwrap();
+        let step = StepInputs {
+            nodelist: "a",
+            tasks_per_node: "2",
+            job_id: 7,
+            ..Default::default()
+        };
+        let mut plan = StepPlan::new(&spec, &admin, &step).unwrap();
+        plan.find_runtimes(|| runtimes);
+        assert_eq!(plan.staged_names(), names, "{setting} {runtimes:?}");
+    }
+}

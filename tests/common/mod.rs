@@ -7,7 +7,6 @@ pub mod plugstack;
 pub mod release;
 
 use serde_json::Value;
-use tfcluster::core::tf_config;
 use tfcluster::core::{GpuAction, NodeFacts, Place, Settings, Spec, StepInputs, StepPlan};
 
 /// The text of a file of the repository (`path` relative to it).
@@ -100,7 +99,7 @@ pub fn environment_running(
     let (node, slot) = where_is(plan, rank);
     let mut renderers = plan.renderers();
     // As slurmstepd does: TF_CONFIG staged before the tasks fork, each task's written into it.
-    let staged = plan.tf_configs.staged(&renderers);
+    let (staged, names) = (plan.tf_configs.staged(&renderers), plan.staged_names());
     let env = plan
         .task(
             &place(plan, node, step),
@@ -116,7 +115,7 @@ pub fn environment_running(
         .iter()
         .map(|(name, value)| {
             let mut entry = staged.value_nul().as_bytes().to_vec();
-            let patched = *name == tf_config::NAME && staged.patch(&mut entry, value);
+            let patched = names.contains(name) && staged.patch(&mut entry, value);
             // What execve passes of a patched entry: up to its first NUL.
             let value = match patched {
                 true => std::str::from_utf8(&entry)

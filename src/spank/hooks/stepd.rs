@@ -10,7 +10,7 @@ use crate::core::gpu_affinity::{self, Contiguous, CpuSet, Hardware, TaskCpus};
 use crate::core::het::Own;
 use crate::core::plan::{self, UNSET_ON_ERROR};
 use crate::core::ports::Reservation;
-use crate::core::tf_config::{self, Renderers, Staged};
+use crate::core::tf_config::{Renderers, Staged};
 use crate::core::topology;
 use crate::core::{gpus, Error, NodeFacts, Place, Settings, Spec, StepInputs, StepPlan};
 use crate::spank::claims::{Claimant, Claimed};
@@ -46,8 +46,10 @@ pub struct Node {
     /// Where each task renders its TF_CONFIG: made here, before the tasks fork.
     renderers: Renderers,
     /// TF_CONFIG as set in the step's environment before the tasks fork, for each task to
-    /// complete in its own copy ([`Staged`]); `None` where Slurm did not take it.
-    staged: Option<Staged>,
+    /// complete in its own copy ([`Staged`]).
+    staged: Staged,
+    /// The names it is set under so far ([`stage`]).
+    staged_names: Vec<&'static str>,
     /// The node's OOM-kill count when the step started ([`oom`]).
     oom_kills: Option<u64>,
     /// This node has ended the step already: the tasks it killed are not reported again.
@@ -196,6 +198,8 @@ pub fn user_init(sp: &Spank) -> c_int {
             ));
             found
         });
+        // The runtimes' names, now that they are known: staged as TF_CONFIG was.
+        stage(sp, node);
     }
     0
 }
@@ -304,21 +308,10 @@ fn plan_node(
     )?;
     timing::phase("firewall");
     let renderers = plan.renderers();
-    let staged = plan.tf_configs.staged(&renderers);
-    let staged = match sp.setenv_nul(tf_config::NAME, staged.value_nul()) {
-        Ok(()) => Some(staged),
-        Err(e) => {
-            log::debug(&format!(
-                "{}: not staged ({e}): each task sets it",
-                tf_config::NAME
-            ));
-            None
-        }
-    };
-    timing::phase("stage");
-    Ok(Node {
+    let mut node = Node {
+        staged: plan.tf_configs.staged(&renderers),
+        staged_names: Vec::new(),
         renderers,
-        staged,
         oom_kills: oom::kills(),
         stopping: false,
         lost_workers: 0,
@@ -334,7 +327,24 @@ fn plan_node(
         plan,
         place,
         verbose,
-    })
+    };
+    stage(sp, &mut node);
+    timing::phase("stage");
+    Ok(node)
+}
+
+/// Sets the node's staged TF_CONFIG under each name of [`StepPlan::staged_names`] not set yet,
+/// before the tasks fork; a name Slurm does not take is left to each task to set whole.
+fn stage(sp: &Spank, node: &mut Node) {
+    for name in node.plan.staged_names() {
+        if node.staged_names.contains(&name) {
+            continue;
+        }
+        match sp.setenv_nul(name, node.staged.value_nul()) {
+            Ok(()) => node.staged_names.push(name),
+            Err(e) => log::debug(&format!("{name}: not staged ({e}): each task sets it")),
+        }
+    }
 }
 
 /// This node's claim on the ports its tasks listen on, for the step's `jobs` ([`Claimant`]),
@@ -471,7 +481,7 @@ fn apply(sp: &Spank, node: &mut Node) -> Result<(), ShellError> {
     }
     for (name, value) in &env.set {
         // TF_CONFIG, staged: only this task's part is written, in its own copy.
-        let staged = node.staged.as_ref().filter(|_| *name == tf_config::NAME);
+        let staged = node.staged_names.contains(name).then_some(&node.staged);
         let patched =
             staged.is_some_and(|s| sp.patch_env_value(name, |entry| s.patch(entry, value)));
         if !patched {
@@ -479,6 +489,12 @@ fn apply(sp: &Spank, node: &mut Node) -> Result<(), ShellError> {
                 .map_err(|err| ShellError::SetEnv { name, err })?;
         }
         timing::phase(name);
+    }
+    // A staged name this task does not get never reaches its program.
+    for name in &node.staged_names {
+        if env.get(name).is_none() {
+            let _ = sp.unsetenv(name);
+        }
     }
     if let (0, Some(oci)) = (local, &node.oci) {
         // Once per node: Slurm would keep some of them from the program.
