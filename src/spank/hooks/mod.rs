@@ -30,10 +30,12 @@ mod epilog;
 mod extern_step;
 mod srun;
 mod stepd;
+mod task;
 
 pub use epilog::job_epilog;
 pub use srun::local_user_init;
-pub use stepd::{exit, task_exit, task_init, task_post_fork};
+pub use stepd::{exit, task_exit, task_post_fork};
+pub use task::task_init;
 
 use super::ffi;
 use super::handle::{self, Context, Spank};

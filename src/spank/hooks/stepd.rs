@@ -6,9 +6,9 @@ use crate::core::check;
 use crate::core::container;
 use crate::core::ending::WorkerSeen;
 use crate::core::error::OnError;
-use crate::core::gpu_affinity::{self, Contiguous, CpuSet, Hardware, TaskCpus};
+use crate::core::gpu_affinity::{self, Contiguous, CpuSet};
 use crate::core::het::Own;
-use crate::core::plan::{self, UNSET_ON_ERROR};
+use crate::core::plan;
 use crate::core::ports::Reservation;
 use crate::core::tf_config::{Renderers, Staged};
 use crate::core::topology;
@@ -16,7 +16,7 @@ use crate::core::{gpus, Error, NodeFacts, Place, Settings, Spec, StepInputs, Ste
 use crate::spank::claims::{Claimant, Claimed};
 use crate::spank::error::ShellError;
 use crate::spank::ffi;
-use crate::spank::handle::{self, Spank, U32Item};
+use crate::spank::handle::{Spank, U32Item};
 use crate::spank::hardware;
 use crate::spank::het;
 use crate::spank::isolation::firewall;
@@ -37,62 +37,62 @@ use std::ffi::c_int;
 use std::sync::{Mutex, MutexGuard};
 
 /// The plan plus this node's facts, prepared once before the tasks fork.
-pub struct Node {
-    plan: StepPlan,
+pub(super) struct Node {
+    pub(super) plan: StepPlan,
     /// This node's place in the plan: its node, its tasks' slots and ranks, its GPUs.
-    place: Place,
+    pub(super) place: Place,
     /// srun ran with -v (`SRUN_DEBUG` above info): each task reports what it got.
-    verbose: bool,
+    pub(super) verbose: bool,
     /// Where each task renders its TF_CONFIG: made here, before the tasks fork.
-    renderers: Renderers,
+    pub(super) renderers: Renderers,
     /// TF_CONFIG as set in the step's environment before the tasks fork, for each task to
     /// complete in its own copy ([`Staged`]).
-    staged: Staged,
+    pub(super) staged: Staged,
     /// The names it is set under so far ([`stage`]).
-    staged_names: Vec<&'static str>,
+    pub(super) staged_names: Vec<&'static str>,
     /// The node's OOM-kill count when the step started ([`oom`]).
-    oom_kills: Option<u64>,
+    pub(super) oom_kills: Option<u64>,
     /// This node has ended the step already: the tasks it killed are not reported again.
-    stopping: bool,
+    pub(super) stopping: bool,
     /// Workers of this node whose failure the step survived (`fail_fast=auto` with ps).
-    lost_workers: u32,
+    pub(super) lost_workers: u32,
     /// The node's claim on the step's ports, given back by [`exit`].
-    claim: Option<Claimed>,
+    pub(super) claim: Option<Claimed>,
     /// With `isolate=yes`: the step's firewall on this node, removed by [`exit`].
-    firewall: Option<firewall::Installed>,
+    pub(super) firewall: Option<firewall::Installed>,
     /// In Slurm's container (23.02 and later): the node's oci.conf, when it can keep the
     /// task's variables from the program.
-    oci: Option<NodeOci>,
+    pub(super) oci: Option<NodeOci>,
     /// Why `SLURM_STEP_RESV_PORTS` was not taken ([`Reservation`]), said by rank 0.
-    reservation_note: Option<String>,
+    pub(super) reservation_note: Option<String>,
     /// With `socket_ifname=yes`: the collectives' interface on this node, or why none
     /// (`srun -v` prints it).
-    collectives_note: Option<String>,
+    pub(super) collectives_note: Option<String>,
     /// Which of the variables tfcluster only defaults ([`plan::DEFAULTED`]) the job's
     /// environment sets itself, looked up once for the node's tasks.
-    job_sets: Vec<&'static str>,
+    pub(super) job_sets: Vec<&'static str>,
     /// The job's user ([`Shape::uid`]): whose connections the workers' watcher counts.
-    uid: u32,
+    pub(super) uid: u32,
     /// Where the node's GPUs are split by affinity: each GPU token's local CPUs, from the
     /// node's PCI tree ([`hardware`]) and `SLURM_STEP_GPUS`, matched once before the tasks
     /// fork; or why they are not known.
-    gpu_cpus: Option<Result<Vec<CpuSet>, Contiguous>>,
+    pub(super) gpu_cpus: Option<Result<Vec<CpuSet>, Contiguous>>,
     /// This node's name ([`Shape::node`]), for the tasks' lines.
-    name: Option<String>,
+    pub(super) name: Option<String>,
 }
 
 /// What a step's slurmstepd keeps from `init_post_opt` to `exit` (its task children inherit a
 /// copy).
-struct Step {
+pub(super) struct Step {
     /// The step's plan for this node, or why there is none (reported by each task).
-    plan: Option<Result<Node, ShellError>>,
+    pub(super) plan: Option<Result<Node, ShellError>>,
     /// `fail_fast=auto` with ps: the watcher of this node's workers' server ports
     /// ([`crate::spank::workers`]), stopped by `exit` or at the unload.
-    workers: Option<Watcher>,
+    pub(super) workers: Option<Watcher>,
     /// The step's one stop, built before planning, whatever the plan then says.
-    stop: Option<Stop>,
+    pub(super) stop: Option<Stop>,
     /// With `check`: this node's line, printed by its first task.
-    check_verdict: Option<check::Verdict>,
+    pub(super) check_verdict: Option<check::Verdict>,
 }
 
 static STEP: Mutex<Step> = Mutex::new(Step {
@@ -102,7 +102,7 @@ static STEP: Mutex<Step> = Mutex::new(Step {
     check_verdict: None,
 });
 
-fn state() -> MutexGuard<'static, Step> {
+pub(super) fn state() -> MutexGuard<'static, Step> {
     locked(&STEP)
 }
 
@@ -369,156 +369,6 @@ fn claim(
         node: host.clone(),
         reason,
     })
-}
-
-/// Each task, just before `execve`: set every variable the plan gives it (TF_CONFIG,
-/// CUDA_VISIBLE_DEVICES, ...). A task that cannot have them never starts its program, whether
-/// plugstack.conf says `required` (where Slurm would end it too) or `optional` (where Slurm
-/// would start it without TF_CONFIG): it ends with status 1 after its line, and the step goes
-/// on or stops as the error says ([`OnError`]).
-pub fn task_init(sp: &Spank) -> c_int {
-    let mut state = state();
-    if let Some(verdict) = &state.check_verdict {
-        // `--tf-cluster=check`: the node's first task says the node's line; a node that would
-        // refuse a step or run one unprotected fails it, so srun exits non-zero.
-        if sp.task_id().is_ok_and(|t| t == 0) {
-            if verdict.fails {
-                log::error(&verdict.line);
-                handle::end_task(1);
-            }
-            log::user(&verdict.line);
-        }
-        // The node answered: the check's program (printenv) finds its name.
-        if let Err(e) = sp.setenv(check::ANSWERED_VAR, &verdict.node) {
-            log::error(&format!("cannot set {}: {e}", check::ANSWERED_VAR));
-        }
-        return 0;
-    }
-    let Some(planned) = &mut state.plan else {
-        return 0;
-    };
-    let applied = match planned {
-        Ok(node) => apply(sp, node),
-        Err(e) => Err(e.clone()),
-    };
-    let Err(e) = applied else {
-        return 0;
-    };
-    for name in UNSET_ON_ERROR {
-        let _ = sp.unsetenv(name);
-    }
-    let on_error = e.on_error();
-    if on_error == OnError::StopFromFirstTask {
-        // The node's first task says why and stops the step: the other nodes' tasks, which may
-        // have started, would otherwise wait for these.
-        if sp.task_id().is_ok_and(|t| t == 0) {
-            log::error(&e.to_string());
-            if let Some(stop) = &state.stop {
-                stop.now();
-            }
-        }
-        handle::end_task(1);
-    }
-    let node = match planned {
-        Ok(node) => node.name.clone(),
-        Err(_) => process::node_name(),
-    };
-    log::error(&plan::task_error_line(
-        &e.to_string(),
-        node.as_deref(),
-        sp.task_id().ok(),
-    ));
-    if on_error == OnError::StopFromEachTask {
-        if let Some(stop) = &state.stop {
-            stop.now();
-        }
-    }
-    handle::end_task(1)
-}
-
-fn apply(sp: &Spank, node: &mut Node) -> Result<(), ShellError> {
-    let local = sp.task_id().map_err(|err| ShellError::Item {
-        what: "the local task id",
-        err,
-    })? as usize;
-    let task_gpus = sp.getenv(gpus::VAR).map_err(|err| ShellError::Env {
-        name: gpus::VAR,
-        err,
-    })?;
-    // The task's program, for apptainer_env=auto; unknown counts as not Apptainer.
-    let program = sp.program().ok().flatten();
-    timing::phase("read");
-    // The job's own value of a variable tfcluster only defaults wins.
-    let own = |name: &str| node.job_sets.contains(&name);
-    // Where the node's GPUs are split: Slurm's binding of its tasks, and this task's CPUs.
-    let cpus = node.gpu_cpus.as_ref().map(|_| TaskCpus {
-        bind_type: sp.getenv(gpu_affinity::BIND_TYPE).ok().flatten(),
-        list: sp.getenv(gpu_affinity::BIND_LIST).ok().flatten(),
-        own: hardware::own_cpus(),
-        local,
-    });
-    let hardware = node
-        .gpu_cpus
-        .as_ref()
-        .zip(cpus.as_ref())
-        .map(|(gpu_cpus, cpus)| Hardware {
-            gpu_cpus,
-            cpus,
-            slots: &node.place.slots,
-        });
-    let env = node.plan.task(
-        &node.place,
-        local,
-        task_gpus.as_deref(),
-        program.as_deref(),
-        &own,
-        hardware,
-        &mut node.renderers,
-    )?;
-    timing::phase("environment");
-    for &name in env.unset {
-        let _ = sp.unsetenv(name);
-    }
-    for (name, value) in &env.set {
-        // TF_CONFIG, staged: only this task's part is written, in its own copy.
-        let staged = node.staged_names.contains(name).then_some(&node.staged);
-        let patched =
-            staged.is_some_and(|s| sp.patch_env_value(name, |entry| s.patch(entry, value)));
-        if !patched {
-            sp.setenv_nul(name, value)
-                .map_err(|err| ShellError::SetEnv { name, err })?;
-        }
-        timing::phase(name);
-    }
-    // A staged name this task does not get never reaches its program.
-    for name in &node.staged_names {
-        if env.get(name).is_none() {
-            let _ = sp.unsetenv(name);
-        }
-    }
-    if let (0, Some(oci)) = (local, &node.oci) {
-        // Once per node: Slurm would keep some of them from the program.
-        if let Some(warning) = oci.warning(&node.plan.hosts[node.place.node], &env.set) {
-            log::user(&format!("warning: {warning}"));
-        }
-    }
-    if env.rank == 0 {
-        // Once per step: why some GPUs stay unused, why the reserved ports were not taken.
-        let gpu_note = node.plan.gpu_note(node.place.step_gpus());
-        for note in gpu_note.iter().chain(&node.reservation_note) {
-            log::user(note);
-        }
-    }
-    if node.verbose {
-        if let (0, Some(note)) = (local, &node.collectives_note) {
-            log::user(note);
-        }
-        log::user(&env.report(task_gpus.as_deref()));
-        if let Some(basis) = &env.gpu_basis {
-            log::user(&basis.line(&node.plan.hosts[node.place.node], env.rank));
-        }
-    }
-    Ok(())
 }
 
 /// slurmstepd, once per task after every task of the node has forked and before any runs its
