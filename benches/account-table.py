@@ -101,13 +101,13 @@ PHASES = [
      [("slurmstepd init_post_opt", "firewall")]),
     ("start the workers' watcher (its first look at connections)",
      [("slurmstepd init_post_opt", "watcher")]),
-    ("stage TF_CONFIG in the step's environment, once per node (0.16.0)",
+    ("stage TF_CONFIG in the step's environment, once per node",
      [("slurmstepd init_post_opt", "stage")]),
     ("each task: read its ids and variables", [("tasks task_init", "read")]),
     ("each task: its environment (TF_CONFIG rendered)", [("tasks task_init", "environment")]),
-    ("each task: TF_CONFIG into its environment (Slurm's `spank_setenv`; from 0.16.0 its own part written into its copy of the staged one)",
+    ("each task: its TF_CONFIG into its environment (its part written into its copy of the staged one)",
      [("tasks task_init", "TF_CONFIG")]),
-    ("each task: the same under Apptainer's name (Slurm's `spank_setenv`; a node with Apptainer: 26.05's root)",
+    ("each task: the same under Apptainer's name (a node with Apptainer: 26.05's root)",
      [("tasks task_init", "APPTAINERENV_TF_CONFIG")]),
     ("as the step ends: libnftables again for the ended table, the step's table removed",
      [("slurmstepd exit", "firewall")]),
@@ -132,6 +132,7 @@ def wide():
     for label, mode in [("(d) no plugin, a TF_CONFIG-sized variable exported", "floor"),
                         ("(p) **the packages' line**", "packaged"),
                         ("(u) `optional PLUGIN` alone (no `isolate`)", "unisolated"),
+                        ("(b) the packages' line, another build (`baseline`)", "baseline"),
                         ("(p) with `timing=yes`", "timed")]:
         if not all(of(rel, mode) for rel in releases):
             continue
@@ -158,15 +159,29 @@ def wide():
     line(f"p/d, CPU per node: the rounds' median (the interval that holds it with {', '.join(confidence)} confidence)",
          [interval(rel, "packaged", cpu) for rel in releases])
     line("p/d, wall time of the launch, the same", [interval(rel, "packaged", wall) for rel in releases])
-    line("u/d, CPU per node, the same", [interval(rel, "unisolated", cpu) for rel in releases])
+    has = lambda mode: all(of(rel, mode) for rel in releases)
+    if has("unisolated"):
+        line("u/d, CPU per node, the same", [interval(rel, "unisolated", cpu) for rel in releases])
+    if has("baseline"):
+        line("b/d, CPU per node, the same", [interval(rel, "baseline", cpu) for rel in releases])
     line("p/d against the goal of 1.05: the whole interval within it, over it, or 1.05 inside it",
          [against(rel, "packaged", cpu, 1.05) for rel in releases])
     line("p/d's wall time against 1.05, the same", [against(rel, "packaged", wall, 1.05) for rel in releases])
-    line("u/d against the goal of 1.02, the same", [against(rel, "unisolated", cpu, 1.02) for rel in releases])
-    paired = lambda rel, a: [x - y for x, y in zip(cpu(rel, a), cpu(rel, "floor"))]
+    if has("unisolated"):
+        line("u/d against the goal of 1.02, the same", [against(rel, "unisolated", cpu, 1.02) for rel in releases])
+    paired = lambda rel, a, b="floor": [x - y for x, y in zip(cpu(rel, a), cpu(rel, b))]
     line("p - d, CPU per node, ms, round by round",
          [", ".join(f"{d:.0f}" for d in paired(rel, "packaged")) for rel in releases])
-    line("u - d, the same", [", ".join(f"{d:.0f}" for d in paired(rel, "unisolated")) for rel in releases])
+    if has("unisolated"):
+        line("u - d, the same", [", ".join(f"{d:.0f}" for d in paired(rel, "unisolated")) for rel in releases])
+    if has("baseline"):
+        line("b - p, the same (what the change saves)",
+             [", ".join(f"{d:.0f}" for d in paired(rel, "baseline", "packaged")) for rel in releases])
+        def saved(rel):
+            d = paired(rel, "baseline", "packaged")
+            least, most, _ = median_interval(d)
+            return f"{med(d):.1f} ({least:.1f} to {most:.1f})"
+        line("b - p, the rounds' median (the same confidence)", [saved(rel) for rel in releases])
     if not all(of(rel, "timed") for rel in releases):
         return
     print(f"\n| phase (`timing=yes`), CPU per node and step, ms, median of {', '.join(map(str, rounds))} | {head} |")
@@ -181,7 +196,7 @@ def wide():
         t = [total(r) for r in of(rel, "timed")]
         cells.append(f"{med(t):.1f} ({min(t):.1f}-{max(t):.1f})")
     line("**every hook, all** (spread)", cells)
-    line("every hook but Slurm's setenv of TF_CONFIG",
+    line("every hook but each task's TF_CONFIG (the two rows of it above)",
          [f"{med([total(r) - phase(r, setenv) for r in of(rel, 'timed')]):.1f}" for rel in releases])
     line("p - d, measured per node",
          [f"{med(cpu(rel, 'packaged')) - med(cpu(rel, 'floor')):.1f}" for rel in releases])

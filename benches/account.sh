@@ -18,7 +18,10 @@
 #      `watchless`, the option under `optional PLUGIN` alone with the job's fail_fast=no: what
 #      the workers' watcher, a thread of each slurmstepd while it forks the tasks, costs;
 #      `spank`, no tfcluster but benches/setenv_floor.c, which only hands every task a
-#      variable of TF_CONFIG's size with spank_setenv: the floor of any delivery through SPANK);
+#      variable of TF_CONFIG's size with spank_setenv: the floor of any delivery through SPANK;
+#      `baseline`, the packaged line with another build of tfcluster for the same release, the
+#      plugin file TFC_ACCOUNT_BASELINE names (benches/baseline.sh builds one from a commit):
+#      a change's before and after, in the same rounds);
 #      each launch's wall time, and the CPU each node's cgroup used from before the launch until
 #      every node is idle again (the epilog included);
 #   4. adds up the `timed` launches' `tfcluster timing:` lines (slurmd's log of each node, srun's
@@ -67,6 +70,7 @@ run() { # mode -> JSON line
         floor|none) : > "$stack" ;;
         spank) echo "optional $spank_so $size" > "$stack" ;;
         loaded|apptainerless) echo "optional $plugin isolate=yes" > "$stack" ;;
+        baseline) echo "optional ${TFC_ACCOUNT_BASELINE:?baseline: set TFC_ACCOUNT_BASELINE} isolate=yes" > "$stack" ;;
         unisolated|watchless) echo "optional $plugin" > "$stack" ;;
     esac
     idle
@@ -80,7 +84,7 @@ run() { # mode -> JSON line
         recorded=(perf record -q -a -g -F 999 -o "$TFC_ACCOUNT_PERF/$1-$launches.data" --)
     fi
     case $1 in
-        packaged|timed|unisolated) "${recorded[@]}" "$root" exec "$suite" sh -c "cd /tmp && srun ${step[*]} $spec true" 2> "$err" ;;
+        packaged|timed|unisolated|baseline) "${recorded[@]}" "$root" exec "$suite" sh -c "cd /tmp && srun ${step[*]} $spec true" 2> "$err" ;;
         apptainerless) "${recorded[@]}" "$root" exec "$suite" sh -c "cd /tmp && srun ${step[*]} $spec,apptainer_env=no true" 2> "$err" ;;
         watchless) "${recorded[@]}" "$root" exec "$suite" sh -c "cd /tmp && srun ${step[*]} $spec,fail_fast=no true" 2> "$err" ;;
         floor) "${recorded[@]}" "$root" exec "$suite" env TFC_FLOOR="$floor" sh -c "cd /tmp && srun ${step[*]} true" 2> "$err" ;;
