@@ -101,12 +101,9 @@ PHASES = [
      [("slurmstepd init_post_opt", "firewall")]),
     ("start the workers' watcher (its first look at connections)",
      [("slurmstepd init_post_opt", "watcher")]),
-    ("stage TF_CONFIG in the step's environment, once per node",
-     [("slurmstepd init_post_opt", "stage")]),
     ("each task: read its ids and variables", [("tasks task_init", "read")]),
     ("each task: its environment (TF_CONFIG rendered)", [("tasks task_init", "environment")]),
-    ("each task: its TF_CONFIG into its environment (its part written into its copy of the staged one)",
-     [("tasks task_init", "TF_CONFIG")]),
+    ("each task: Slurm's own `spank_setenv` of TF_CONFIG", [("tasks task_init", "TF_CONFIG")]),
     ("each task: the same under Apptainer's name (a node with Apptainer: 26.05's root)",
      [("tasks task_init", "APPTAINERENV_TF_CONFIG")]),
     ("as the step ends: libnftables again for the ended table, the step's table removed",
@@ -196,7 +193,7 @@ def wide():
         t = [total(r) for r in of(rel, "timed")]
         cells.append(f"{med(t):.1f} ({min(t):.1f}-{max(t):.1f})")
     line("**every hook, all** (spread)", cells)
-    line("every hook but each task's TF_CONFIG (the two rows of it above)",
+    line("every hook but Slurm's setenv of TF_CONFIG",
          [f"{med([total(r) - phase(r, setenv) for r in of(rel, 'timed')]):.1f}" for rel in releases])
     line("p - d, measured per node",
          [f"{med(cpu(rel, 'packaged')) - med(cpu(rel, 'floor')):.1f}" for rel in releases])

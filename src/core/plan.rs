@@ -366,18 +366,6 @@ impl StepPlan {
         }
     }
 
-    /// The names every task of the node gets its TF_CONFIG under whatever its program, as far
-    /// as the node knows them now: TF_CONFIG, and the container runtimes' names that
-    /// `apptainer_env` gives every task ([`container::add_apptainer_names`]; not `auto`'s,
-    /// which follow each task's program). slurmstepd stages them before the tasks fork
-    /// ([`super::tf_config::Staged`]).
-    pub fn staged_names(&self) -> Vec<&'static str> {
-        let mut set = vec![(tf_config::NAME, Cow::Borrowed(""))];
-        let runtimes = self.settings.apptainer_env.for_task(self.runtimes, None);
-        container::add_apptainer_names(&mut set, runtimes);
-        set.into_iter().map(|(name, _)| name).collect()
-    }
-
     /// With `socket_ifname=yes`, on node `node`: the interface its tasks' collectives use, the
     /// one that holds the node's address as the node resolves it (`resolve`), among the node's
     /// `interfaces` ([`collectives::interface`]); neither is asked without the setting. The

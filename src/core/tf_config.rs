@@ -43,9 +43,6 @@ pub struct TfConfigs {
     pub rpc_layer: Option<String>,
     /// The step's task count (for messages).
     tasks: u32,
-    /// The longest `task` part a task rendered over the trainers' `cluster` has
-    /// ([`tail_len`]): the room a [`Staged`] value keeps.
-    trainers_tail: usize,
 }
 
 impl TfConfigs {
@@ -76,20 +73,11 @@ impl TfConfigs {
             EvaluatorCluster::Own => cluster_with(&|role| role == Role::Evaluator),
             EvaluatorCluster::Training => cluster_with(&|_| true),
         });
-        let own_evaluator = evaluator.is_some();
-        let trainers_tail = roles
-            .slices
-            .iter()
-            .filter(|s| !(own_evaluator && s.role == Role::Evaluator))
-            .map(|s| tail_len(s.role, s.count.saturating_sub(1)))
-            .max()
-            .unwrap_or(0);
         let configs = TfConfigs {
             trainers,
             evaluator,
             rpc_layer,
             tasks: layout.tasks(),
-            trainers_tail,
         };
         // The longest TF_CONFIG of a role is its last index's (role names and index digits
         // both vary).
@@ -130,12 +118,6 @@ impl TfConfigs {
             trainers: TaskRenderer::new(&self.trainers, self.rpc_layer.as_deref()),
             evaluator: None,
         }
-    }
-
-    /// The value slurmstepd sets once per node, before the tasks fork, for each task to
-    /// complete in place ([`Staged`]).
-    pub fn staged(&self, renderers: &Renderers) -> Staged {
-        renderers.trainers.staged(self.trainers_tail)
     }
 
     /// A task's TF_CONFIG followed by a NUL, rendered in the node's buffers. Its size was
@@ -231,14 +213,9 @@ fn env_string_len(cluster: &str, role: Role, index: u32, rpc_layer: Option<&str>
     let rpc = rpc_layer.map_or(0, |r| ",\"rpc_layer\":".len() + json_str_len(r));
     NAME.len() + 1 // TF_CONFIG=
         + "{\"cluster\":".len() + cluster.len() + rpc
-        + ",\"task\":{\"type\":".len() + tail_len(role, index)
+        + ",\"task\":{\"type\":".len() + json_str_len(role.name())
+        + ",\"index\":".len() + digits(index) + "}}".len()
         + 1 // NUL
-}
-
-/// The length of a task's own part, after `"type":` ([`TaskRenderer::render_nul`]), without
-/// its NUL.
-fn tail_len(role: Role, index: u32) -> usize {
-    json_str_len(role.name()) + ",\"index\":".len() + digits(index) + "}}".len()
 }
 
 /// Refuses an environment string `NAME=value\0` of `bytes` bytes that Linux would not let
@@ -290,19 +267,6 @@ impl TaskRenderer {
         TaskRenderer { buf, prefix }
     }
 
-    /// Everything before the task's own part, then `room` bytes of [`Staged::FILLER`] and a
-    /// NUL.
-    fn staged(&self, room: usize) -> Staged {
-        let mut text = String::with_capacity(self.prefix + room + 1);
-        text.push_str(&self.buf[..self.prefix]);
-        text.extend(std::iter::repeat_n(char::from(Staged::FILLER), room));
-        text.push('\0');
-        Staged {
-            text,
-            prefix: self.prefix,
-        }
-    }
-
     /// One task's TF_CONFIG followed by a NUL (JSON text never holds a raw NUL).
     pub fn render_nul(&mut self, role: Role, index: u32) -> &str {
         self.buf.truncate(self.prefix);
@@ -311,53 +275,6 @@ impl TaskRenderer {
         push_decimal(&mut self.buf, index.into(), 0);
         self.buf.push_str("}}\0");
         &self.buf
-    }
-}
-
-/// TF_CONFIG as slurmstepd sets it once per node, before the tasks fork: every trainer's
-/// TF_CONFIG up to its own `task` part, then room for the longest such part. Slurm copies the
-/// step's environment into each task as it forks (what it does for any variable the job
-/// exported), and each task writes its own part over the room in its own copy ([`Self::patch`]),
-/// instead of handing Slurm a whole TF_CONFIG per task: Slurm's `spank_setenv` zeroes a 256 KB
-/// buffer and formats the value twice, 55 to 210 µs per task of a 90 KB TF_CONFIG, a few ms
-/// per node and step. The room is spaces, so the staged value is not JSON: a program that
-/// somehow received it unpatched would fail to parse it, never train with another task's role.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Staged {
-    /// The value, ending in a NUL.
-    text: String,
-    /// Where the room starts.
-    prefix: usize,
-}
-
-impl Staged {
-    /// The byte the room is made of.
-    pub const FILLER: u8 = b' ';
-
-    /// The value to set, ending in a NUL.
-    pub fn value_nul(&self) -> &str {
-        &self.text
-    }
-
-    /// Makes `entry`, a task's own copy of the staged value (its bytes up to and with its
-    /// NUL), read `value_nul` (a task's whole TF_CONFIG, ending in a NUL), writing only the
-    /// task's part. Only an entry that still holds the staged form (the same length, room of
-    /// [`Self::FILLER`] only, a NUL at the end) and shares `value_nul`'s text up to the room is
-    /// written; anything else is left alone and `false` returned, for the caller to set the
-    /// whole value instead (an evaluator with its own `cluster`, an entry something else
-    /// changed).
-    pub fn patch(&self, entry: &mut [u8], value_nul: &str) -> bool {
-        let (value, p) = (value_nul.as_bytes(), self.prefix);
-        let fits = entry.len() == self.text.len() && value.len() > p && value.len() <= entry.len();
-        if !fits || value.last() != Some(&0) {
-            return false;
-        }
-        let (room, end) = entry[p..].split_at(entry.len() - p - 1);
-        if end != [0] || room.iter().any(|&b| b != Self::FILLER) || entry[..p] != value[..p] {
-            return false;
-        }
-        entry[p..value.len()].copy_from_slice(&value[p..]);
-        true
     }
 }
 

@@ -312,56 +312,6 @@ impl Spank {
         })
     }
 
-    /// Hands `patch` the value of `name` in the environment Slurm passes to this task's
-    /// `execve` (`S_JOB_ENV`, the array `spank_setenv` writes to): its bytes after `NAME=`, up
-    /// to and with the NUL, to rewrite in place. For a task's own process only
-    /// (`slurm_spank_task_init`), where the array and its strings are the task's own since it
-    /// forked, so what `patch` writes reaches this task and no other. `false` when Slurm gives
-    /// no array, it has no such entry, or `patch` declined.
-    pub fn patch_env_value(&self, name: &str, patch: impl FnOnce(&mut [u8]) -> bool) -> bool {
-        let mut env: *mut *mut c_char = std::ptr::null_mut();
-        // SAFETY: S_JOB_ENV takes one `char ***`; Slurm points it at the step's own array.
-        let got = check(unsafe {
-            ffi::spank_get_item(
-                self.0,
-                ffi::tfc_spank_item::TFC_S_JOB_ENV,
-                &mut env as *mut *mut *mut c_char,
-            )
-        });
-        if got.is_err() || env.is_null() {
-            return false;
-        }
-        let name = name.as_bytes();
-        let mut at = env;
-        loop {
-            // SAFETY: `at` is within the array, which ends with a NULL entry (Slurm's env
-            // arrays always do), and the loop stops there.
-            let entry = unsafe { *at };
-            if entry.is_null() {
-                return false;
-            }
-            // SAFETY: `entry` is a NUL-terminated string: comparing at most `name.len()` bytes
-            // stops at its NUL; the byte after a full match is within the string.
-            let named = unsafe {
-                libc::strncmp(entry, name.as_ptr().cast(), name.len()) == 0
-                    && *entry.add(name.len()) == b'=' as c_char
-            };
-            if named {
-                // SAFETY: the string's bytes from after `=` to its NUL are valid for reads and
-                // writes (Slurm makes every entry on its heap, and this process's memory is its
-                // own since the fork); `patch` gets exactly those, NUL included, and nothing
-                // else holds them during the call.
-                let value = unsafe {
-                    let start = entry.add(name.len() + 1);
-                    std::slice::from_raw_parts_mut(start.cast::<u8>(), libc::strlen(start) + 1)
-                };
-                return patch(value);
-            }
-            // SAFETY: `entry` was not the terminating NULL, so the next slot is in the array.
-            at = unsafe { at.add(1) };
-        }
-    }
-
     pub fn unsetenv(&self, name: &str) -> SpankResult<()> {
         let name = cstring(name);
         // SAFETY: a valid C string.

@@ -98,8 +98,6 @@ pub fn environment_running(
 ) -> Vec<String> {
     let (node, slot) = where_is(plan, rank);
     let mut renderers = plan.renderers();
-    // As slurmstepd does: TF_CONFIG staged before the tasks fork, each task's written into it.
-    let (staged, names) = (plan.tf_configs.staged(&renderers), plan.staged_names());
     let env = plan
         .task(
             &place(plan, node, step),
@@ -114,17 +112,6 @@ pub fn environment_running(
     env.set
         .iter()
         .map(|(name, value)| {
-            let mut entry = staged.value_nul().as_bytes().to_vec();
-            let patched = names.contains(name) && staged.patch(&mut entry, value);
-            // What execve passes of a patched entry: up to its first NUL.
-            let value = match patched {
-                true => std::str::from_utf8(&entry)
-                    .unwrap()
-                    .split_inclusive('\0')
-                    .next()
-                    .unwrap(),
-                false => value,
-            };
             let value = value.strip_suffix('\0').expect("every value ends in a NUL");
             assert!(!value.contains('\0'), "{name}: a NUL inside");
             format!("{name}={value}")

@@ -10,7 +10,7 @@ use crate::core::gpu_affinity::{self, Contiguous, CpuSet};
 use crate::core::het::Own;
 use crate::core::plan;
 use crate::core::ports::Reservation;
-use crate::core::tf_config::{Renderers, Staged};
+use crate::core::tf_config::Renderers;
 use crate::core::topology;
 use crate::core::{gpus, Error, NodeFacts, Place, Settings, Spec, StepInputs, StepPlan};
 use crate::spank::claims::{Claimant, Claimed};
@@ -45,11 +45,6 @@ pub(super) struct Node {
     pub(super) verbose: bool,
     /// Where each task renders its TF_CONFIG: made here, before the tasks fork.
     pub(super) renderers: Renderers,
-    /// TF_CONFIG as set in the step's environment before the tasks fork, for each task to
-    /// complete in its own copy ([`Staged`]).
-    pub(super) staged: Staged,
-    /// The names it is set under so far ([`stage`]).
-    pub(super) staged_names: Vec<&'static str>,
     /// The node's OOM-kill count when the step started ([`oom`]).
     pub(super) oom_kills: Option<u64>,
     /// This node has ended the step already: the tasks it killed are not reported again.
@@ -198,8 +193,6 @@ pub fn user_init(sp: &Spank) -> c_int {
             ));
             found
         });
-        // The runtimes' names, now that they are known: staged as TF_CONFIG was.
-        stage(sp, node);
     }
     0
 }
@@ -307,11 +300,8 @@ fn plan_node(
         (place.node, name),
     )?;
     timing::phase("firewall");
-    let renderers = plan.renderers();
-    let mut node = Node {
-        staged: plan.tf_configs.staged(&renderers),
-        staged_names: Vec::new(),
-        renderers,
+    Ok(Node {
+        renderers: plan.renderers(),
         oom_kills: oom::kills(),
         stopping: false,
         lost_workers: 0,
@@ -327,24 +317,7 @@ fn plan_node(
         plan,
         place,
         verbose,
-    };
-    stage(sp, &mut node);
-    timing::phase("stage");
-    Ok(node)
-}
-
-/// Sets the node's staged TF_CONFIG under each name of [`StepPlan::staged_names`] not set yet,
-/// before the tasks fork; a name Slurm does not take is left to each task to set whole.
-fn stage(sp: &Spank, node: &mut Node) {
-    for name in node.plan.staged_names() {
-        if node.staged_names.contains(&name) {
-            continue;
-        }
-        match sp.setenv_nul(name, node.staged.value_nul()) {
-            Ok(()) => node.staged_names.push(name),
-            Err(e) => log::debug(&format!("{name}: not staged ({e}): each task sets it")),
-        }
-    }
+    })
 }
 
 /// This node's claim on the ports its tasks listen on, for the step's `jobs` ([`Claimant`]),

@@ -125,21 +125,9 @@ fn apply(sp: &Spank, node: &mut Node) -> Result<(), ShellError> {
         let _ = sp.unsetenv(name);
     }
     for (name, value) in &env.set {
-        // TF_CONFIG, staged: only this task's part is written, in its own copy.
-        let staged = node.staged_names.contains(name).then_some(&node.staged);
-        let patched =
-            staged.is_some_and(|s| sp.patch_env_value(name, |entry| s.patch(entry, value)));
-        if !patched {
-            sp.setenv_nul(name, value)
-                .map_err(|err| ShellError::SetEnv { name, err })?;
-        }
+        sp.setenv_nul(name, value)
+            .map_err(|err| ShellError::SetEnv { name, err })?;
         timing::phase(name);
-    }
-    // A staged name this task does not get never reaches its program.
-    for name in &node.staged_names {
-        if env.get(name).is_none() {
-            let _ = sp.unsetenv(name);
-        }
     }
     if let (0, Some(oci)) = (local, &node.oci) {
         // Once per node: Slurm would keep some of them from the program.
