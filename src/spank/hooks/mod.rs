@@ -9,13 +9,14 @@
 //! | slurmstepd (1/node) | `init_post_opt`              | with `check`, look at the node as a step would and nothing else ([`crate::spank::check`]); otherwise plan the whole step once, check it against Slurm's own ids for this node, record the node's GPUs ([`stepd`]); claim the node's step ports ([`crate::spank::claims`]); with `isolate=yes`, install the step's firewall ([`crate::spank::isolation::firewall`]); a node that cannot keeps every task from starting (`task_init` ends each, the first says why); with `fail_fast=auto` and ps, note the connections on its workers' server ports before any task starts ([`crate::spank::workers`]), and where Slurm may run `task_post_fork` in a child process (`contain_spank`), start watching them ([`crate::spank::slurm_conf`]) |
 //! | slurmstepd (1/node) | `user_init`                  | with the job's user's privileges (Slurm drops them for this hook): which container runtimes the job's `PATH` names, looked at as the user ([`stepd`]) |
 //! | slurmstepd (1/task) | `task_post_fork`             | once every task of the node has forked: start watching the workers' server ports for the chief's connection (a thread of slurmstepd's, started after the forks, which it would make costlier) |
-//! | task (1/task)       | `task_init`                  | `spank_setenv` every variable the plan gives this task (TF_CONFIG, its GPUs, ...); with `check`, the node's first task prints the node's line instead and fails when it says NOT OK |
+//! | task (1/task)       | `task_init`                  | `spank_setenv` every variable the plan gives this task (TF_CONFIG, its GPUs, ...) ([`task`]); with `check`, the node's first task prints the node's line instead and fails when it says NOT OK |
 //! | slurmstepd          | `task_exit`                  | when the chief (or worker 0) ends (`end_with_chief`), or another trainer fails (`fail_fast`), say which and end the step (from a thread, once the task's own status is on its way to srun); a worker the chief had reached: say so, and the step goes on |
 //! | slurmstepd          | `exit`                       | stop the workers' watcher; wait for the stop's thread: the stop must go out even when the node's last task has ended; remove the step's firewall, leaving the table for the step's other nodes (handed to the extern step's holder: [`crate::spank::isolation::handover`]); the extern step: stop holding ([`extern_step`], which also stops it should Slurm unload the plugin without this hook) |
 //! | slurmd's epilog (1/node/job) | `job_epilog`        | with `isolate=yes`: remove every firewall table the job's steps left on the node (a slurmstepd killed with SIGKILL runs no `exit`: [`epilog`]) |
 //!
 //! Each hook file keeps its own process's state: srun's components ([`srun`]), a step's plan,
-//! stop and watcher ([`stepd`]), the extern step's holder ([`extern_step`]); this file keeps only
+//! stop and watcher ([`stepd`], which each task's process reads from its copy: [`task`]), the
+//! extern step's holder ([`extern_step`]); this file keeps only
 //! what every process is given alike, plugstack.conf's line and the option.
 //!
 //! Without `--tf-cluster` every hook returns at once and nothing changes (with `isolate=yes`, the

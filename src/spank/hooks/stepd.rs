@@ -1,5 +1,6 @@
-//! slurmstepd (remote context): plan the step once per node, hand each task its part, and end
-//! the step when the chief is done, when a trainer fails, or when the plan turns out wrong.
+//! slurmstepd (remote context): plan the step once per node, before the tasks fork (each task's
+//! own process takes its part: [`super::task`]), and end the step when the chief is done, when
+//! a trainer fails, or when the plan turns out wrong.
 
 use super::locked;
 use crate::core::check;
