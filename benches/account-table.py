@@ -124,6 +124,7 @@ def wide():
     rounds = sorted({len(of(rel, "floor")) for rel in releases})
     head = " | ".join(f"Slurm {rel}" for rel in releases)
     line = lambda label, cells: print(f"| {label} | " + " | ".join(cells) + " |")
+    has = lambda mode: all(of(rel, mode) for rel in releases)
     print(f"| CPU per node and step, ms: median (spread of {', '.join(map(str, rounds))}) | {head} |")
     print("|---|" + "---:|" * len(releases))
     for label, mode in [("(d) no plugin, a TF_CONFIG-sized variable exported", "floor"),
@@ -131,7 +132,7 @@ def wide():
                         ("(u) `optional PLUGIN` alone (no `isolate`)", "unisolated"),
                         ("(b) the packages' line, another build (`baseline`)", "baseline"),
                         ("(p) with `timing=yes`", "timed")]:
-        if not all(of(rel, mode) for rel in releases):
+        if not has(mode):
             continue
         line(label, [f"{med(cpu(rel, mode)):.0f} ({min(cpu(rel, mode)):.0f}-{max(cpu(rel, mode)):.0f})"
                      for rel in releases])
@@ -156,7 +157,6 @@ def wide():
     line(f"p/d, CPU per node: the rounds' median (the interval that holds it with {', '.join(confidence)} confidence)",
          [interval(rel, "packaged", cpu) for rel in releases])
     line("p/d, wall time of the launch, the same", [interval(rel, "packaged", wall) for rel in releases])
-    has = lambda mode: all(of(rel, mode) for rel in releases)
     if has("unisolated"):
         line("u/d, CPU per node, the same", [interval(rel, "unisolated", cpu) for rel in releases])
     if has("baseline"):
@@ -179,7 +179,7 @@ def wide():
             least, most, _ = median_interval(d)
             return f"{med(d):.1f} ({least:.1f} to {most:.1f})"
         line("b - p, the rounds' median (the same confidence)", [saved(rel) for rel in releases])
-    if not all(of(rel, "timed") for rel in releases):
+    if not has("timed"):
         return
     print(f"\n| phase (`timing=yes`), CPU per node and step, ms, median of {', '.join(map(str, rounds))} | {head} |")
     print("|---|" + "---:|" * len(releases))

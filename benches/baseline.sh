@@ -12,17 +12,10 @@ cd "$repo"
 usage="usage: benches/baseline.sh COMMIT RELEASE"
 commit=$(git rev-parse --short "${1:?$usage}^{commit}")
 release=${2:?$usage}
-suite=$(awk -v r="$release" '$1 == r {print $2}' tests/releases.tsv)
-[ -n "$suite" ] || die "release $release is not in tests/releases.tsv"
-include=$(tests/release/root.sh include "$suite")
-[ -f "$include/slurm/spank.h" ] || die "no $include/slurm/spank.h: make the root first (tests/release/root.sh make $suite)"
 tree=$repo/target/baseline/$commit
 if [ ! -f "$tree/Cargo.toml" ]; then
     mkdir -p "$tree"
     git archive "$commit" | tar -x -C "$tree"
 fi
-out=$tree/target-$release
-(cd "$tree" && TFCLUSTER_SLURM_INCLUDE=$include CARGO_TARGET_DIR=$out cargo build --release --quiet >&2)
-built=$(packaging/plugin-version.sh "$out/release/libtfcluster.so")
-[ "$built" = "$release" ] || die "the plugin was built for Slurm $built, not $release"
-echo "$out/release/libtfcluster.so"
+build_for "$release" "$tree" "$tree/target-$release"
+echo "$tree/target-$release/release/libtfcluster.so"

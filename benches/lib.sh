@@ -23,18 +23,34 @@ die() {
 # into $plugin (in $out = target/bench-RELEASE); on exit the test cluster there is brought down
 # and the root left. Needs $repo, the checkout, as the working directory.
 enter_release() {
-    suite=$(awk -v r="$1" '$1 == r {print $2}' tests/releases.tsv)
-    [ -n "$suite" ] || die "release $1 is not in tests/releases.tsv"
+    suite=$(suite_of "$1") || exit 1
     root=tests/release/root.sh
     out=$repo/target/bench-$1
     mkdir -p "$out"
     "$root" up "$suite" >&2
     trap '"$root" exec "$suite" bash "$repo/tests/cluster/cluster.sh" down >/dev/null 2>&1 || true; "$root" down "$suite" >&2' EXIT
-    TFCLUSTER_SLURM_INCLUDE=$("$root" include "$suite") cargo build --release --quiet
+    build_for "$1" "$repo" "$repo/target"
     cp target/release/libtfcluster.so "$out/libtfcluster.so"
     plugin=$out/libtfcluster.so
-    local built
-    built=$(packaging/plugin-version.sh "$plugin")
+}
+
+# suite_of RELEASE: the root RELEASE's line of tests/releases.tsv names.
+suite_of() {
+    local suite
+    suite=$(awk -v r="$1" '$1 == r {print $2}' "$repo/tests/releases.tsv")
+    [ -n "$suite" ] || die "release $1 is not in tests/releases.tsv"
+    echo "$suite"
+}
+
+# build_for RELEASE TREE TARGET: builds the plugin of the source tree TREE from the headers of
+# RELEASE's root into TARGET/release/libtfcluster.so, and checks it is RELEASE's.
+build_for() {
+    local suite include built
+    suite=$(suite_of "$1") || exit 1
+    include=$("$repo/tests/release/root.sh" include "$suite")
+    [ -f "$include/slurm/spank.h" ] || die "no $include/slurm/spank.h: make the root first (tests/release/root.sh make $suite)"
+    (cd "$2" && TFCLUSTER_SLURM_INCLUDE=$include CARGO_TARGET_DIR=$3 cargo build --release --quiet >&2)
+    built=$("$repo/packaging/plugin-version.sh" "$3/release/libtfcluster.so")
     [ "$built" = "$1" ] || die "the plugin was built for Slurm $built, not $1"
 }
 
