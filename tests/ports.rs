@@ -316,12 +316,10 @@ fn message(kind: u16, body: &[u8]) -> Vec<u8> {
     out
 }
 
-/// An `inet_diag_msg` of a listening socket on `port` owned by `uid`, its cookie 77.
+/// An `inet_diag_msg` of a listening socket on `port` owned by `uid`.
 fn listening_socket(port: u16, uid: u32) -> Vec<u8> {
     let mut body = vec![10, 10, 0, 0]; // AF_INET6, TCP_LISTEN
     body.extend_from_slice(&port.to_be_bytes());
-    body.resize(44, 0);
-    body.extend_from_slice(&77u64.to_ne_bytes()); // cookie
     body.resize(64, 0);
     body.extend_from_slice(&uid.to_ne_bytes());
     body.extend_from_slice(&4242u32.to_ne_bytes()); // inode
@@ -334,7 +332,6 @@ fn socket(port: u16, uid: u32) -> Socket {
         port,
         uid,
         state: 10,
-        cookie: 77,
     }
 }
 

@@ -1,6 +1,7 @@
 //! The watcher of `fail_fast=auto` with ps (`tfcluster::spank::workers`), its own thread run on
 //! this machine's kernel: a worker is marked once a connection to its server port is seen that
-//! the job's user holds and that was not there when the watch started, and not before; one more
+//! the job's user holds, and not before (one older than the step holds the port, and the node's
+//! claim refuses the step); one more
 //! look finds a connection that is closing; the thread ends by itself once every worker is
 //! marked, or at its stop within one look, and says so; until a worker's port has a listener it
 //! looks at the listeners alone; its thread starts at `run`, and where slurm.conf says Slurm may
@@ -13,7 +14,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tfcluster::spank::sock_diag::{connections, listening_on};
+use tfcluster::core::claims::check_free;
+use tfcluster::core::error::Error;
+use tfcluster::spank::sock_diag::{connections, holding, listening_on};
 use tfcluster::spank::workers::Watcher;
 
 /// This process's uid: the owner of its /proc entry (the job's user, for these watches).
@@ -27,10 +30,22 @@ fn me() -> u32 {
 fn look(
     ports: &[u16],
 ) -> (
-    impl Fn() -> Vec<(u16, u64)> + Send + Sync + 'static,
+    impl Fn() -> Vec<u16> + Send + Sync + 'static,
     impl Fn() -> bool + Send + Sync + 'static,
 ) {
-    let (ports, uid) = (ports.to_vec(), me());
+    look_as(ports, me())
+}
+
+/// [`look`], for the job of user `uid`.
+#[allow(clippy::type_complexity)]
+fn look_as(
+    ports: &[u16],
+    uid: u32,
+) -> (
+    impl Fn() -> Vec<u16> + Send + Sync + 'static,
+    impl Fn() -> bool + Send + Sync + 'static,
+) {
+    let ports = ports.to_vec();
     let listened = ports.clone();
     (
         move || connections(&ports, uid),
@@ -43,7 +58,7 @@ fn look(
 fn started(
     workers: Vec<(u32, u16)>,
     looks: (
-        impl Fn() -> Vec<(u16, u64)> + Send + Sync + 'static,
+        impl Fn() -> Vec<u16> + Send + Sync + 'static,
         impl Fn() -> bool + Send + Sync + 'static,
     ),
     every: Duration,
@@ -63,7 +78,7 @@ fn counted(
     Arc<AtomicUsize>,
     Arc<AtomicUsize>,
     (
-        impl Fn() -> Vec<(u16, u64)> + Send + Sync + 'static,
+        impl Fn() -> Vec<u16> + Send + Sync + 'static,
         impl Fn() -> bool + Send + Sync + 'static,
     ),
 ) {
@@ -156,24 +171,30 @@ fn the_thread_ends_once_every_worker_is_marked() {
     assert!(watcher.reached(3));
 }
 
-/// What never marks a worker: a connection that was there before the watch started (the step's
-/// tasks had not), one another user holds, and no connection at all.
+/// What never marks a worker: a connection another user holds, and no connection at all. A
+/// connection older than the step never reaches the watch: it holds the worker's port, and the
+/// node's claim, made just before the watch, refuses the step.
 #[test]
-fn a_connection_older_than_the_step_or_another_users_marks_nothing() {
+fn a_connection_older_than_the_step_refuses_it_and_another_users_marks_nothing() {
     let (listener, port, _) = ports();
     let _client = TcpStream::connect(("127.0.0.1", port)).unwrap();
     let (_server, _) = listener.accept().unwrap();
-    let every = Duration::from_millis(20);
-    let watcher = started(vec![(3, port)], look(&[port]), every, |_| {}).unwrap();
-    std::thread::sleep(10 * every);
-    assert!(!watcher.reached(3), "a connection older than the watch");
-    assert!(!watcher.look_again(3));
-    // The same connection, looked for as another user's: the kernel's answer names its owner.
-    assert!(!connections(&[port], me()).is_empty());
+    // The server's end, its listener gone, as a worker's of an earlier step would be.
+    drop(listener);
+    let held = holding(&[port]);
     assert!(
-        connections(&[port], me() + 61002).is_empty(),
-        "another user's look"
+        matches!(check_free(&[port], &[1], &[], &held), Err(Error::PortListened { port: p, .. }) if p == port),
+        "the claim's look: {held:?}"
     );
+    let every = Duration::from_millis(20);
+    let other = me() + 61002;
+    let watcher = started(vec![(3, port)], look_as(&[port], other), every, |_| {}).unwrap();
+    std::thread::sleep(10 * every);
+    assert!(!watcher.reached(3), "another user's look");
+    assert!(!watcher.look_again(3));
+    // The same connection, looked for as its owner's: the kernel's answer names its owner.
+    assert!(connections(&[port], me()).contains(&port));
+    assert!(connections(&[port], other).is_empty());
 }
 
 #[test]
@@ -214,19 +235,20 @@ fn no_look_at_connections_before_a_port_listens() {
     let every = Duration::from_millis(20);
     let watcher = started(vec![(3, 1)], counting, every, |_| {}).unwrap();
     std::thread::sleep(10 * every);
-    // The one look at the start (what is there before the step's tasks), and no other.
-    assert_eq!(looks.load(Ordering::SeqCst), 1);
+    // No look at connections at all.
+    assert_eq!(looks.load(Ordering::SeqCst), 0);
     assert!(listens.load(Ordering::SeqCst) >= 3);
     listening.store(true, Ordering::SeqCst);
     assert!(
-        within(5, || looks.load(Ordering::SeqCst) >= 3),
+        within(5, || looks.load(Ordering::SeqCst) >= 2),
         "no look once a port listens"
     );
     drop(watcher);
 }
 
-/// The watch begins at `new` (its look at what is there before the tasks), its thread only at
-/// `run` (once the tasks have forked: slurmstepd's `task_post_fork`), once however often run.
+/// The watch is made at `new`, which looks at nothing (the node's claim has just seen the
+/// step's ports free), its thread started only at `run` (once the tasks have forked:
+/// slurmstepd's `task_post_fork`), once however often run.
 #[test]
 fn the_thread_starts_at_run_and_once() {
     let (looks, listens, counting) = counted(Arc::new(AtomicBool::new(false)));
@@ -237,7 +259,7 @@ fn the_thread_starts_at_run_and_once() {
     })
     .unwrap();
     std::thread::sleep(10 * every);
-    assert_eq!(looks.load(Ordering::SeqCst), 1, "the look before the tasks");
+    assert_eq!(looks.load(Ordering::SeqCst), 0, "a look before the tasks");
     assert_eq!(listens.load(Ordering::SeqCst), 0, "a thread before run");
     assert!(!watcher.running());
     assert!(watcher.run().is_ok() && watcher.running());

@@ -173,15 +173,13 @@ pub struct Listener {
     pub uid: u32,
 }
 
-/// A TCP socket as the kernel's socket diagnostics report it: its local port, owner, state
-/// (the kernel's number: 1 ESTABLISHED ... 10 LISTEN) and cookie (the kernel's id for it, kept
-/// from its start to its end, also once its process has closed it).
+/// A TCP socket as the kernel's socket diagnostics report it: its local port, owner and state
+/// (the kernel's number: 1 ESTABLISHED ... 10 LISTEN).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Socket {
     pub port: u16,
     pub uid: u32,
     pub state: u8,
-    pub cookie: u64,
 }
 
 impl Socket {
@@ -298,7 +296,7 @@ pub type DiagReply = netlink::Reply<Socket>;
 
 /// One reply (a buffer of netlink messages) to [`listening_request`]. Each `inet_diag_msg`
 /// holds family, state, timer, retransmits, the socket id (source port first, in network
-/// order; the socket's cookie its last 8 bytes, at 44), expiry, queues, then the owner's uid
+/// order), expiry, queues, then the owner's uid
 /// (host order) at byte 64 of the message.
 pub fn diag_reply(buf: &[u8]) -> DiagReply {
     netlink::reply(buf, SOCK_DIAG_BY_FAMILY, |message| {
@@ -307,7 +305,6 @@ pub fn diag_reply(buf: &[u8]) -> DiagReply {
             port: u16::from_be_bytes([port[0], port[1]]),
             uid: u32::from_ne_bytes(message.get(64..68)?.try_into().ok()?),
             state: message[1],
-            cookie: u64::from_ne_bytes(message.get(44..52)?.try_into().ok()?),
         })
     })
 }

@@ -44,9 +44,9 @@ pub fn listening_on(ports: &[u16], uid: u32) -> bool {
 }
 
 /// The connections on one of `ports` that `uid` owns ([`claims::CONNECTED`] but TIME_WAIT,
-/// which no one owns): each one's port and cookie, which tells it from a connection seen
-/// before. Empty where the kernel does not answer: then nothing is seen.
-pub fn connections(ports: &[u16], uid: u32) -> Vec<(u16, u64)> {
+/// which no one owns): each one's port. Empty where the kernel does not answer: then nothing
+/// is seen.
+pub fn connections(ports: &[u16], uid: u32) -> Vec<u16> {
     let (Some(&lo), Some(&hi)) = (ports.iter().min(), ports.iter().max()) else {
         return Vec::new();
     };
@@ -54,7 +54,7 @@ pub fn connections(ports: &[u16], uid: u32) -> Vec<(u16, u64)> {
         .unwrap_or_default()
         .into_iter()
         .filter(|s| s.uid == uid && ports.contains(&s.port))
-        .map(|s| (s.port, s.cookie))
+        .map(|s| s.port)
         .collect()
 }
 

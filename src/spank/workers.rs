@@ -1,16 +1,19 @@
 //! The watcher of `fail_fast=auto` in a step with `ps` ([`crate::core::ending`] says why): a
 //! thread of the step's slurmstepd that looks, every [`EVERY`], for a connection to each of the
 //! node's workers' server ports ([`super::sock_diag::connections`]: one held by the job's
-//! processes, not there when the watch started, asked of the kernel for those ports alone), and
-//! marks a worker reached once it sees one. Another user's socket on the port (an outbound
-//! connection bound to it), a TIME_WAIT an earlier step left, or a connection older than the
-//! step marks nothing. In ParameterServerStrategy only the chief connects to a worker's
-//! server, so a mark means the chief has reached it, and its failure from then on leaves the
-//! step running ([`crate::core::ending::WorkerSeen`]).
+//! processes, asked of the kernel for those ports alone), and marks a worker reached once it
+//! sees one. Another user's socket on the port (an outbound connection bound to it) or a
+//! TIME_WAIT an earlier step left marks nothing, and no connection older than the step is
+//! there to mark: the node's claim on the step's ports, made just before the watch, refuses the
+//! step while any socket but a TIME_WAIT holds one of them ([`crate::core::claims::check_free`]),
+//! so the watch needs no look of its own at what was there before. In ParameterServerStrategy
+//! only the chief connects to a worker's server, so a mark means the chief has reached it, and
+//! its failure from then on leaves the step running ([`crate::core::ending::WorkerSeen`]).
 //!
-//! The watch begins before the tasks start ([`Watcher::new`]), its thread once they have forked
-//! ([`Watcher::run`], from `task_post_fork`): a thread of slurmstepd's while it forks the tasks
-//! makes each fork and exec cost more (docs/performance.md, "Outside the hooks, by kind").
+//! The watch is made before the tasks start ([`Watcher::new`]), its thread started once they
+//! have forked ([`Watcher::run`], from `task_post_fork`): a thread of slurmstepd's while it
+//! forks the tasks makes each fork and exec cost more (docs/performance.md, "Outside the hooks,
+//! by kind").
 //! The thread shares no lock with the tasks' forks (only its own flags and stop), ends by itself
 //! once every worker is marked, and otherwise at slurmstepd's exit hook ([`Watcher::stop`]),
 //! which waits for it at most one look; it says when it ends, in slurmd's log at debug level.
@@ -28,8 +31,8 @@ use std::time::Duration;
 pub const EVERY: Duration = Duration::from_secs(1);
 
 /// What the watcher asks the kernel: the connections on the workers' ports that the job's
-/// user owns, each as its port and cookie ([`super::sock_diag::connections`]).
-pub type Look = dyn Fn() -> Vec<(u16, u64)> + Send + Sync;
+/// user owns, each as its port ([`super::sock_diag::connections`]).
+pub type Look = dyn Fn() -> Vec<u16> + Send + Sync;
 
 /// Whether one of the workers' ports has a listener of the job's user yet
 /// ([`super::sock_diag::listening_on`]). No connection comes before one, and the kernel answers
@@ -41,9 +44,6 @@ pub type Listens = dyn Fn() -> bool + Send + Sync;
 /// The node's workers, by global rank and server port, and whether each has been reached.
 pub struct Watcher {
     workers: Arc<Vec<(u32, u16, AtomicBool)>>,
-    /// The connections that were there when the watch started (the step's tasks had not
-    /// started): they are nobody's reaching a worker of this step.
-    before: Arc<Vec<u64>>,
     look: Arc<Look>,
     stop: Arc<(Mutex<bool>, Condvar)>,
     thread: Option<JoinHandle<()>>,
@@ -62,14 +62,15 @@ struct ToRun {
 
 impl Watcher {
     /// Watches `workers` (global rank, server port), asking `look` for the job's connections on
-    /// their ports every `every`, the first time here (what it finds then never marks a
-    /// worker), and from the thread once `listens` says a port has a listener ([`Listens`]);
-    /// `say` gets the line when the thread ends. The thread starts at [`Watcher::run`].
+    /// their ports every `every` from the thread, once `listens` says a port has a listener
+    /// ([`Listens`]); `say` gets the line when the thread ends. The thread starts at
+    /// [`Watcher::run`]. Made after the node's claim on the step's ports, which saw none of
+    /// them held (the module's doc): every connection seen from then on is the step's.
     /// `None` when there is nothing to watch.
     pub fn new(
         workers: Vec<(u32, u16)>,
         (look, listens): (
-            impl Fn() -> Vec<(u16, u64)> + Send + Sync + 'static,
+            impl Fn() -> Vec<u16> + Send + Sync + 'static,
             impl Fn() -> bool + Send + Sync + 'static,
         ),
         every: Duration,
@@ -79,7 +80,6 @@ impl Watcher {
             return None;
         }
         let look: Arc<Look> = Arc::new(look);
-        let before: Arc<Vec<u64>> = Arc::new(look().into_iter().map(|(_, inode)| inode).collect());
         let workers: Arc<Vec<_>> = Arc::new(
             workers
                 .into_iter()
@@ -88,7 +88,6 @@ impl Watcher {
         );
         Some(Watcher {
             workers,
-            before,
             look,
             stop: Arc::new((Mutex::new(false), Condvar::new())),
             thread: None,
@@ -122,17 +121,13 @@ impl Watcher {
                  changing SlurmdParameters)"
             ));
         }
-        let (marks, stopped, seen_before, looking) = (
-            self.workers.clone(),
-            self.stop.clone(),
-            self.before.clone(),
-            self.look.clone(),
-        );
+        let (marks, stopped, looking) =
+            (self.workers.clone(), self.stop.clone(), self.look.clone());
         let spawned = std::thread::Builder::new()
             .name("tfcluster-workers".into())
             .spawn(move || {
                 let why = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    watch(&marks, (&*looking, &*listens), &seen_before, every, &stopped)
+                    watch(&marks, (&*looking, &*listens), every, &stopped)
                 }))
                 .unwrap_or("it panicked");
                 say(&format!(
@@ -169,7 +164,7 @@ impl Watcher {
         if self.reached(rank) {
             return true;
         }
-        mark(&self.workers, &(self.look)(), &self.before, Some(rank));
+        mark(&self.workers, &(self.look)(), Some(rank));
         self.reached(rank)
     }
 
@@ -190,35 +185,24 @@ impl Drop for Watcher {
     }
 }
 
-/// Marks each worker (of rank `only`, if given) whose port has a connection in `found` that
-/// was not there `before`.
-fn mark(
-    workers: &[(u32, u16, AtomicBool)],
-    found: &[(u16, u64)],
-    before: &[u64],
-    only: Option<u32>,
-) {
+/// Marks each worker (of rank `only`, if given) whose port has a connection in `found`.
+fn mark(workers: &[(u32, u16, AtomicBool)], found: &[u16], only: Option<u32>) {
     for (rank, port, seen) in workers {
         if only.is_some_and(|r| r != *rank) {
             continue;
         }
-        if found
-            .iter()
-            .any(|(p, cookie)| p == port && !before.contains(cookie))
-        {
+        if found.contains(port) {
             seen.store(true, Ordering::Relaxed);
         }
     }
 }
 
 /// The thread: a look every `every` until every worker is marked or `stop` is set; why it ended.
-/// It waits first: [`Watcher::new`] has just looked, and the node's tasks have not started
-/// (under `contain_spank`, slurmstepd is about to fork them: a thread that looked then ran
-/// beside each fork, and cost each of them).
+/// It waits first: the node's tasks may not have started (under `contain_spank`, slurmstepd is
+/// about to fork them: a thread that looked then ran beside each fork, and cost each of them).
 fn watch(
     workers: &[(u32, u16, AtomicBool)],
     (look, listens): (&Look, &Listens),
-    before: &[u64],
     every: Duration,
     stop: &(Mutex<bool>, Condvar),
 ) -> &'static str {
@@ -235,7 +219,7 @@ fn watch(
         drop(stopped);
         listened = listened || listens();
         if listened {
-            mark(workers, &look(), before, None);
+            mark(workers, &look(), None);
         }
         if workers
             .iter()
