@@ -237,19 +237,21 @@ fn listening_sockets_from_proc_net_tcp() {
 }
 
 /// The kernel's socket-diagnostics request for listening TCP sockets, byte for byte (Linux's
-/// UAPI: `nlmsghdr`, then `inet_diag_req_v2` with a zeroed socket id).
+/// UAPI: `nlmsghdr` of type `TCPDIAG_GETSOCK`, then `inet_diag_req`: family `AF_UNSPEC`, which
+/// the kernel answers with both families, and a zeroed socket id).
 #[test]
 fn the_listening_sockets_request() {
-    let request = listening_request(10);
+    let request = listening_request();
     let mut expected = Vec::new();
-    expected.extend_from_slice(&72u32.to_ne_bytes()); // length
-    expected.extend_from_slice(&20u16.to_ne_bytes()); // SOCK_DIAG_BY_FAMILY
+    expected.extend_from_slice(&76u32.to_ne_bytes()); // length
+    expected.extend_from_slice(&18u16.to_ne_bytes()); // TCPDIAG_GETSOCK
     expected.extend_from_slice(&0x301u16.to_ne_bytes()); // NLM_F_REQUEST | NLM_F_DUMP
     expected.extend_from_slice(&1u32.to_ne_bytes()); // sequence
     expected.extend_from_slice(&0u32.to_ne_bytes()); // port id
-    expected.extend_from_slice(&[10, 6, 0, 0]); // AF_INET6, IPPROTO_TCP
+    expected.extend_from_slice(&[0, 0, 0, 0]); // AF_UNSPEC, no prefixes, no extensions
+    expected.resize(68, 0); // the socket id
     expected.extend_from_slice(&1024u32.to_ne_bytes()); // 1 << TCP_LISTEN
-    expected.resize(72, 0);
+    expected.extend_from_slice(&0u32.to_ne_bytes()); // tables
     assert_eq!(request, expected);
 }
 
@@ -259,16 +261,16 @@ fn the_listening_sockets_request() {
 /// `sport <= 20003` (true: the end, kept; false: past it).
 #[test]
 fn the_request_for_a_steps_ports() {
-    let request = ports_request(2, tfcluster::core::claims::HOLDING, Some((20000, 20003)));
+    let request = ports_request(tfcluster::core::claims::HOLDING, Some((20000, 20003)));
     let mut expected = Vec::new();
-    expected.extend_from_slice(&92u32.to_ne_bytes());
-    expected.extend_from_slice(&20u16.to_ne_bytes());
+    expected.extend_from_slice(&96u32.to_ne_bytes());
+    expected.extend_from_slice(&18u16.to_ne_bytes());
     expected.extend_from_slice(&0x301u16.to_ne_bytes());
     expected.extend_from_slice(&1u32.to_ne_bytes());
     expected.extend_from_slice(&0u32.to_ne_bytes());
-    expected.extend_from_slice(&[2, 6, 0, 0]);
+    expected.resize(68, 0);
     expected.extend_from_slice(&(0xffeu32 & !(1 << 6)).to_ne_bytes()); // every state but TIME_WAIT
-    expected.resize(72, 0);
+    expected.extend_from_slice(&0u32.to_ne_bytes());
     expected.extend_from_slice(&20u16.to_ne_bytes());
     expected.extend_from_slice(&1u16.to_ne_bytes());
     for (code, no, port) in [(2u8, 20u16, 20000u16), (3, 12, 20003)] {
@@ -281,7 +283,8 @@ fn the_request_for_a_steps_ports() {
 }
 
 /// On this machine's kernel: a look at some ports finds the sockets on them, of any state but
-/// TIME_WAIT (a connection bound to a port holds it as a listener does), and no other port's.
+/// TIME_WAIT (a connection bound to a port holds it as a listener does), IPv4 and IPv6 in one
+/// request, and no other port's.
 #[test]
 fn the_kernel_filters_a_look_at_a_steps_ports() {
     use tfcluster::spank::sock_diag::holding;
@@ -299,6 +302,15 @@ fn the_kernel_filters_a_look_at_a_steps_ports() {
         !found.is_empty() && found.iter().all(|s| s.port == client_port),
         "the connecting side's port: {found:?}"
     );
+    // IPv6 alone on a port: the same request finds it (where this machine has IPv6 loopback).
+    if let Ok(v6) = std::net::TcpListener::bind("[::1]:0") {
+        let v6_port = v6.local_addr().unwrap().port();
+        let found = holding(&[v6_port]);
+        assert!(
+            !found.is_empty() && found.iter().all(|s| s.port == v6_port),
+            "an IPv6 listener: {found:?}"
+        );
+    }
     let other = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let other_port = other.local_addr().unwrap().port();
     drop(other);
@@ -339,7 +351,7 @@ fn socket(port: u16, uid: u32) -> Socket {
 #[rustfmt::skip]
 #[test]
 fn the_kernels_replies_about_listening_sockets() {
-    let two = [message(20, &listening_socket(20000, 61002)), message(20, &listening_socket(22, 0))].concat();
+    let two = [message(18, &listening_socket(20000, 61002)), message(18, &listening_socket(22, 0))].concat();
     let cases: Vec<(&str, Vec<u8>, DiagReply)> = vec![
         ("two sockets, more to come", two.clone(),
          DiagReply::More(vec![socket(20000, 61002), socket(22, 0)])),
@@ -347,7 +359,7 @@ fn the_kernels_replies_about_listening_sockets() {
          DiagReply::Done(vec![socket(20000, 61002), socket(22, 0)])),
         ("the end alone",             message(3, &[0; 4]),             DiagReply::Done(vec![])),
         ("an error (no inet_diag)",   message(2, &[0xea, 0xff, 0xff, 0xff]), DiagReply::Failed),
-        ("a message cut short",       message(20, &listening_socket(1, 1))[..40].to_vec(), DiagReply::Failed),
+        ("a message cut short",       message(18, &listening_socket(1, 1))[..40].to_vec(), DiagReply::Failed),
         ("a length of zero",          vec![0; 16],                     DiagReply::Failed),
         ("a header cut short",        vec![72, 0, 0],                  DiagReply::Failed),
         ("another message type",      message(16, &[0; 8]),            DiagReply::Failed),

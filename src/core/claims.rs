@@ -233,21 +233,26 @@ pub fn sockets(proc_net_tcp: &str, states: u32) -> Vec<Listener> {
         .collect()
 }
 
-/// The request for this node's listening TCP sockets of one address family (`AF_INET` 2,
-/// `AF_INET6` 10) over the kernel's socket-diagnostics netlink (`NETLINK_SOCK_DIAG`): asking
-/// for LISTEN sockets alone makes the kernel walk only its listening hash, where
-/// `/proc/net/tcp` walks every connection's bucket (8 ms a read on the test machine, on every
-/// node of every step). Linux's UAPI layout: `nlmsghdr` (length, type `SOCK_DIAG_BY_FAMILY`,
-/// flags `NLM_F_REQUEST | NLM_F_DUMP`, sequence, port id), then `inet_diag_req_v2` (family,
-/// protocol `IPPROTO_TCP`, extensions, padding, states `1 << TCP_LISTEN`, and a zeroed
-/// 48-byte socket id).
-pub fn listening_request(family: u8) -> Vec<u8> {
-    sockets_request(family, LISTENING)
+/// The request for this node's listening TCP sockets over the kernel's socket-diagnostics
+/// netlink (`NETLINK_SOCK_DIAG`): asking for LISTEN sockets alone makes the kernel walk only
+/// its listening hash, where `/proc/net/tcp` walks every connection's bucket (8 ms a read on
+/// the test machine, on every node of every step).
+///
+/// The request is the kernel's first form, `TCPDIAG_GETSOCK`, which answers IPv4 and IPv6 in
+/// one walk of the kernel's tables (it asks for family `AF_UNSPEC`, as Linux has done for it
+/// since 3.3); `SOCK_DIAG_BY_FAMILY` asks for one family, and two of them walk the tables
+/// twice: a walk over every connection's bucket took 1.4 ms on the test VM (2026-11-30, 23 GB,
+/// each of the two families'). Linux's UAPI layout: `nlmsghdr` (length, type
+/// `TCPDIAG_GETSOCK`, flags `NLM_F_REQUEST | NLM_F_DUMP`, sequence, port id), then
+/// `inet_diag_req` (family, source and destination prefix lengths, extensions, a zeroed 48-byte
+/// socket id, states `1 << TCP_LISTEN`, tables 0).
+pub fn listening_request() -> Vec<u8> {
+    sockets_request(LISTENING)
 }
 
 /// [`listening_request`] for the sockets in one of `states` ([`CONNECTED`]).
-pub fn sockets_request(family: u8, states: u32) -> Vec<u8> {
-    ports_request(family, states, None)
+pub fn sockets_request(states: u32) -> Vec<u8> {
+    ports_request(states, None)
 }
 
 /// [`sockets_request`], the kernel passing over every socket whose local port is outside
@@ -256,7 +261,7 @@ pub fn sockets_request(family: u8, states: u32) -> Vec<u8> {
 /// `inet_diag_bc_op`s (code, the jump when true, the jump when false, then an op that holds
 /// the port): `sport >= lo`, then `sport <= hi`; a false one jumps past the end (the socket is
 /// left out), the end accepts it.
-pub fn ports_request(family: u8, states: u32, ports: Option<(u16, u16)>) -> Vec<u8> {
+pub fn ports_request(states: u32, ports: Option<(u16, u16)>) -> Vec<u8> {
     const S_GE: u8 = 2;
     const S_LE: u8 = 3;
     const BYTECODE: u16 = 1;
@@ -278,18 +283,20 @@ pub fn ports_request(family: u8, states: u32, ports: Option<(u16, u16)>) -> Vec<
         true => 0,
         false => 4 + bytecode.len(),
     };
-    let mut body = vec![family, 6, 0, 0]; // IPPROTO_TCP
+    // Family AF_UNSPEC (0), no prefixes, no extensions, and the zeroed socket id.
+    let mut body = vec![0u8; 52];
     body.extend_from_slice(&states.to_ne_bytes());
-    body.resize(56, 0);
+    body.extend_from_slice(&0u32.to_ne_bytes()); // tables
     if attribute > 0 {
         body.extend_from_slice(&(attribute as u16).to_ne_bytes());
         body.extend_from_slice(&BYTECODE.to_ne_bytes());
         body.extend_from_slice(&bytecode);
     }
-    netlink::dump_request(SOCK_DIAG_BY_FAMILY, &body)
+    netlink::dump_request(TCPDIAG_GETSOCK, &body)
 }
 
-const SOCK_DIAG_BY_FAMILY: u16 = 20;
+/// The netlink message type of [`ports_request`] and of each socket the kernel answers with.
+const TCPDIAG_GETSOCK: u16 = 18;
 
 /// What one reply of the kernel to [`sockets_request`] says.
 pub type DiagReply = netlink::Reply<Socket>;
@@ -299,7 +306,7 @@ pub type DiagReply = netlink::Reply<Socket>;
 /// order), expiry, queues, then the owner's uid
 /// (host order) at byte 64 of the message.
 pub fn diag_reply(buf: &[u8]) -> DiagReply {
-    netlink::reply(buf, SOCK_DIAG_BY_FAMILY, |message| {
+    netlink::reply(buf, TCPDIAG_GETSOCK, |message| {
         let port = message.get(4..6)?;
         Some(Socket {
             port: u16::from_be_bytes([port[0], port[1]]),

@@ -68,19 +68,15 @@ fn from_proc(states: u32) -> Vec<Listener> {
         .collect()
 }
 
-/// The sockets in one of `states` as socket diagnostics report them, IPv4 and IPv6; `None`
-/// when the kernel does not answer as it should.
+/// The sockets in one of `states` as socket diagnostics report them, IPv4 and IPv6 (one
+/// request: [`claims::listening_request`]); `None` when the kernel does not answer as it should.
 pub fn from_kernel(states: u32) -> Option<Vec<Socket>> {
-    let families = [libc::AF_INET, libc::AF_INET6]
-        .map(|family| dump(&claims::sockets_request(family as u8, states)));
-    Some(families.into_iter().collect::<Option<Vec<_>>>()?.concat())
+    dump(&claims::sockets_request(states))
 }
 
 /// [`from_kernel`], of the local ports `lo..=hi` alone, filtered in the kernel.
 pub fn in_ports(states: u32, ports: (u16, u16)) -> Option<Vec<Socket>> {
-    let families = [libc::AF_INET, libc::AF_INET6]
-        .map(|family| dump(&claims::ports_request(family as u8, states, Some(ports))));
-    Some(families.into_iter().collect::<Option<Vec<_>>>()?.concat())
+    dump(&claims::ports_request(states, Some(ports)))
 }
 
 /// The sockets one request asks for, or `None` when the kernel does not answer as it should.
