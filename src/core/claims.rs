@@ -303,8 +303,7 @@ pub type DiagReply = netlink::Reply<Socket>;
 
 /// One reply (a buffer of netlink messages) to [`listening_request`]. Each `inet_diag_msg`
 /// holds family, state, timer, retransmits, the socket id (source port first, in network
-/// order), expiry, queues, then the owner's uid
-/// (host order) at byte 64 of the message.
+/// order), expiry, queues, then the owner's uid (host order) at byte 64 of the message.
 pub fn diag_reply(buf: &[u8]) -> DiagReply {
     netlink::reply(buf, TCPDIAG_GETSOCK, |message| {
         let port = message.get(4..6)?;

@@ -152,8 +152,9 @@ pub fn init_post_opt(sp: &Spank) -> c_int {
     }
     // With `fail_fast=auto` and ps: whether the chief has connected to each of the node's
     // workers, watched from before they start (the node's claim has just seen their ports
-    // held by no socket, so every connection seen is the step's). The thread starts once the tasks have forked
-    // ([`task_post_fork`]): a thread of slurmstepd's makes each fork and exec cost more.
+    // held by no socket, so every connection seen is the step's). The thread starts once the
+    // tasks have forked ([`task_post_fork`]): a thread of slurmstepd's makes each fork and
+    // exec cost more.
     // Where Slurm may run that hook in a child process (`contain_spank`), it starts here.
     if let Ok(node) = &planned {
         let watched = node.plan.watched_workers(&node.place);
