@@ -241,11 +241,10 @@ pub fn sockets(proc_net_tcp: &str, states: u32) -> Vec<Listener> {
 /// The request is the kernel's first form, `TCPDIAG_GETSOCK`, which answers IPv4 and IPv6 in
 /// one walk of the kernel's tables (it asks for family `AF_UNSPEC`, as Linux has done for it
 /// since 3.3); `SOCK_DIAG_BY_FAMILY` asks for one family, and two of them walk the tables
-/// twice: a walk over every connection's bucket took 1.4 ms on the test VM (2026-11-30, 23 GB,
-/// each of the two families'). Linux's UAPI layout: `nlmsghdr` (length, type
-/// `TCPDIAG_GETSOCK`, flags `NLM_F_REQUEST | NLM_F_DUMP`, sequence, port id), then
-/// `inet_diag_req` (family, source and destination prefix lengths, extensions, a zeroed 48-byte
-/// socket id, states `1 << TCP_LISTEN`, tables 0).
+/// twice (what a walk costs: docs/performance.md, "Cut in 0.15.3"). Linux's UAPI layout:
+/// `nlmsghdr` (length, type `TCPDIAG_GETSOCK`, flags `NLM_F_REQUEST | NLM_F_DUMP`, sequence,
+/// port id), then `inet_diag_req` (family, source and destination prefix lengths, extensions,
+/// a zeroed 48-byte socket id, states `1 << TCP_LISTEN`, tables 0).
 pub fn listening_request() -> Vec<u8> {
     sockets_request(LISTENING)
 }
