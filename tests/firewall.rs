@@ -17,7 +17,9 @@ use std::net::IpAddr;
 use tfcluster::core::isolation::rules::OWNED;
 use tfcluster::core::isolation::tables::{ended_table_name, removal, table_name};
 use tfcluster::core::StepPlan;
-use tfcluster::spank::isolation::nftables::{delete_table, node_tables, owned_tables, Nft};
+use tfcluster::spank::isolation::nftables::{
+    delete_table, install, node_tables, owned_tables, set_ports, Nft,
+};
 
 /// The tests that open libnftables in this process, one at a time: [`Nft::release`] tells its
 /// context's socket from the process's other netfilter sockets.
@@ -464,4 +466,106 @@ fn the_library_says_whether_a_table_may_outlive_its_owner() {
     };
     let nft = Nft::open().expect("libnftables");
     assert_eq!(nft.may_persist(), release::current().firewall_persists);
+}
+
+/// What slurmstepd installs with the core's own messages (`nftables::install`,
+/// src/core/isolation/messages.rs) is what libnftables installs from the same script: the
+/// kernel lists both alike, each rule expression by expression (`nft --debug=netlink list`),
+/// with the table's flags and comment and every set's type and elements; for both tables of
+/// two nodes of a step, and for a step of 3000 dual-stack nodes (its sets in several messages,
+/// its batch larger than a socket's usual buffer). Another step's ports read from the kernel
+/// (`nftables::set_ports`) are those libnftables lists; with the libnftables of each release's
+/// root.
+#[test]
+#[ignore = "needs a release's root (its libnftables and nft): run tests/run.sh"]
+fn the_kernel_holds_what_libnftables_would_install() {
+    let Some(_one) = library_test("the_kernel_holds_what_libnftables_would_install") else {
+        return;
+    };
+    let two = plan("worker:*", &["isolate=yes"], &step("n9,n10", "2,1", None));
+    let many = plan(
+        "worker:*",
+        &["isolate=yes"],
+        &step("m[1-3000]", "1(x3000)", None),
+    );
+    let numbered = |name: &str| -> Result<Vec<IpAddr>, String> {
+        let n: u32 = name
+            .trim_start_matches('m')
+            .parse()
+            .map_err(|_| name.to_string())?;
+        let v4 = std::net::Ipv4Addr::from(0x0a00_0000 | n);
+        let v6 = std::net::Ipv6Addr::new(0xfd00, 0, 0, 0, 0, 0, (n >> 16) as u16, n as u16);
+        Ok(vec![v4.into(), v6.into()])
+    };
+    // `persist` where the root's library and the kernel have it (as slurmstepd asks first).
+    let owned = |script: String| match release::current().firewall_persists {
+        true => tfcluster::core::isolation::rules::persistent(&script),
+        false => script,
+    };
+    let mut scripts = Vec::new();
+    for node in 0..2 {
+        let firewall = two.isolation(12, 3, OWNER_UID, node).unwrap();
+        let (running, ended) = firewall.scripts(resolve).unwrap();
+        scripts.push((table_name(12, 3), owned(running)));
+        scripts.push((ended_table_name(12, 3), ended));
+    }
+    let firewall = many.isolation(12, 4, OWNER_UID, 7).unwrap();
+    let (running, ended) = firewall.scripts(numbered).unwrap();
+    scripts.push((table_name(12, 4), owned(running)));
+    scripts.push((ended_table_name(12, 4), ended));
+    let listed = |table: &str| {
+        // This process runs in the root already: its own `nft`, in this thread's namespace.
+        let out = std::process::Command::new("nft")
+            .args(["--debug=netlink", "list", "table", "inet", table])
+            .output()
+            .expect("nft");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // Each rule's handle (and its predecessor's) numbers the table's objects in the order
+        // they were made, and a set's elements come in its hash's order: neither says what the
+        // table does, so handles are left out and each set's elements sorted.
+        let text = String::from_utf8_lossy(&out.stdout);
+        let mut lines: Vec<String> = Vec::new();
+        let mut elements: Vec<&str> = Vec::new();
+        for line in text.lines() {
+            if line.starts_with("\telement ") {
+                elements.push(line);
+                continue;
+            }
+            elements.sort_unstable();
+            lines.extend(elements.drain(..).map(str::to_string));
+            let rule = line.starts_with("inet ") && !line.contains(" @");
+            lines.push(match rule {
+                true => line.split(' ').take(3).collect::<Vec<_>>().join(" "),
+                false => line.to_string(),
+            });
+        }
+        lines.join("\n")
+    };
+    let mut nft = Nft::open().expect("libnftables");
+    for (table, script) in &scripts {
+        nft.run(script).expect("installed by libnftables");
+        let by_library = listed(table);
+        let library_ports = tfcluster::core::isolation::tables::set_ports(
+            &nft.run(&format!("list set inet {table} ports")).unwrap(),
+        );
+        nft.run(&removal(table)).unwrap();
+        let socket = install(script)
+            .expect("installed by the core's messages")
+            .expect("a script the core writes");
+        assert_eq!(listed(table), by_library, "{table}");
+        let mut ports = set_ports(table).expect("the kernel's dump of the set");
+        ports.sort_unstable();
+        let mut library_ports = library_ports;
+        library_ports.sort_unstable();
+        assert_eq!(ports, library_ports, "{table}");
+        match script.contains("flags owner") {
+            true => socket.delete(table).unwrap(),
+            false => delete_table(table).unwrap(),
+        }
+    }
+    assert_eq!(node_tables().unwrap(), Vec::<String>::new());
 }

@@ -13,6 +13,9 @@ use tfcluster::core::isolation::handover::{
     step_file, step_of, take_over, Stage, HELD_DIR, LEGACY_SLURMD_HOLDER, TOLD_FILE,
 };
 use tfcluster::core::isolation::holding::{next_to_ask, ASK, UNLOADED_LINE};
+use tfcluster::core::isolation::messages::{
+    install_request, set_elements_request, set_ports_reply,
+};
 use tfcluster::core::isolation::rules::{
     check_syncookies, persistent, OWNED, OWNED_PERSISTENT, SYNCOOKIES,
 };
@@ -367,6 +370,144 @@ fn each_node_admits_to_its_own_ports() {
         let set = script.split("set ports {\n").nth(1).unwrap();
         assert_eq!(set.lines().nth(1), Some(ports.as_str()), "node {node}: {set}");
     }
+}
+
+/// The scripts the kernel's own messages install (src/core/isolation/messages.rs): both tables
+/// of each node of a step, owned, persistent or neither, and nothing else. A line, word or
+/// value the rules do not write leaves the script to libnftables (`None`): one row per way.
+/// tests/firewall.rs compares what the kernel then holds with what libnftables installs.
+#[rustfmt::skip]
+#[test]
+fn the_kernels_messages_install_only_the_scripts_the_rules_write() {
+    let plan = plan("worker:*", &["isolate=yes"], &step("n9,n10", "2,1", None));
+    for node in 0..2 {
+        let firewall = plan.isolation(12, 3, 61001, node).unwrap();
+        let (running, ended) = firewall.scripts(resolve).unwrap();
+        for script in [persistent(&running), running, ended] {
+            assert!(install_request(&script).is_some(), "{script}");
+        }
+    }
+    let (script, _) = plan.isolation(12, 3, 61001, 0).unwrap().scripts(resolve).unwrap();
+    let cases: &[(&str, &str, &str)] = &[
+        ("a rule that counts",               " drop\n",                          " counter\n"),
+        ("another verdict",                  " drop\n",                          " queue\n"),
+        ("words after the verdict",          " drop\n",                          " drop drop\n"),
+        ("a table of another family",        "table inet ",                      "table ip "),
+        ("another flag",                     "flags owner\n",                    "flags dormant\n"),
+        ("a comment with a quote",           "comment \"uid 61001\"",            "comment \"uid \"61001\""),
+        ("another set type",                 "type inet_service",                "type ether_addr"),
+        ("an address that is not one",       "10.77.0.11",                       "10.77.0.311"),
+        ("a set not declared",               "@ports_0",                         "@ports_9"),
+        ("IPv4 matched against IPv6",        "ip daddr @hosts4_0",               "ip daddr @hosts6_0"),
+        ("both families in one rule",        "ip daddr @self4 ip saddr @peers4", "ip daddr @self4 ip6 saddr @peers6"),
+        ("a uid that is not a number",       "meta skuid 61001 accept",          "meta skuid alice accept"),
+        ("another priority",                 "priority 0;",                      "priority 10;"),
+        ("another hook",                     "hook forward",                     "hook prerouting"),
+        ("another interface",                "iif \"lo\"",                       "iif \"eth0\""),
+        ("a reset with no TCP match",        "iif \"lo\" accept",                "iif \"lo\" reject with tcp reset"),
+        ("a deletion first",                 "table inet ",                      "delete table inet x\ntable inet "),
+        ("another table after it",           "}\n}\n",                           "}\n}\ntable inet x {\n}\n"),
+    ];
+    for (what, from, to) in cases {
+        assert!(script.contains(from), "{what}");
+        let changed = script.replacen(from, to, 1);
+        assert_eq!(install_request(&changed), None, "{what}: {changed}");
+    }
+}
+
+/// The batch around a table's messages, byte by byte: `NFNL_MSG_BATCH_BEGIN` and `_END` for the
+/// nftables subsystem, every message under one number, the table made only where none of its
+/// name is (`NLM_F_CREATE | NLM_F_EXCL`), and the kernel's answer asked of the last message
+/// alone, so that the first answer under that number is an error wherever one is.
+#[test]
+fn the_kernels_messages_frame_one_transaction() {
+    let install = install_request("table inet t {\nflags owner\n}\n").unwrap();
+    let header = |length: u32, kind: u16, flags: u16| -> Vec<u8> {
+        [
+            &length.to_ne_bytes()[..],
+            &kind.to_ne_bytes(),
+            &flags.to_ne_bytes(),
+            &7u32.to_ne_bytes(),
+            &[0; 4],
+        ]
+        .concat()
+    };
+    let expected = [
+        header(20, 0x10, 0x1),
+        vec![0, 0, 0, 10],
+        header(36, 0x0a00, 0x1 | 0x4 | 0x200 | 0x400),
+        vec![1, 0, 0, 0],
+        [
+            &6u16.to_ne_bytes()[..],
+            &1u16.to_ne_bytes(),
+            b"t\0",
+            &[0, 0],
+        ]
+        .concat(),
+        [
+            &8u16.to_ne_bytes()[..],
+            &2u16.to_ne_bytes(),
+            &2u32.to_be_bytes(),
+        ]
+        .concat(),
+        header(20, 0x11, 0x1),
+        vec![0, 0, 0, 10],
+    ]
+    .concat();
+    assert_eq!(install.batch(7), expected);
+}
+
+/// Another step's ports, as the kernel's dump of its set `ports` gives them: each element's key
+/// (two bytes, network order), over as many messages as the kernel sends.
+#[test]
+fn another_steps_ports_are_its_sets_keys() {
+    let attribute = |kind: u16, value: &[u8]| -> Vec<u8> {
+        let mut a = ((4 + value.len()) as u16).to_ne_bytes().to_vec();
+        a.extend_from_slice(&kind.to_ne_bytes());
+        a.extend_from_slice(value);
+        a.resize(a.len().next_multiple_of(4), 0);
+        a
+    };
+    let message = |kind: u16, flags: u16, body: &[u8]| -> Vec<u8> {
+        let mut m = ((16 + body.len()) as u32).to_ne_bytes().to_vec();
+        m.extend_from_slice(&kind.to_ne_bytes());
+        m.extend_from_slice(&flags.to_ne_bytes());
+        m.extend_from_slice(&[0; 8]);
+        m.extend_from_slice(body);
+        m
+    };
+    let nested = |kind: u16, value: &[u8]| attribute(kind | 0x8000, value);
+    let elements = |ports: &[u16]| -> Vec<u8> {
+        let mut list = Vec::new();
+        for port in ports {
+            list.extend(nested(1, &nested(1, &attribute(1, &port.to_be_bytes()))));
+        }
+        let mut body = vec![1, 0, 0, 0];
+        body.extend(attribute(1, b"tfcluster_12_3\0"));
+        body.extend(attribute(2, b"ports\0"));
+        body.extend(nested(3, &list));
+        message(0x0a0c, 2, &body)
+    };
+    // What one reply says: each message's ports.
+    type Says = Reply<Vec<u16>>;
+    #[rustfmt::skip]
+    let cases: Vec<(&str, Vec<u8>, Says)> = vec![
+        ("two ports",            elements(&[24000, 24001]),                           Reply::More(vec![vec![24000, 24001]])),
+        ("then the end",         [elements(&[24002]), message(3, 2, &[0; 4])].concat(), Reply::Done(vec![vec![24002]])),
+        ("no set of that name",  message(2, 0, &(-2i32).to_ne_bytes()),               Reply::Failed),
+        ("a key of four bytes",  message(0x0a0c, 2, &[&[1u8, 0, 0, 0][..], &nested(3, &nested(1, &nested(1, &attribute(1, &[0, 0, 0x5d, 0xc0]))))].concat()), Reply::Failed),
+    ];
+    for (what, reply, says) in cases {
+        assert_eq!(set_ports_reply(&reply), says, "{what}");
+    }
+    // A dump of the set's elements (NFNL_SUBSYS_NFTABLES << 8 | NFT_MSG_GETSETELEM), inet's.
+    let request = set_elements_request("tfcluster_12_3", "ports");
+    assert_eq!(
+        request[4..8],
+        [0x0d, 0x0a, 0x01, 0x03],
+        "type and flags (little-endian here)"
+    );
+    assert_eq!(request[16], 1, "NFPROTO_INET");
 }
 
 #[test]
@@ -1764,8 +1905,8 @@ fn the_check_names_what_is_wrong_with_each_node() {
     }
 }
 
-/// A heterogeneous step whose second component, on cpu1, cannot isolate (libnftables hidden
-/// from cpu1's slurmd alone) while the first, on n9, can: cpu1 stops every component, so n9's
+/// A heterogeneous step whose second component, on cpu1, cannot isolate (`tcp_syncookies=2` in
+/// cpu1's network namespace alone) while the first, on n9, can: cpu1 stops every component, so n9's
 /// task, which started, ends within seconds rather than when its program does (120 s). When
 /// cpu1 stopped its own component's job only, n9's task ran its 120 s (checked once,
 /// 2026-11-26, 22.05).
@@ -1773,7 +1914,7 @@ fn the_check_names_what_is_wrong_with_each_node() {
 #[ignore = "needs the test cluster: run tests/run.sh"]
 fn a_heterogeneous_step_whose_node_cannot_isolate_stops_every_component() {
     let _plugstack = PlugStack::isolated("");
-    let _hidden = no_libnftables_on("cpu1");
+    let _cookies = SynCookies::set(&["cpu1"], 2);
     let started = std::time::Instant::now();
     let out = sh(&format!(
         "runuser -u {OWNER} -- srun -t 3 -p gpu -w n9 -n1 --tf-cluster sleep 120 : -p cpu -w cpu1 -n1 sleep 120"
@@ -1782,7 +1923,10 @@ fn a_heterogeneous_step_whose_node_cannot_isolate_stops_every_component() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     let what = format!("{seconds} s, status {:?}:\n{stderr}", out.status.code());
     assert!(
-        stderr.contains("tfcluster: isolate=yes: node cpu1 cannot install the step's firewall: cannot load libnftables.so.1: "),
+        stderr.contains(&format!(
+            "tfcluster: isolate=yes: node cpu1 cannot install the step's firewall: {}",
+            Error::SynCookiesAlways
+        )),
         "{what}"
     );
     assert!(seconds < 60, "{what}");

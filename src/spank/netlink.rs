@@ -73,6 +73,17 @@ pub fn transact(fd: c_int, request: impl FnOnce(u32) -> Vec<u8>) -> Result<(), S
     if !deadline(fd) {
         return Err("cannot set a deadline on the netlink socket".into());
     }
+    // A transaction goes in one send: a step's table over thousands of nodes is larger than
+    // a socket's usual send buffer (root may raise its own). An error's answer carries no copy
+    // of the request.
+    let room = c_int::try_from(request.len() + 4096).unwrap_or(c_int::MAX);
+    if request.len() > 32 * 1024 && !set_option(fd, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, room) {
+        return Err(format!(
+            "cannot make room for {} bytes on the netlink socket",
+            request.len()
+        ));
+    }
+    let _ = set_option(fd, libc::SOL_NETLINK, NETLINK_CAP_ACK, 1);
     // SAFETY: `request` is valid for reads of its length; a netlink socket sends to the kernel.
     let sent = unsafe { libc::send(fd, request.as_ptr().cast(), request.len(), 0) };
     if sent != request.len() as isize {
@@ -93,6 +104,24 @@ pub fn transact(fd: c_int, request: impl FnOnce(u32) -> Vec<u8>) -> Result<(), S
         }
     }
     Err(format!("no answer within {DEADLINE_SECONDS} s"))
+}
+
+/// `NETLINK_CAP_ACK`: the kernel's answers leave out the request they answer.
+const NETLINK_CAP_ACK: c_int = 10;
+
+/// Sets the integer socket option `name` of `level` on `fd` to `value`; whether it took.
+fn set_option(fd: c_int, level: c_int, name: c_int, value: c_int) -> bool {
+    // SAFETY: `value` is a valid int for the call's length.
+    let set = unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            name,
+            (&value as *const c_int).cast(),
+            std::mem::size_of::<c_int>() as libc::socklen_t,
+        )
+    };
+    set == 0
 }
 
 /// Sets [`DEADLINE_SECONDS`] as the longest any receive on `fd` waits.

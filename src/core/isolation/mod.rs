@@ -41,5 +41,6 @@
 
 pub mod handover;
 pub mod holding;
+pub mod messages;
 pub mod rules;
 pub mod tables;

@@ -8,6 +8,7 @@
 //! ports another step's table holds ([`check_tables`]): the rules would act on the other job's
 //! connections.
 
+use super::messages::{batch, BATCH_BEGIN, BATCH_END};
 use crate::core::error::{Error, Result};
 use crate::core::netlink;
 use crate::core::text::decimal;
@@ -57,27 +58,20 @@ pub fn removal(table: &str) -> String {
 /// family `inet` naming the table, which asks for the kernel's answer under `seq`
 /// ([`netlink::acked`]). An owned table's owner alone may delete it.
 pub fn deletion_request(table: &str, seq: u32) -> Vec<u8> {
-    let batch = |kind: u16| {
-        let mut body = vec![0, 0];
-        body.extend_from_slice(&NFTABLES.to_be_bytes());
-        netlink::message(kind, 0, seq, &body)
-    };
     let mut name = table.as_bytes().to_vec();
     name.push(0);
     let mut body = vec![NFPROTO_INET, 0, 0, 0];
     body.extend(netlink::attribute(TABLE_NAME, &name));
-    let mut out = batch(BATCH_BEGIN);
+    let mut out = batch(BATCH_BEGIN, seq);
     out.extend(netlink::acked_message(
         NFTABLES << 8 | DELETE_TABLE,
         seq,
         &body,
     ));
-    out.extend(batch(BATCH_END));
+    out.extend(batch(BATCH_END, seq));
     out
 }
 
-const BATCH_BEGIN: u16 = 0x10;
-const BATCH_END: u16 = 0x11;
 const DELETE_TABLE: u16 = 2;
 
 /// The line in every table tfcluster makes that says whose step it is (`comment "uid N"`): the
@@ -105,7 +99,8 @@ pub fn dump_request() -> Vec<u8> {
     netlink::dump_request(NFTABLES << 8 | GET_TABLE, &[NFPROTO_INET, 0, 0, 0])
 }
 
-const NFTABLES: u16 = 10;
+/// `NFNL_SUBSYS_NFTABLES`: the high byte of every nftables message's type.
+pub(super) const NFTABLES: u16 = 10;
 const GET_TABLE: u16 = 1;
 const NEW_TABLE: u16 = 0;
 const NFPROTO_INET: u8 = 1;

@@ -1,9 +1,11 @@
 //! `isolate=yes` in the step's slurmstepd: it installs its step's firewall before the tasks
 //! fork and, when it exits, leaves only what keeps other users on the node away from the step's
 //! other nodes until the step has ended (slurmd's job epilog removes whatever any step of the
-//! job left: `crate::spank::hooks::epilog`). All as root, through libnftables ([`Nft`]), which
-//! is let go while the tasks run (the step's table stays owned by its socket); the rules
-//! themselves are the core's ([`crate::core::isolation`]).
+//! job left: `crate::spank::hooks::epilog`). All as root, through the kernel's own netlink
+//! messages ([`nftables::install`], [`nftables::delete_table`], [`nftables::set_ports`]): no
+//! libnftables is loaded on a step's path unless the core cannot write a script, and the
+//! step's table stays owned by the socket that made it while the tasks run; the rules themselves
+//! are the core's ([`crate::core::isolation`]).
 
 use crate::core::isolation;
 use crate::core::StepPlan;
@@ -30,17 +32,19 @@ pub struct Installed {
     node: Option<String>,
 }
 
-/// What keeps the step's table owned while the tasks run: its netlink socket alone, libnftables
-/// let go before the tasks fork ([`Nft::release`]); or, where that socket cannot be told apart
-/// from the process's others, the whole context, as before 0.15.0.
+/// What keeps the step's table owned while the tasks run: the netlink socket that made it; or,
+/// where libnftables made it and its socket cannot be told apart from the process's others,
+/// the whole context, as before 0.15.0.
 enum Keeper {
     Socket(OwnerSocket),
     Context(Nft),
 }
 
-/// What a node needs before a step's rules can go in (the step's own addresses aside): SYN
-/// cookies that let the owner's handshakes through, and libnftables; its context, or why not.
-/// `--tf-cluster=check` asks the same ([`crate::spank::check`]).
+/// What a node needs for everything `isolate=yes` does (the step's own addresses aside): SYN
+/// cookies that let the owner's handshakes through, and libnftables, which the job's holder of
+/// ended tables loads ([`super::holder`]) and a step falls back to ([`install_owned`]); its
+/// context, or why not. `--tf-cluster=check` asks this ([`crate::spank::check`]); a step checks
+/// the SYN cookies alone, and loads no libnftables.
 pub fn ready() -> Result<Nft, String> {
     isolation::rules::check_syncookies(slurm_conf::read(Path::new(isolation::rules::SYNCOOKIES)))
         .map_err(|e| e.to_string())?;
@@ -72,7 +76,8 @@ pub fn install(
     let (script, ended) = firewall
         .scripts(resolve)
         .map_err(|e| failed(e.to_string()))?;
-    let mut nft = ready().map_err(failed)?;
+    isolation::rules::check_syncookies(slurm_conf::read(Path::new(isolation::rules::SYNCOOKIES)))
+        .map_err(|e| failed(e.to_string()))?;
     let listed = nftables::owned_tables().map_err(|e| {
         failed(format!(
             "cannot list the node's nftables tables: {e}; check that slurmstepd runs as root"
@@ -87,7 +92,7 @@ pub fn install(
     ];
     for left in &own {
         if listing.contains(left) {
-            nft.run(&isolation::tables::removal(left)).map_err(|e| {
+            nftables::delete_table(left).map_err(|e| {
                 failed(format!(
                     "cannot remove the table inet {left} left here: {e}; once no slurmstepd \
                      of that step runs on the node, remove it as root (nft delete table inet \
@@ -96,7 +101,7 @@ pub fn install(
             })?;
         }
     }
-    let mut gone = remove_ended(&mut nft, &listing, (job_id, step_id));
+    let mut gone = remove_ended(&listing, (job_id, step_id));
     // One more table here: within the node's bound and the user's (whose each other job's
     // tables are, their comments say, or, for a table without one, slurmctld; asked only where
     // the node holds MAX_TABLES_PER_USER or more).
@@ -109,31 +114,18 @@ pub fn install(
     })
     .map_err(|e| failed(e.to_string()))?;
     tables_clear(
-        &mut nft,
         (&listing, &gone),
         (own_jobs, step_id),
         &firewall.own_ports(),
     )
     .map_err(|e| failed(e.to_string()))?;
-    // A table that outlives a killed slurmstepd where libnftables and the kernel can keep one;
-    // else one owned by this slurmstepd.
-    let installed = match nft.may_persist() {
-        true => nft
-            .run(&isolation::rules::persistent(&script))
-            .or_else(|_| nft.run(&script)),
-        false => nft.run(&script),
-    };
-    installed.map_err(|e| {
+    let keeper = install_owned(&script).map_err(|e| {
         failed(format!(
             "nftables refused the rules: {e}; check that the node's kernel has nf_tables \
                  (modprobe nf_tables) and is Linux 5.12 or later (tables owned by a process), \
                  and that slurmstepd runs as root"
         ))
     })?;
-    let keeper = match nft.release() {
-        Ok(socket) => Keeper::Socket(socket),
-        Err(nft) => Keeper::Context(nft),
-    };
     Ok(Some(Installed {
         table,
         ended,
@@ -143,18 +135,42 @@ pub fn install(
     }))
 }
 
+/// The step's table, owned by this slurmstepd: with `persist` first, so that it outlives a
+/// slurmstepd killed with SIGKILL until the job's epilog ([`isolation::rules::persistent`]),
+/// where the kernel has the flag (Linux 6.9), else owned alone. Through the core's own messages
+/// ([`nftables::install`]): no libnftables is loaded, so the tasks fork without it. Where the
+/// core does not write the script, through libnftables as before 0.16.0, which is let go
+/// before the tasks fork where its socket can be told apart ([`Nft::release`]).
+fn install_owned(script: &str) -> Result<Keeper, String> {
+    let persistent = isolation::rules::persistent(script);
+    let installed = nftables::install(&persistent).or_else(|_| nftables::install(script))?;
+    if let Some(socket) = installed {
+        return Ok(Keeper::Socket(socket));
+    }
+    // Not the core's script: libnftables.
+    let mut nft = ready()?;
+    match nft.may_persist() {
+        true => nft.run(&persistent).or_else(|_| nft.run(script)),
+        false => nft.run(script),
+    }?;
+    Ok(match nft.release() {
+        Ok(socket) => Keeper::Socket(socket),
+        Err(nft) => Keeper::Context(nft),
+    })
+}
+
 /// Removes the tables of other steps whose tasks ended here once slurmctld says those steps
 /// have ended everywhere (one request per table; usually the job's previous step): slurmd's
 /// holder lets go of one it holds, any other goes here. A table whose step slurmctld cannot
 /// answer for stays, for the next step or the job's epilog. The tables it removed.
-fn remove_ended<'a>(nft: &mut Nft, listing: &'a [String], own: (u32, u32)) -> Vec<&'a str> {
+fn remove_ended(listing: &[String], own: (u32, u32)) -> Vec<&str> {
     let mut gone = Vec::new();
     for (table, job_id, step_id) in isolation::tables::ended_steps(listing) {
         // Gone only once removed: a table whose removal failed (a holder of another job still
         // owns it) keeps its ports for `tables_clear` to see.
         if (job_id, step_id) != own
             && slurm::step_exists(job_id, step_id) == Some(false)
-            && nft.run(&isolation::tables::removal(table)).is_ok()
+            && nftables::delete_table(table).is_ok()
         {
             gone.push(table);
         }
@@ -162,10 +178,10 @@ fn remove_ended<'a>(nft: &mut Nft, listing: &'a [String], own: (u32, u32)) -> Ve
     gone
 }
 
-/// Refuses `ports` when another step's table among the node's (`listing`) holds one of them (each asked for its
-/// ports; one that vanishes meanwhile, or that `gone` names, is passed over).
+/// Refuses `ports` when another step's table among the node's (`listing`) holds one of them
+/// (each asked of the kernel for its ports; one that vanishes meanwhile, or that `gone` names,
+/// is passed over).
 fn tables_clear(
-    nft: &mut Nft,
     (listing, gone): (&[String], &[&str]),
     (own_jobs, step_id): (&[u32], u32),
     ports: &[u16],
@@ -173,10 +189,7 @@ fn tables_clear(
     let tables: Vec<(&str, Vec<u16>)> = isolation::tables::other_tables(listing, own_jobs, step_id)
         .into_iter()
         .filter(|table| !gone.contains(table))
-        .filter_map(|table| {
-            let set = nft.run(&format!("list set inet {table} ports")).ok()?;
-            Some((table, isolation::tables::set_ports(&set)))
-        })
+        .filter_map(|table| Some((table, nftables::set_ports(table)?)))
         .collect();
     isolation::tables::check_tables(ports, &tables)
 }
@@ -184,14 +197,20 @@ fn tables_clear(
 /// slurmstepd, as it exits, its tasks all ended: the step may still run on other nodes, which
 /// admit this node's address, so the node keeps the rules that keep other users here away from
 /// them, in a table that outlives this process ([`remove_ended`] and the job's epilog remove it),
-/// then removes the step's own (through the socket that owns it). libnftables is loaded again
-/// for the first, where [`install`] let it go: no task forks any more. A failure is logged; the
-/// job epilog tries again.
+/// then removes the step's own (through the socket that owns it). Both through the kernel's own
+/// messages, libnftables only where the core does not write the first. A failure is logged;
+/// the job epilog tries again.
 pub fn leave(installed: &mut Installed) {
-    let mut reopened = None;
-    let ended = match &mut installed.keeper {
-        Keeper::Context(nft) => nft.run(&installed.ended),
-        Keeper::Socket(_) => Nft::open().and_then(|nft| reopened.insert(nft).run(&installed.ended)),
+    // Not owned: the socket that made it may close at once.
+    let ended = match nftables::install(&installed.ended) {
+        Ok(Some(_)) => Ok(()),
+        Ok(None) => match &mut installed.keeper {
+            Keeper::Context(nft) => nft.run(&installed.ended).map(drop),
+            Keeper::Socket(_) => {
+                Nft::open().and_then(|mut nft| nft.run(&installed.ended).map(drop))
+            }
+        },
+        Err(e) => Err(e),
     };
     if let Err(e) = ended {
         log::error(&format!(

@@ -249,6 +249,31 @@ fn netlink_socket_free() -> Result<(), String> {
     })
 }
 
+/// Installs the table `script` describes with the core's own messages
+/// ([`crate::core::isolation::messages`]) through a netfilter socket of its own, which owns the
+/// table where the script says `flags owner` (and lets it go when closed, unless `persist`); no
+/// libnftables is loaded. `Ok(None)`: the core does not write that script, and the caller
+/// hands it to libnftables; `Err`: the kernel refused it, or did not answer in time.
+pub fn install(script: &str) -> Result<Option<OwnerSocket>, String> {
+    let Some(install) = crate::core::isolation::messages::install_request(script) else {
+        return Ok(None);
+    };
+    let socket =
+        netfilter_socket().map_err(|e| format!("cannot open a netfilter netlink socket: {e}"))?;
+    crate::spank::netlink::transact(socket.as_raw_fd(), |seq| install.batch(seq))?;
+    Ok(Some(OwnerSocket(socket)))
+}
+
+/// The ports in set `ports` of another step's `table`, asked of the kernel (one dump, no
+/// libnftables); `None` where the kernel does not list them (the table or its set has gone).
+pub fn set_ports(table: &str) -> Option<Vec<u16>> {
+    use crate::core::isolation::messages;
+    let request = messages::set_elements_request(table, "ports");
+    let replies =
+        crate::spank::netlink::dump(libc::NETLINK_NETFILTER, &request, messages::set_ports_reply)?;
+    Some(replies.into_iter().flatten().collect())
+}
+
 /// Deletes `table`, which no live process owns (a table that outlives its owner, or one whose
 /// owner has gone), with one hand-built transaction through a netfilter socket of its own
 /// ([`crate::core::isolation::tables::deletion_request`]): the job epilog's removal, without
