@@ -1,5 +1,5 @@
-//! What `isolate=yes` costs one node per step, phase by phase, and what two other ways of
-//! handing the same table to the kernel save ([`Form`]): `benches/firewall.sh` (the libnftables
+//! What `isolate=yes` costs one node per step, phase by phase, and what other ways of
+//! handing the same table to the kernel cost ([`Form`]): `benches/firewall.sh` (the libnftables
 //! of each Debian root), or `cargo bench --bench firewall` as root.
 //!
 //! One node of the scale benchmark's step (benches/scale.sh: `srun -N64 -n4096`,
@@ -128,8 +128,13 @@ fn run(nft: &mut Nft, script: &str) {
 /// (the first the kernel takes is the table), then the ended table's script.
 #[derive(Clone, Copy, PartialEq, Debug)]
 enum Form {
-    /// What the plugin does: `persist` where the library may know it (`Nft::may_persist`), else
-    /// the owned table alone, in nft's syntax; libnftables
+    /// What the plugin does since 0.16.0: the kernel's own messages, written from the script
+    /// (`nftables::install`, `persist` tried first), through a socket of its own that owns
+    /// the table; no libnftables loaded; the ended table the same way; the other steps' ports
+    /// a dump of their sets (`nftables::set_ports`).
+    Messages,
+    /// What the plugin did from 0.15.0 to 0.15.3: `persist` where the library may know it
+    /// (`Nft::may_persist`), else the owned table alone, in nft's syntax; libnftables
     /// let go before the tasks would fork, and loaded again for the ended table; the table
     /// removed through the socket that owns it.
     Text,
@@ -140,7 +145,7 @@ enum Form {
     Json,
 }
 
-const FORMS: [Form; 3] = [Form::Text, Form::TextKnown, Form::Json];
+const FORMS: [Form; 4] = [Form::Messages, Form::Text, Form::TextKnown, Form::Json];
 
 /// Each form's scripts, worked out once in the bench's namespace: for JSON, what libnftables
 /// lists for each table installed from its text, handed back as is.
@@ -185,6 +190,11 @@ fn forms() -> Vec<(Form, Vec<String>, String)> {
         as_json(&mut nft, &ended, &ended_table),
     );
     vec![
+        (
+            Form::Messages,
+            vec![persistent.clone(), script.clone()],
+            ended.clone(),
+        ),
         (Form::Text, vec![persistent, script], ended.clone()),
         (Form::TextKnown, vec![taken], ended),
         (Form::Json, vec![json.0], json.1),
@@ -197,6 +207,7 @@ fn one(role: &str, dir: &str) {
     let read = |name: &str| std::fs::read_to_string(format!("{dir}/{name}")).expect("a script");
     let json = read("json") == "1";
     let plugin = read("plugin") == "1";
+    let messages = read("messages") == "1";
     let tries: Vec<String> = (0..read("tries").parse::<usize>().expect("tries"))
         .map(|i| read(&format!("step.{i}")))
         .collect();
@@ -212,6 +223,26 @@ fn one(role: &str, dir: &str) {
         phases.time("remove", || {
             nftables::delete_table(&ended_table).expect("removed")
         });
+        return;
+    }
+    if messages {
+        // As src/spank/isolation/firewall.rs since 0.16.0: no libnftables.
+        let names = phases.time("list", || nftables::node_tables().expect("list"));
+        phases.time("sets", || {
+            for table in tables::other_tables(&names, &[JOB], STEP) {
+                nftables::set_ports(table).expect("a set");
+            }
+        });
+        let socket = phases.time("install", || {
+            let mut installed = tries.iter().map(|s| nftables::install(s));
+            installed.find_map(|i| i.ok().flatten()).expect("installed")
+        });
+        phases.time("ended", || {
+            nftables::install(&ended)
+                .expect("installed")
+                .expect("the core's script")
+        });
+        phases.time("remove", || socket.delete(&table).expect("removed"));
         return;
     }
     let mut nft = phases.time("load", || Nft::open().expect("libnftables"));
@@ -254,13 +285,22 @@ fn check(forms: &[(Form, Vec<String>, String)]) -> bool {
     let table = tables::table_name(JOB, STEP);
     let mut listings = Vec::new();
     for (form, tries, _) in forms {
-        nft.set_json(*form == Form::Json).expect("JSON");
-        let taken = tries.iter().find(|script| nft.run(script).is_ok());
-        nft.set_json(false).expect("text");
-        let listed = nft
-            .run(&format!("list table inet {table}"))
-            .unwrap_or_default();
-        let _ = nft.run(&tables::removal(&table));
+        let (taken, listed) = if *form == Form::Messages {
+            let mut installed = tries.iter().map(|s| nftables::install(s));
+            let socket = installed.find_map(|i| i.ok().flatten());
+            let listed = nft.run(&format!("list table inet {table}"));
+            let _ = socket.as_ref().map(|s| s.delete(&table));
+            (socket.map(drop), listed.unwrap_or_default())
+        } else {
+            nft.set_json(*form == Form::Json).expect("JSON");
+            let taken = tries.iter().find(|script| nft.run(script).is_ok());
+            nft.set_json(false).expect("text");
+            let listed = nft
+                .run(&format!("list table inet {table}"))
+                .unwrap_or_default();
+            let _ = nft.run(&tables::removal(&table));
+            (taken.map(drop), listed)
+        };
         println!(
             "{form:?}: {} script(s) of {} bytes; installed: {}",
             tries.len(),
@@ -358,6 +398,7 @@ fn main() {
         let write = |name: &str, text: &str| std::fs::write(d.join(name), text).expect("write");
         write("json", if *form == Form::Json { "1" } else { "0" });
         write("plugin", if *form == Form::Text { "1" } else { "0" });
+        write("messages", if *form == Form::Messages { "1" } else { "0" });
         write("tries", &tries.len().to_string());
         for (i, script) in tries.iter().enumerate() {
             write(&format!("step.{i}"), script);

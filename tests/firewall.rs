@@ -457,7 +457,7 @@ fn the_epilog_deletes_a_table_no_live_process_owns() {
 
 /// slurmstepd gives libnftables the table flag `persist` only where the library may know it
 /// (src/spank/isolation/firewall.rs): each release's root's library says what the release's row
-/// says (`firewall_persists`: libnftables 1.1, on Linux 6.9 or later).
+/// says (`library_persists`: libnftables 1.1, on Linux 6.9 or later).
 #[test]
 #[ignore = "needs a release's root (its libnftables): run tests/run.sh"]
 fn the_library_says_whether_a_table_may_outlive_its_owner() {
@@ -465,7 +465,25 @@ fn the_library_says_whether_a_table_may_outlive_its_owner() {
         return;
     };
     let nft = Nft::open().expect("libnftables");
-    assert_eq!(nft.may_persist(), release::current().firewall_persists);
+    assert_eq!(nft.may_persist(), release::current().library_persists);
+}
+
+/// The elements of set `ports` in a script, as the script lists them (sorted).
+fn script_ports(script: &str) -> Vec<u16> {
+    let set = script
+        .split("set ports {\n")
+        .nth(1)
+        .expect("a set of ports");
+    let line = set.lines().nth(1).unwrap_or("");
+    let elements = line
+        .strip_prefix("elements = { ")
+        .map_or("", |l| l.trim_end_matches(" }"));
+    let mut ports: Vec<u16> = elements
+        .split(", ")
+        .filter_map(|p| p.parse().ok())
+        .collect();
+    ports.sort_unstable();
+    ports
 }
 
 /// What slurmstepd installs with the core's own messages (`nftables::install`,
@@ -474,7 +492,7 @@ fn the_library_says_whether_a_table_may_outlive_its_owner() {
 /// with the table's flags and comment and every set's type and elements; for both tables of
 /// two nodes of a step, and for a step of 3000 dual-stack nodes (its sets in several messages,
 /// its batch larger than a socket's usual buffer). Another step's ports read from the kernel
-/// (`nftables::set_ports`) are those libnftables lists; with the libnftables of each release's
+/// (`nftables::set_ports`) are those its script lists; with the libnftables of each release's
 /// root.
 #[test]
 #[ignore = "needs a release's root (its libnftables and nft): run tests/run.sh"]
@@ -498,7 +516,7 @@ fn the_kernel_holds_what_libnftables_would_install() {
         Ok(vec![v4.into(), v6.into()])
     };
     // `persist` where the root's library and the kernel have it (as slurmstepd asks first).
-    let owned = |script: String| match release::current().firewall_persists {
+    let owned = |script: String| match release::current().library_persists {
         true => tfcluster::core::isolation::rules::persistent(&script),
         false => script,
     };
@@ -549,9 +567,6 @@ fn the_kernel_holds_what_libnftables_would_install() {
     for (table, script) in &scripts {
         nft.run(script).expect("installed by libnftables");
         let by_library = listed(table);
-        let library_ports = tfcluster::core::isolation::tables::set_ports(
-            &nft.run(&format!("list set inet {table} ports")).unwrap(),
-        );
         nft.run(&removal(table)).unwrap();
         let socket = install(script)
             .expect("installed by the core's messages")
@@ -559,9 +574,7 @@ fn the_kernel_holds_what_libnftables_would_install() {
         assert_eq!(listed(table), by_library, "{table}");
         let mut ports = set_ports(table).expect("the kernel's dump of the set");
         ports.sort_unstable();
-        let mut library_ports = library_ports;
-        library_ports.sort_unstable();
-        assert_eq!(ports, library_ports, "{table}");
+        assert_eq!(ports, script_ports(script), "{table}");
         match script.contains("flags owner") {
             true => socket.delete(table).unwrap(),
             false => delete_table(table).unwrap(),

@@ -21,8 +21,8 @@ use tfcluster::core::isolation::rules::{
 };
 use tfcluster::core::isolation::tables::{
     check_table_count, check_tables, commented_owner, dump_reply, dump_request, ended_steps,
-    ended_table_name, job_tables, other_tables, owner_comment, removal, set_ports, table_jobs,
-    table_name, Listed, MAX_TABLES, MAX_TABLES_PER_USER,
+    ended_table_name, job_tables, other_tables, owner_comment, removal, table_jobs, table_name,
+    Listed, MAX_TABLES, MAX_TABLES_PER_USER,
 };
 use tfcluster::core::netlink::Reply;
 use tfcluster::core::topology::ConfFile::{self, Missing, Text, Unreadable};
@@ -688,22 +688,6 @@ fn a_persistent_table_is_the_same_script_with_persist() {
     assert_ne!(persistent(&script), script);
 }
 
-/// The ports of another step's table, from `list set inet TABLE ports` as nft prints it: (the
-/// listing, its ports).
-#[rustfmt::skip]
-#[test]
-fn a_tables_ports_from_its_listing() {
-    let cases: &[(&str, &[u16])] = &[
-        ("table inet tfcluster_57_0 {\n\tset ports {\n\t\ttype inet_service\n\t\telements = { 20000, 20001 }\n\t}\n}\n", &[20000, 20001]),
-        ("table inet tfcluster_57_0 {\n\tset ports {\n\t\ttype inet_service\n\t\telements = { 20000, 20001, 20002,\n\t\t\t     20003 }\n\t}\n}\n", &[20000, 20001, 20002, 20003]),
-        ("table inet tfcluster_57_0 {\n\tset ports {\n\t\ttype inet_service\n\t}\n}\n", &[]),
-        ("", &[]),
-    ];
-    for (listing, ports) in cases {
-        assert_eq!(set_ports(listing), *ports, "{listing}");
-    }
-}
-
 /// The tables a node compares its ports with: every other step's, not its own step's (nor, in
 /// a heterogeneous job, its other components' of the same step), and no one else's. Job 12's
 /// step 3, whose components are jobs 12 and 13: (an inet table's name, compared).
@@ -794,27 +778,17 @@ fn a_port_in_another_steps_table_refuses_the_step() {
     }
 }
 
-/// docs/isolation.md's table of which roots keep a killed slurmstepd's table says what
-/// `firewall_persists` says for every release (the cluster test checks the releases).
+/// docs/isolation.md's table of which kernels keep a killed slurmstepd's table says, for this
+/// machine's kernel, what the cluster test finds on every release ([`release::kernel_persists`]).
 #[test]
-fn the_isolation_page_says_which_releases_keep_the_table() {
+fn the_isolation_page_says_which_kernels_keep_the_table() {
     let guide = repo_file("docs/isolation.md");
-    for r in release::RELEASES {
-        let rows: Vec<&str> = guide
-            .lines()
-            .filter(|l| l.starts_with("| Debian ") && l.contains(r.version))
-            .collect();
-        let kept = if r.firewall_persists {
-            "kept until the job's epilog |"
-        } else {
-            "removed with it |"
-        };
-        assert!(
-            rows.len() == 1 && rows[0].ends_with(kept),
-            "{}: {rows:?}",
-            r.version
-        );
-    }
+    let (row, kept) = match release::kernel_persists() {
+        true => ("| Linux 6.9 or later ", "kept until the job's epilog |"),
+        false => ("| Linux 5.12 to 6.8 ", "removed with it |"),
+    };
+    let rows: Vec<&str> = guide.lines().filter(|l| l.starts_with(row)).collect();
+    assert!(rows.len() == 1 && rows[0].ends_with(kept), "{rows:?}");
 }
 
 /// docs/isolation.md says how often the holder asks slurmctld about a held table's step (its
@@ -1649,33 +1623,6 @@ cat {d}/step.err >&2"
     }
 }
 
-/// Hides the nodes' libnftables for a test (the root's file is renamed back when dropped).
-struct NoLibnftables(String);
-
-/// Where the root's libnftables is.
-fn libnftables() -> String {
-    let path = sh_ok(&format!(
-        "ldconfig -p | awk '$1 == \"{LIBRARY}\" {{print $NF; exit}}'"
-    ));
-    let path = path.trim().to_string();
-    assert!(!path.is_empty(), "{LIBRARY} is not installed in this root");
-    path
-}
-
-impl NoLibnftables {
-    fn hide() -> NoLibnftables {
-        let path = libnftables();
-        sh_ok(&format!("mv {path} {path}.hidden"));
-        NoLibnftables(path)
-    }
-}
-
-impl Drop for NoLibnftables {
-    fn drop(&mut self) {
-        sh_ok(&format!("mv {p}.hidden {p}", p = self.0));
-    }
-}
-
 /// `net.ipv4.tcp_syncookies` in some nodes' network namespaces, back to 1 when dropped.
 struct SynCookies(Vec<&'static str>);
 
@@ -1723,6 +1670,16 @@ impl Drop for HiddenOn {
     fn drop(&mut self) {
         sh_ok(&self.0);
     }
+}
+
+/// Where the root's libnftables is.
+fn libnftables() -> String {
+    let path = sh_ok(&format!(
+        "ldconfig -p | awk '$1 == \"{LIBRARY}\" {{print $NF; exit}}'"
+    ));
+    let path = path.trim().to_string();
+    assert!(!path.is_empty(), "{LIBRARY} is not installed in this root");
+    path
 }
 
 /// Hides the nodes' libnftables from one node's slurmd alone (its mount namespace, which its
@@ -2057,7 +2014,6 @@ struct CannotIsolate {
     /// `required` or `optional`.
     kind: &'static str,
     words: &'static str,
-    hide_libnftables: bool,
     /// `net.ipv4.tcp_syncookies` on n9 and n10 for the row (the kernel's default is 1).
     syncookies: u8,
     /// The line each node prints, up to where the resolver's or the loader's own words begin;
@@ -2067,13 +2023,11 @@ struct CannotIsolate {
 
 #[rustfmt::skip]
 const CANNOT_ISOLATE: &[CannotIsolate] = &[
-    CannotIsolate { what: "an address that does not resolve", kind: "required", words: "address=%h-ib", hide_libnftables: false, syncookies: 1,
+    CannotIsolate { what: "an address that does not resolve", kind: "required", words: "address=%h-ib", syncookies: 1,
                     line: "isolate=yes: node {node} cannot install the step's firewall: node address 'n9-ib' does not resolve (" },
-    CannotIsolate { what: "no libnftables on the nodes", kind: "required", words: "", hide_libnftables: true, syncookies: 1,
-                    line: "isolate=yes: node {node} cannot install the step's firewall: cannot load libnftables.so.1: " },
-    CannotIsolate { what: "no libnftables, the plugin optional", kind: "optional", words: "", hide_libnftables: true, syncookies: 1,
-                    line: "isolate=yes: node {node} cannot install the step's firewall: cannot load libnftables.so.1: " },
-    CannotIsolate { what: "every answer a SYN cookie", kind: "required", words: "", hide_libnftables: false, syncookies: 2,
+    CannotIsolate { what: "every answer a SYN cookie", kind: "required", words: "", syncookies: 2,
+                    line: "isolate=yes: node {node} cannot install the step's firewall: {syncookies}" },
+    CannotIsolate { what: "every answer a SYN cookie, the plugin optional", kind: "optional", words: "", syncookies: 2,
                     line: "isolate=yes: node {node} cannot install the step's firewall: {syncookies}" },
 ];
 
@@ -2084,13 +2038,11 @@ fn a_node_that_cannot_isolate_fails_the_step_before_any_task_starts() {
         what,
         kind,
         words,
-        hide_libnftables,
         syncookies,
         line,
     } in CANNOT_ISOLATE
     {
         let _plugstack = PlugStack::isolated_as(kind, words);
-        let _hidden = hide_libnftables.then(NoLibnftables::hide);
         let _cookies = SynCookies::set(&["n9", "n10"], *syncookies);
         let stderr = no_task_runs(what, "");
         for node in ["n9", "n10"] {
@@ -2206,7 +2158,7 @@ fn no_rule_outlives_its_job() {
     std::thread::sleep(std::time::Duration::from_secs(2));
     // A killed slurmstepd removes nothing: its table stays for the epilog where it persists,
     // and goes with the slurmstepd's socket where it is only owned.
-    let kept = u8::from(release::current().firewall_persists);
+    let kept = u8::from(release::kernel_persists());
     assert_eq!(count(&table_of(&killed)), both(kept), "after SIGKILL");
     sh_ok(&format!("scancel {cancelled}"));
     assert!(

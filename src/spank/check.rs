@@ -5,12 +5,12 @@
 
 use crate::core::check::{self, Entry, FileId, Isolation, NodeCheck, Slurmd, Verdict};
 use crate::core::container::Runtimes;
-use crate::core::isolation::{handover, holding, rules, tables};
+use crate::core::isolation::{handover, holding, rules};
 use crate::core::run_dir::{Found, RUN_DIR};
 use crate::core::{oci, Error, Settings};
 use crate::spank::ffi;
 use crate::spank::handle::{Spank, U32Item};
-use crate::spank::isolation::firewall;
+use crate::spank::isolation::{firewall, nftables};
 use crate::spank::{hardware, process, runtimes, slurm_conf};
 use std::ffi::c_void;
 use std::fs;
@@ -132,8 +132,9 @@ fn slurmd() -> Slurmd {
     }
 }
 
-/// Whether a step's table can go in here: SYN cookies, libnftables, and one empty table owned by
-/// this process, installed and removed (named so that no step and no epilog takes it for one of
+/// Whether a step's table can go in here: SYN cookies, libnftables (which the job's holder
+/// loads), and one empty table owned by this process, installed and removed as a step installs
+/// and removes its own (named so that no step and no epilog takes it for one of
 /// theirs); who holds the tables of nodes whose tasks end first.
 fn isolation(sp: &Spank, node: &str, address: &str) -> Isolation {
     match (address, 0)
@@ -150,20 +151,25 @@ fn isolation(sp: &Spank, node: &str, address: &str) -> Isolation {
             ))
         }
     }
-    let mut nft = match firewall::ready() {
-        Ok(nft) => nft,
-        Err(reason) => return Isolation::Refused(reason),
-    };
+    if let Err(reason) = firewall::ready() {
+        return Isolation::Refused(reason);
+    }
     let job = sp.item_u32(U32Item::JobId).unwrap_or(0);
     let step = sp.item_u32(U32Item::StepId).unwrap_or(0);
     let table = format!("tfccheck_{job}_{step}");
     let script = format!("table inet {table} {{\n{}}}\n", rules::OWNED);
-    if let Err(e) = nft.run(&script) {
-        return Isolation::Refused(format!(
-            "the kernel refused an owned table ({e}): isolate=yes needs Linux 5.12 or later"
-        ));
+    // The way a step installs its table: the kernel's own messages.
+    match nftables::install(&script) {
+        Ok(Some(socket)) => {
+            let _ = socket.delete(&table);
+        }
+        Ok(None) => return Isolation::Refused("the core wrote no messages for a table".into()),
+        Err(e) => {
+            return Isolation::Refused(format!(
+                "the kernel refused an owned table ({e}): isolate=yes needs Linux 5.12 or later"
+            ))
+        }
     }
-    let _ = nft.run(&tables::removal(&table));
     let file = Path::new(&handover::job_dir(node, job)).join(handover::HOLDER_FILE);
     let text = fs::read_to_string(file).ok();
     let nobody = crate::core::claims::Owner { pid: 0, start: 0 };

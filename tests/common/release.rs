@@ -39,10 +39,11 @@ pub struct Release {
     /// 25.11: a heterogeneous job's first component is stopped by a signal to its tasks, which
     /// srun reports killed (a stop of that component's step would cancel the whole job there).
     pub het_leader_signalled: bool,
-    /// The root's libnftables is 1.1 or later (trixie, sid): an `isolate=yes` table outlives a
-    /// slurmstepd killed with SIGKILL (`flags owner, persist`) until the job's epilog; with 1.0.6
-    /// (Debian 12, the source builds' root) it goes with its owner.
-    pub firewall_persists: bool,
+    /// The root's libnftables is 1.1 or later (trixie, sid): it knows the table flag `persist`,
+    /// which slurmstepd gives it where it falls back to libnftables; 1.0.6 (Debian 12, the
+    /// source builds' root) does not. The kernel's own messages ask for the flag on every
+    /// release ([`kernel_persists`]).
+    pub library_persists: bool,
     /// The root has Debian's apptainer (`apptainer` in tests/releases.tsv: packaged from forky
     /// on), so tasks there get its names by default; the others have no container runtime.
     pub has_apptainer: bool,
@@ -84,7 +85,7 @@ pub const RELEASES: &[Release] = &[
               optional_other_release: INCOMPATIBLE, install: Install::DebianPackage,
               stopped_tasks_succeed: false, topology_orders_block_steps: false,
               container_gets_task_env: false, het_leader_signalled: false,
-              firewall_persists: false, has_apptainer: false,
+              library_persists: false, has_apptainer: false,
               launch_failure_status: 0, optional_missing_quiet: false,
               configless_ships_includes: false,
               slurmd_unit: "-D -s" },
@@ -92,7 +93,7 @@ pub const RELEASES: &[Release] = &[
               optional_other_release: INCOMPATIBLE, install: Install::FromSource,
               stopped_tasks_succeed: false, topology_orders_block_steps: false,
               container_gets_task_env: true, het_leader_signalled: false,
-              firewall_persists: false, has_apptainer: false,
+              library_persists: false, has_apptainer: false,
               launch_failure_status: 0, optional_missing_quiet: false,
               configless_ships_includes: false,
               slurmd_unit: "-D -s" },
@@ -100,7 +101,7 @@ pub const RELEASES: &[Release] = &[
               optional_other_release: INCOMPATIBLE, install: Install::FromSource,
               stopped_tasks_succeed: true, topology_orders_block_steps: false,
               container_gets_task_env: true, het_leader_signalled: false,
-              firewall_persists: false, has_apptainer: false,
+              library_persists: false, has_apptainer: false,
               launch_failure_status: 1, optional_missing_quiet: false,
               configless_ships_includes: true,
               slurmd_unit: "--systemd" },
@@ -108,7 +109,7 @@ pub const RELEASES: &[Release] = &[
               optional_other_release: INCOMPATIBLE, install: Install::FromSource,
               stopped_tasks_succeed: true, topology_orders_block_steps: false,
               container_gets_task_env: true, het_leader_signalled: false,
-              firewall_persists: false, has_apptainer: false,
+              library_persists: false, has_apptainer: false,
               launch_failure_status: 1, optional_missing_quiet: false,
               configless_ships_includes: true,
               slurmd_unit: "--systemd" },
@@ -116,7 +117,7 @@ pub const RELEASES: &[Release] = &[
               optional_other_release: INCOMPATIBLE, install: Install::DebianPackage,
               stopped_tasks_succeed: true, topology_orders_block_steps: false,
               container_gets_task_env: true, het_leader_signalled: false,
-              firewall_persists: true, has_apptainer: false,
+              library_persists: true, has_apptainer: false,
               launch_failure_status: 1, optional_missing_quiet: false,
               configless_ships_includes: true,
               slurmd_unit: "--systemd" },
@@ -124,7 +125,7 @@ pub const RELEASES: &[Release] = &[
               optional_other_release: INCOMPATIBLE, install: Install::FromSource,
               stopped_tasks_succeed: true, topology_orders_block_steps: false,
               container_gets_task_env: true, het_leader_signalled: false,
-              firewall_persists: false, has_apptainer: false,
+              library_persists: false, has_apptainer: false,
               launch_failure_status: 1, optional_missing_quiet: false,
               configless_ships_includes: true,
               slurmd_unit: "--systemd" },
@@ -132,7 +133,7 @@ pub const RELEASES: &[Release] = &[
               optional_other_release: INCOMPATIBLE_VERSION, install: Install::Rpm,
               stopped_tasks_succeed: true, topology_orders_block_steps: false,
               container_gets_task_env: true, het_leader_signalled: true,
-              firewall_persists: false, has_apptainer: false,
+              library_persists: false, has_apptainer: false,
               launch_failure_status: 1, optional_missing_quiet: true,
               configless_ships_includes: true,
               slurmd_unit: "--systemd" },
@@ -140,7 +141,7 @@ pub const RELEASES: &[Release] = &[
               optional_other_release: INCOMPATIBLE_VERSION, install: Install::DebianPackage,
               stopped_tasks_succeed: true, topology_orders_block_steps: true,
               container_gets_task_env: true, het_leader_signalled: false,
-              firewall_persists: true, has_apptainer: true,
+              library_persists: true, has_apptainer: true,
               launch_failure_status: 1, optional_missing_quiet: true,
               configless_ships_includes: true,
               slurmd_unit: "--systemd" },
@@ -285,4 +286,15 @@ pub fn built_for_another_release() -> (std::path::PathBuf, &'static str) {
     std::fs::create_dir_all(so.parent().unwrap()).unwrap();
     std::fs::copy(target.join("debug/libtfcluster.so"), &so).unwrap();
     (so, other)
+}
+
+/// Whether this machine's kernel keeps a table that asks for it (`flags owner, persist`) after
+/// its owner exits: Linux 6.9 or later. slurmstepd asks for it in its own messages, so a step's
+/// table outlives a slurmstepd killed with SIGKILL until the job's epilog on every release.
+pub fn kernel_persists() -> bool {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let mut numbers = release
+        .split(|c: char| !c.is_ascii_digit())
+        .map(|n| n.parse::<u32>().unwrap_or(0));
+    (numbers.next().unwrap_or(0), numbers.next().unwrap_or(0)) >= (6, 9)
 }

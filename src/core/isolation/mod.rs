@@ -1,6 +1,6 @@
 //! Per-step network isolation (`isolate=yes`): what it protects against, and the life of a
-//! node's table for a step, in one place. The rules are [`rules`], the tables' names and what
-//! the node lists [`tables`], the files of a handover [`handover`], and the holder's decisions
+//! node's table for a step, in one place. The rules are [`rules`], the kernel's messages that
+//! install them [`messages`], the tables' names and what the node lists [`tables`], the files of a handover [`handover`], and the holder's decisions
 //! [`holding`]; all pure, from plain values. The shell carries them out
 //! (`crate::spank::isolation`), from the processes `crate::spank::hooks` names.
 //!
@@ -18,7 +18,7 @@
 //! | state      | the table                  | owned by                      | enters when                                                                 | coded in |
 //! |------------|----------------------------|-------------------------------|-----------------------------------------------------------------------------|----------|
 //! | refused    | none                       | -                             | another step's table holds a port, `tcp_syncookies=2`, a port outside `port_range`, an address that resolves to nothing: no task starts | [`tables::check_tables`], [`rules::check_syncookies`], [`rules::check_ports`], [`rules::StepFirewall::scripts`] |
-//! | installed  | `tfcluster_J_S`            | the step's slurmstepd (`flags owner`, and `persist` where libnftables has it) | slurmstepd's `init_post_opt`, before the tasks fork | [`rules::StepFirewall::scripts`], [`rules::persistent`] |
+//! | installed  | `tfcluster_J_S`            | the step's slurmstepd (`flags owner`, and `persist` where the kernel has it) | slurmstepd's `init_post_opt`, before the tasks fork | [`rules::StepFirewall::scripts`], [`rules::persistent`] |
 //! | ended      | `tfcluster_J_S_ended`      | the step's slurmstepd         | its tasks here have all ended while the step runs on elsewhere: one transaction puts in only what keeps other users here away from the step's other nodes | [`rules::StepFirewall::scripts`] |
 //! | left       | same                       | the step's slurmstepd         | it leaves the ended table's script in the job's holder directory, and waits at most `HANDOVER` | [`handover::stage_file`] |
 //! | taking     | same                       | the step's slurmstepd         | the job's extern step's holder claims the file                               | [`holding::Holding`] (`Act::Take`) |

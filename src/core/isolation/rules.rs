@@ -25,12 +25,13 @@
 //! The admin's own tables are never edited: a packet refused by any table is refused, so ours
 //! only adds refusals. The table is owned by the process that installs it (nftables `flags
 //! owner`, Linux 5.12): `flush ruleset` leaves it, and no other process can delete it; with
-//! `persist` (Linux 6.9, libnftables 1.1) it also outlives a slurmstepd killed with SIGKILL
-//! until the job's epilog removes it ([`persistent`]). Each rule and flag, deleted once, fails a
+//! `persist` (Linux 6.9) it also outlives a slurmstepd killed with SIGKILL until the job's epilog
+//! removes it ([`persistent`]). Each rule and flag, deleted once, fails a
 //! test (tests/release/mutations.tsv).
 //!
-//! The shell runs these scripts through libnftables; this module only writes them, from plain
-//! values, with name resolution passed in as a closure (table-tested in tests/isolation.rs, run
+//! The shell hands these scripts to the kernel as its own netlink messages
+//! ([`super::messages`], which reads them), or to libnftables where those do not cover one; this
+//! module only writes them, from plain values, with name resolution passed in as a closure (table-tested in tests/isolation.rs, run
 //! in a kernel by tests/firewall.rs).
 
 use super::tables::{ended_table_name, owner_comment, table_name};
@@ -86,8 +87,8 @@ pub fn check_syncookies(sysctl: ConfFile) -> Result<()> {
 
 /// The table's flags as the core writes them: owned by the process that installs it.
 pub const OWNED: &str = "flags owner\n";
-/// [`OWNED`], and kept after its owner exits until something deletes it (Linux 6.9,
-/// libnftables 1.1; older libnftables refuse the word).
+/// [`OWNED`], and kept after its owner exits until something deletes it (Linux 6.9; older
+/// kernels, and libnftables before 1.1, refuse the word).
 pub const OWNED_PERSISTENT: &str = "flags owner, persist\n";
 
 /// `script` (from [`StepFirewall::script`]) with a table that outlives its owner: a slurmstepd

@@ -188,23 +188,10 @@ pub fn other_tables<'l>(tables: &'l [String], own_jobs: &[u32], step_id: u32) ->
         .collect()
 }
 
-/// The elements of the set in the text of `list set inet TABLE ports` (`elements = { 12000,
-/// 12001 }`, over several lines when long). Anything that is not a port is passed over.
-pub fn set_ports(listing: &str) -> Vec<u16> {
-    let Some((_, elements)) = listing.split_once("elements = {") else {
-        return Vec::new();
-    };
-    let elements = elements.split('}').next().unwrap_or("");
-    elements
-        .split(|c: char| c == ',' || c.is_whitespace())
-        .filter_map(decimal)
-        .collect()
-}
-
 /// Refuses the step when another step's table (`tables`: name and ports) holds one of `ports`:
 /// the step's rules would act on the other job's connections. Such a table outlives its step's
-/// claim ([`crate::core::claims`]) when its slurmstepd was killed and libnftables kept the table
-/// until the job's epilog. The first port held, in `ports`' order.
+/// claim ([`crate::core::claims`]) when its slurmstepd was killed and the kernel kept the table
+/// until the job's epilog (`persist`). The first port held, in `ports`' order.
 pub fn check_tables(ports: &[u16], tables: &[(&str, Vec<u16>)]) -> Result<()> {
     for &port in ports {
         if let Some((table, _)) = tables.iter().find(|(_, held)| held.contains(&port)) {

@@ -1,6 +1,9 @@
-//! The kernel's firewall through libnftables, loaded with `dlopen` only where `isolate=yes`
-//! needs it: the plugin itself keeps needing nothing but libc (tests/abi.rs), and a node without
-//! libnftables is a clear error for isolated steps alone. The library runs the same scripts as
+//! The kernel's firewall: a step's tables through the kernel's own netlink messages
+//! ([`install`], [`delete_table`], [`set_ports`], [`node_tables`]), and through libnftables,
+//! loaded with `dlopen` only where it is needed (the job's holder of ended tables,
+//! `--tf-cluster=check`, a script the core's messages do not cover): the plugin itself keeps
+//! needing nothing but libc (tests/abi.rs), and a node without libnftables is a clear error
+//! there alone. The library runs the same scripts as
 //! the `nft` program, from a buffer, in one transaction, with its errors returned in a buffer;
 //! no program is started.
 //!
