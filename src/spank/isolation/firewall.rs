@@ -46,11 +46,16 @@ enum Keeper {
 /// context, or why not. `--tf-cluster=check` asks this ([`crate::spank::check`]); a step checks
 /// the SYN cookies alone, and loads no libnftables.
 pub fn ready() -> Result<Nft, String> {
-    isolation::rules::check_syncookies(slurm_conf::read(Path::new(isolation::rules::SYNCOOKIES)))
-        .map_err(|e| e.to_string())?;
+    syncookies().map_err(|e| e.to_string())?;
     Nft::open().map_err(|e| {
         format!("{e}; install it on every node (Debian: libnftables1, RHEL: nftables)")
     })
+}
+
+/// Whether the node's SYN cookies let the owner's handshakes through its rules
+/// ([`isolation::rules::check_syncookies`]).
+fn syncookies() -> crate::core::Result<()> {
+    isolation::rules::check_syncookies(slurm_conf::read(Path::new(isolation::rules::SYNCOOKIES)))
 }
 
 /// slurmstepd, before the tasks fork, once the node's ports are claimed ([`crate::spank::claims`]):
@@ -76,8 +81,7 @@ pub fn install(
     let (script, ended) = firewall
         .scripts(resolve)
         .map_err(|e| failed(e.to_string()))?;
-    isolation::rules::check_syncookies(slurm_conf::read(Path::new(isolation::rules::SYNCOOKIES)))
-        .map_err(|e| failed(e.to_string()))?;
+    syncookies().map_err(|e| failed(e.to_string()))?;
     let listed = nftables::owned_tables().map_err(|e| {
         failed(format!(
             "cannot list the node's nftables tables: {e}; check that slurmstepd runs as root"
