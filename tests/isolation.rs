@@ -292,30 +292,33 @@ fn the_tables_of_steps_that_ended_on_a_node() {
     }
 }
 
+/// One netlink message as the kernel sends it: its type, flags and body (sequence and port 0),
+/// padded to 4 bytes.
+fn message(kind: u16, flags: u16, body: &[u8]) -> Vec<u8> {
+    let mut m = ((16 + body.len()) as u32).to_ne_bytes().to_vec();
+    m.extend_from_slice(&kind.to_ne_bytes());
+    m.extend_from_slice(&flags.to_ne_bytes());
+    m.extend_from_slice(&[0; 8]);
+    m.extend_from_slice(body);
+    m.resize(m.len().next_multiple_of(4), 0);
+    m
+}
+
+/// One netlink attribute: its type and value, padded to 4 bytes.
+fn attribute(kind: u16, value: &[u8]) -> Vec<u8> {
+    let mut a = ((4 + value.len()) as u16).to_ne_bytes().to_vec();
+    a.extend_from_slice(&kind.to_ne_bytes());
+    a.extend_from_slice(value);
+    a.resize(a.len().next_multiple_of(4), 0);
+    a
+}
+
 /// The node's table names as the kernel's dump answers them (`NETLINK_NETFILTER`), one
 /// reply at a time: (what, the reply's bytes, what it says). A table of another family names
 /// nothing (the request asks for inet alone).
 #[rustfmt::skip]
 #[test]
 fn the_kernels_table_dump_names_the_inet_tables() {
-    // One netlink message: its type, flags and body.
-    let message = |kind: u16, flags: u16, body: &[u8]| -> Vec<u8> {
-        let mut m = ((16 + body.len()) as u32).to_ne_bytes().to_vec();
-        m.extend_from_slice(&kind.to_ne_bytes());
-        m.extend_from_slice(&flags.to_ne_bytes());
-        m.extend_from_slice(&[0; 8]);
-        m.extend_from_slice(body);
-        m.resize(m.len().next_multiple_of(4), 0);
-        m
-    };
-    // An attribute: its type and value, padded.
-    let attribute = |kind: u16, value: &[u8]| -> Vec<u8> {
-        let mut a = ((4 + value.len()) as u16).to_ne_bytes().to_vec();
-        a.extend_from_slice(&kind.to_ne_bytes());
-        a.extend_from_slice(value);
-        a.resize(a.len().next_multiple_of(4), 0);
-        a
-    };
     // A table of `family`: nfgenmsg, then its name, flags and user data attributes (the user
     // data: records of type, length, value; a comment is type 0).
     let commented = |family: u8, name: &str, comment: Option<&str>| -> Vec<u8> {
@@ -461,21 +464,6 @@ fn the_kernels_messages_frame_one_transaction() {
 /// (two bytes, network order), over as many messages as the kernel sends.
 #[test]
 fn another_steps_ports_are_its_sets_keys() {
-    let attribute = |kind: u16, value: &[u8]| -> Vec<u8> {
-        let mut a = ((4 + value.len()) as u16).to_ne_bytes().to_vec();
-        a.extend_from_slice(&kind.to_ne_bytes());
-        a.extend_from_slice(value);
-        a.resize(a.len().next_multiple_of(4), 0);
-        a
-    };
-    let message = |kind: u16, flags: u16, body: &[u8]| -> Vec<u8> {
-        let mut m = ((16 + body.len()) as u32).to_ne_bytes().to_vec();
-        m.extend_from_slice(&kind.to_ne_bytes());
-        m.extend_from_slice(&flags.to_ne_bytes());
-        m.extend_from_slice(&[0; 8]);
-        m.extend_from_slice(body);
-        m
-    };
     let nested = |kind: u16, value: &[u8]| attribute(kind | 0x8000, value);
     let elements = |ports: &[u16]| -> Vec<u8> {
         let mut list = Vec::new();

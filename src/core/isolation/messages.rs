@@ -14,7 +14,7 @@
 //! The numbers are the kernel's netlink interface for nftables (`linux/netfilter/nf_tables.h`,
 //! `nfnetlink.h`): message and attribute types, expression keys, registers, verdicts.
 
-use super::tables::NFTABLES;
+use super::tables::{NEW_TABLE, NFPROTO_INET, NFTABLES, TABLE_NAME, TABLE_USERDATA};
 use crate::core::netlink::{self, attribute};
 use crate::core::text::decimal;
 use std::collections::HashMap;
@@ -519,14 +519,12 @@ const CREATE: u16 = 0x400;
 const APPEND: u16 = 0x800;
 const NLA_F_NESTED: u16 = 0x8000;
 
-const NEW_TABLE: u16 = 0;
 const NEW_CHAIN: u16 = 3;
 const NEW_RULE: u16 = 6;
 const NEW_SET: u16 = 9;
 const NEW_SETELEM: u16 = 12;
 const GET_SETELEM: u16 = 13;
 
-const NFPROTO_INET: u8 = 1;
 const NFPROTO_IPV4: u8 = 2;
 const NFPROTO_IPV6: u8 = 10;
 const IPPROTO_TCP: u8 = 6;
@@ -541,9 +539,7 @@ const LOOPBACK_IFINDEX: u32 = 1;
 const SYN: u8 = 0x02;
 const ACK_FLAG: u8 = 0x10;
 
-const TABLE_NAME: u16 = 1;
 const TABLE_FLAGS: u16 = 2;
-const TABLE_USERDATA: u16 = 6;
 const CHAIN_TABLE: u16 = 1;
 const CHAIN_NAME: u16 = 3;
 const CHAIN_HOOK: u16 = 4;

@@ -102,13 +102,13 @@ pub fn dump_request() -> Vec<u8> {
 /// `NFNL_SUBSYS_NFTABLES`: the high byte of every nftables message's type.
 pub(super) const NFTABLES: u16 = 10;
 const GET_TABLE: u16 = 1;
-const NEW_TABLE: u16 = 0;
-const NFPROTO_INET: u8 = 1;
+pub(super) const NEW_TABLE: u16 = 0;
+pub(super) const NFPROTO_INET: u8 = 1;
 /// `NFTA_TABLE_NAME`: the table's name, NUL-terminated.
-const TABLE_NAME: u16 = 1;
+pub(super) const TABLE_NAME: u16 = 1;
 /// `NFTA_TABLE_USERDATA`: what nft keeps with the table, as `(type, length, value)` records;
 /// type 0 is the comment, NUL-terminated.
-const TABLE_USERDATA: u16 = 6;
+pub(super) const TABLE_USERDATA: u16 = 6;
 
 /// One reply to [`dump_request`]: each `NFT_MSG_NEWTABLE` message (its `nfgenmsg`, then its
 /// attributes) gives one table's name and owner, where its family is `inet`; a table of
