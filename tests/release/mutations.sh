@@ -8,9 +8,9 @@
 # First the unchanged tree must pass both. Prints a line per row, CAUGHT (its test failed) or
 # SURVIVED (BROKEN: the change did not build, which shows nothing), and exits 1 unless every
 # change was caught: a rule no test notices missing.
-# RELEASE (tests/releases.tsv) must keep a killed slurmstepd's table (`flags persist`:
-# libnftables 1.1), as 24.11 (the default) and 26.05 do. Not part of the test command: about
-# 15 minutes on 2 cores (docs/testing.md has the last run). Needs what tests/run.sh needs, and
+# The machine's kernel must keep a killed slurmstepd's table (`flags persist`: Linux 6.9 or
+# later; slurmstepd asks for it on every release since 0.16.0). Not part of the test command:
+# about 15 minutes on 2 cores (docs/testing.md has the last run). Needs what tests/run.sh needs, and
 # TFC_PYTHON is not used.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
