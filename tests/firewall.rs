@@ -395,7 +395,7 @@ fn node_table() -> (String, String) {
 /// The step's table stays owned once slurmstepd lets libnftables go before its tasks fork
 /// (`Nft::release`, src/spank/isolation/firewall.rs): root's `nft flush ruleset` leaves it and
 /// no other process can delete it, while its socket, kept alone, deletes it with the core's own
-/// transaction (`tables::deletion_request`), once; with the libnftables of each release's root.
+/// transaction (`messages::deletion_request`), once; with the libnftables of each release's root.
 #[test]
 #[ignore = "needs root (a network namespace, nftables): run tests/run.sh"]
 fn a_released_context_keeps_the_table_owned_by_its_socket() {

@@ -5,6 +5,8 @@
 //! slurmstepd installs each step's table this way (docs/performance.md says what it saves);
 //! tests/firewall.rs checks, with the libnftables of each release's root, that the kernel then
 //! holds what libnftables would have installed: the same listing, expression by expression.
+//! The removal of a table ([`deletion_request`]) and the dump of another step's ports
+//! ([`set_elements_request`]) are the kernel's messages too.
 //!
 //! The script stays the one description of the rules (the audit of tests/release/mutations.tsv
 //! edits its text): this module reads the lines [`super::rules`] writes, and only those. Any
@@ -60,6 +62,27 @@ impl Install {
         out.extend(batch(BATCH_END, seq));
         out
     }
+}
+
+/// [`super::tables::removal`] as the kernel's own transaction, for the socket that owns the table
+/// (`crate::spank::isolation::nftables::OwnerSocket`, which keeps a step's table owned without
+/// libnftables loaded): an nfnetlink batch (`NFNL_MSG_BATCH_BEGIN`, 0x10, and `_END`, 0x11,
+/// whose resource id, big-endian, is the nftables subsystem) around one `NFT_MSG_DELTABLE` of
+/// family `inet` naming the table, which asks for the kernel's answer under `seq`
+/// ([`netlink::acked`]). An owned table's owner alone may delete it.
+pub fn deletion_request(table: &str, seq: u32) -> Vec<u8> {
+    let mut name = table.as_bytes().to_vec();
+    name.push(0);
+    let mut body = vec![NFPROTO_INET, 0, 0, 0];
+    body.extend(netlink::attribute(TABLE_NAME, &name));
+    let mut out = batch(BATCH_BEGIN, seq);
+    out.extend(netlink::acked_message(
+        NFTABLES << 8 | DELETE_TABLE,
+        seq,
+        &body,
+    ));
+    out.extend(batch(BATCH_END, seq));
+    out
 }
 
 /// The request for the elements of set `set` of table `table` (a dump of `NFT_MSG_GETSETELEM`,
@@ -505,20 +528,21 @@ fn family_header() -> Vec<u8> {
 }
 
 /// `NFNL_MSG_BATCH_BEGIN`/`_END`, whose resource id (big-endian) is the nftables subsystem.
-pub(super) fn batch(kind: u16, seq: u32) -> Vec<u8> {
+fn batch(kind: u16, seq: u32) -> Vec<u8> {
     let mut body = vec![0, 0];
     body.extend_from_slice(&NFTABLES.to_be_bytes());
     netlink::message(kind, 0, seq, &body)
 }
 
-pub(super) const BATCH_BEGIN: u16 = 0x10;
-pub(super) const BATCH_END: u16 = 0x11;
+const BATCH_BEGIN: u16 = 0x10;
+const BATCH_END: u16 = 0x11;
 const ACK: u16 = 0x4;
 const EXCL: u16 = 0x200;
 const CREATE: u16 = 0x400;
 const APPEND: u16 = 0x800;
 const NLA_F_NESTED: u16 = 0x8000;
 
+const DELETE_TABLE: u16 = 2;
 const NEW_CHAIN: u16 = 3;
 const NEW_RULE: u16 = 6;
 const NEW_SET: u16 = 9;

@@ -8,7 +8,6 @@
 //! ports another step's table holds ([`check_tables`]): the rules would act on the other job's
 //! connections.
 
-use super::messages::{batch, BATCH_BEGIN, BATCH_END};
 use crate::core::error::{Error, Result};
 use crate::core::netlink;
 use crate::core::text::decimal;
@@ -50,29 +49,6 @@ pub fn ended_steps(tables: &[String]) -> Vec<(&str, u32, u32)> {
 pub fn removal(table: &str) -> String {
     format!("delete table inet {table}\n")
 }
-
-/// [`removal`] as the kernel's own transaction, for the socket that owns the table
-/// (`crate::spank::isolation::nftables::OwnerSocket`, which keeps a step's table owned without
-/// libnftables loaded): an nfnetlink batch (`NFNL_MSG_BATCH_BEGIN`, 0x10, and `_END`, 0x11,
-/// whose resource id, big-endian, is the nftables subsystem) around one `NFT_MSG_DELTABLE` of
-/// family `inet` naming the table, which asks for the kernel's answer under `seq`
-/// ([`netlink::acked`]). An owned table's owner alone may delete it.
-pub fn deletion_request(table: &str, seq: u32) -> Vec<u8> {
-    let mut name = table.as_bytes().to_vec();
-    name.push(0);
-    let mut body = vec![NFPROTO_INET, 0, 0, 0];
-    body.extend(netlink::attribute(TABLE_NAME, &name));
-    let mut out = batch(BATCH_BEGIN, seq);
-    out.extend(netlink::acked_message(
-        NFTABLES << 8 | DELETE_TABLE,
-        seq,
-        &body,
-    ));
-    out.extend(batch(BATCH_END, seq));
-    out
-}
-
-const DELETE_TABLE: u16 = 2;
 
 /// The line in every table tfcluster makes that says whose step it is (`comment "uid N"`): the
 /// kernel keeps it as the table's user data, and its dump hands it back with the name

@@ -279,7 +279,7 @@ pub fn set_ports(table: &str) -> Option<Vec<u16>> {
 
 /// Deletes `table`, which no live process owns (a table that outlives its owner, or one whose
 /// owner has gone), with one hand-built transaction through a netfilter socket of its own
-/// ([`crate::core::isolation::tables::deletion_request`]): the job epilog's removal, without
+/// ([`crate::core::isolation::messages::deletion_request`]): the job epilog's removal, without
 /// loading libnftables and the ruleset it reads first. A table a live process owns is that
 /// process's alone: the kernel refuses (`Operation not permitted`).
 pub fn delete_table(table: &str) -> Result<(), String> {
@@ -292,7 +292,7 @@ pub fn delete_table(table: &str) -> Result<(), String> {
 /// [`crate::spank::netlink::transact`]'s deadline); why not, where it refused or did not answer.
 fn delete_through(socket: &OwnedFd, table: &str) -> Result<(), String> {
     crate::spank::netlink::transact(socket.as_raw_fd(), |seq| {
-        crate::core::isolation::tables::deletion_request(table, seq)
+        crate::core::isolation::messages::deletion_request(table, seq)
     })
     .map_err(|e| format!("the kernel did not delete table inet {table}: {e}"))
 }
@@ -300,7 +300,7 @@ fn delete_through(socket: &OwnedFd, table: &str) -> Result<(), String> {
 /// The netlink socket that owns a step's table once libnftables is let go
 /// ([`Nft::release`]): the table stays owned (no other process may change or delete it, and
 /// `nft flush ruleset` leaves it) for as long as the socket is open, and its owner deletes it
-/// with a transaction of its own ([`crate::core::isolation::tables::deletion_request`]).
+/// with a transaction of its own ([`crate::core::isolation::messages::deletion_request`]).
 /// Close-on-exec: no task inherits it.
 pub struct OwnerSocket(OwnedFd);
 
