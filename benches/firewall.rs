@@ -5,7 +5,9 @@
 //! One node of the scale benchmark's step (benches/scale.sh: `srun -N64 -n4096`,
 //! `--tf-cluster='chief:1,ps:8,worker:*'`, 64 tasks per node, one IPv4 address per node), in
 //! an empty network namespace of its own. Each run is a new process, as each node's
-//! slurmstepd is, doing what `crate::spank::isolation::firewall` does there:
+//! slurmstepd is, doing what `crate::spank::isolation::firewall` does there (since 0.16.0,
+//! [`Form::Messages`]: list, sets, install, ended, remove, all without libnftables; the other
+//! forms through libnftables, with every phase below):
 //! - **load**: load libnftables and make its context ([`Nft::open`]);
 //! - **list**: the names of the node's tables, asked of the kernel
 //!   ([`tables::dump_request`]: the step's own left by a requeue, other steps' ended tables);

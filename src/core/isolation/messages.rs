@@ -71,10 +71,8 @@ impl Install {
 /// family `inet` naming the table, which asks for the kernel's answer under `seq`
 /// ([`netlink::acked`]). An owned table's owner alone may delete it.
 pub fn deletion_request(table: &str, seq: u32) -> Vec<u8> {
-    let mut name = table.as_bytes().to_vec();
-    name.push(0);
-    let mut body = vec![NFPROTO_INET, 0, 0, 0];
-    body.extend(netlink::attribute(TABLE_NAME, &name));
+    let mut body = family_header();
+    body.extend(attribute(TABLE_NAME, &text(table)));
     let mut out = batch(BATCH_BEGIN, seq);
     out.extend(netlink::acked_message(
         NFTABLES << 8 | DELETE_TABLE,
@@ -89,7 +87,7 @@ pub fn deletion_request(table: &str, seq: u32) -> Vec<u8> {
 /// family `inet`): another step's ports, which a new step's may not share
 /// ([`super::tables::check_tables`]).
 pub fn set_elements_request(table: &str, set: &str) -> Vec<u8> {
-    let mut body = vec![NFPROTO_INET, 0, 0, 0];
+    let mut body = family_header();
     body.extend(attribute(ELEM_LIST_TABLE, &text(table)));
     body.extend(attribute(ELEM_LIST_SET, &text(set)));
     netlink::dump_request(NFTABLES << 8 | GET_SETELEM, &body)
