@@ -163,7 +163,13 @@ fn isolation(sp: &Spank, node: &str, address: &str) -> Isolation {
         Ok(Some(socket)) => {
             let _ = socket.delete(&table);
         }
-        Ok(None) => return Isolation::Refused("the core wrote no messages for a table".into()),
+        Ok(None) => {
+            return Isolation::Refused(
+                "tfcluster wrote no netlink messages for an empty table (a bug: report it with \
+                 this line)"
+                    .into(),
+            )
+        }
         Err(e) => {
             return Isolation::Refused(format!(
                 "the kernel refused an owned table ({e}): isolate=yes needs Linux 5.12 or later"

@@ -1,6 +1,6 @@
 //! One netlink dump: send the core's request, gather its replies as the core reads them
 //! ([`crate::core::netlink`]); and one transaction over a socket the caller keeps
-//! ([`transact`]: the step's table deleted by the socket that owns it). The TCP sockets of a step's ports ([`super::sock_diag`]) and the
+//! ([`transact`]: a step's table installed, or deleted by the socket that owns it). The TCP sockets of a step's ports ([`super::sock_diag`]) and the
 //! node's nftables tables ([`super::isolation::nftables::node_tables`]) are asked this way.
 
 use crate::core::netlink::Reply;
