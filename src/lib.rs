@@ -123,11 +123,15 @@ pub unsafe extern "C" fn slurm_spank_task_init(
 /// Called by slurmstepd once per task, after every task of the node has forked.
 #[no_mangle]
 pub unsafe extern "C" fn slurm_spank_task_post_fork(
-    _sp: ffi::spank_t,
+    sp: ffi::spank_t,
     _ac: c_int,
     _av: *mut *mut c_char,
 ) -> c_int {
-    guard("slurm_spank_task_post_fork", spank::hooks::task_post_fork)
+    guard("slurm_spank_task_post_fork", || {
+        // SAFETY: Slurm's own handle for this hook (the function's contract).
+        let sp = unsafe { Spank::from_raw(sp) };
+        spank::hooks::task_post_fork(&sp)
+    })
 }
 
 /// # Safety

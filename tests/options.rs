@@ -44,6 +44,47 @@ fn without_the_option_nothing_changes() {
     assert!(!with_plugin.iter().any(|l| l.starts_with("TF_CONFIG=")));
 }
 
+/// Each task's variables go into entries of its own environment, which slurmstepd makes empty
+/// before the forks (`src/core/env_entries.rs`): a name the node's first task is given and
+/// another task is not stays unset there; Slurm itself can still replace or unset them (a task
+/// prolog's `export` and `unset`, after tfcluster's `task_init`); and the step's own
+/// environment, which each task epilog gets, keeps none of them.
+#[test]
+#[ignore = "needs the test cluster: run tests/run.sh"]
+fn each_task_writes_its_variables_into_entries_of_its_own() {
+    let epilogs = common::cluster::dir().join("task-epilogs");
+    #[rustfmt::skip]
+    let rows: &[(&str, &str, [&str; 2])] = &[
+        // what,                                       srun's options,                                               E|rank|TF_CONFIG|CUDA_DEVICE_ORDER|JAX_LOCAL_DEVICE_IDS, ranks 0 and 1
+        ("the first task's names, not the second's",   "--tf-cluster=chief:1,worker:*,gpu_roles=chief,jax=yes",        ["E|0|json|PCI_BUS_ID|0,1",        "E|1|json|PCI_BUS_ID|unset"]),
+        ("a task prolog replaces and unsets them",     "--task-prolog={prolog} --tf-cluster=chief:1,worker:*",         ["E|0|the-prologs|unset|unset",    "E|1|the-prologs|unset|unset"]),
+    ];
+    for (what, options, want) in rows {
+        let _ = std::fs::remove_dir_all(&epilogs);
+        std::fs::create_dir_all(&epilogs).unwrap();
+        sh_ok(&format!("chmod 1777 {}", epilogs.display()));
+        let options = options.replace("{prolog}", &tool("task_prolog.sh"));
+        let stdout = sh_ok(&format!(
+            "TFC_EPILOG_DIR={} srun -w n011 -N1 -n2 --gres=gpu:2 --task-epilog={} {options} {}",
+            epilogs.display(),
+            tool("task_epilog.sh"),
+            tool("entries.sh")
+        ));
+        let mut got: Vec<&str> = stdout.lines().filter(|l| l.starts_with("E|")).collect();
+        got.sort();
+        assert_eq!(got, want, "{what}: {stdout}");
+        let left: Vec<String> = std::fs::read_dir(&epilogs)
+            .unwrap()
+            .map(|f| std::fs::read_to_string(f.unwrap().path()).unwrap())
+            .collect();
+        assert_eq!(
+            left,
+            ["", ""],
+            "{what}: the step's environment, as each task epilog saw it"
+        );
+    }
+}
+
 /// The default `apptainer_env` on the nodes: each task gets the variables again under the names
 /// of the container runtimes installed on its node, found by the node itself (Debian's
 /// apptainer, whose `singularity` is a link to it, where the release's root has it), and

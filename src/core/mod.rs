@@ -10,6 +10,7 @@ pub mod claims;
 pub mod collectives;
 pub mod container;
 pub mod ending;
+pub mod env_entries;
 pub mod error;
 pub mod gpu_affinity;
 pub mod gpus;

@@ -211,6 +211,22 @@ impl Spank {
         Ok(unsafe { c_string(first) })
     }
 
+    /// The environment Slurm will hand the program (`S_JOB_ENV`): its own array of
+    /// `NAME=value` strings, ended by a null pointer, which `execve` gets. In a task's process
+    /// it is the task's copy, made after the fork ([`crate::spank::task_env`] writes into it).
+    pub fn env_array(&self) -> SpankResult<*mut *mut c_char> {
+        let mut env: *mut *mut c_char = std::ptr::null_mut();
+        // SAFETY: S_JOB_ENV takes one `char ***`; Slurm points it at its own array.
+        check(unsafe {
+            ffi::spank_get_item(
+                self.0,
+                ffi::tfc_spank_item::TFC_S_JOB_ENV,
+                &mut env as *mut *mut *mut c_char,
+            )
+        })?;
+        Ok(env)
+    }
+
     /// This task's local index (`S_TASK_ID`, an `int`).
     pub fn task_id(&self) -> SpankResult<u32> {
         let mut value: c_int = -1;

@@ -26,6 +26,7 @@ pub mod sock_diag;
 pub mod start_env;
 pub mod step;
 pub mod stop;
+pub mod task_env;
 pub mod timing;
 pub mod topology;
 pub mod workers;

@@ -6,6 +6,7 @@ use super::locked;
 use crate::core::check;
 use crate::core::container;
 use crate::core::ending::WorkerSeen;
+use crate::core::env_entries;
 use crate::core::error::OnError;
 use crate::core::gpu_affinity::{self, Contiguous, CpuSet};
 use crate::core::het::Own;
@@ -32,6 +33,7 @@ use crate::spank::slurm_conf;
 use crate::spank::sock_diag;
 use crate::spank::step::{gtids, Shape, StepVars};
 use crate::spank::stop::{self, Stop};
+use crate::spank::task_env;
 use crate::spank::timing;
 use crate::spank::workers::{self, Watcher};
 use std::ffi::c_int;
@@ -67,6 +69,9 @@ pub(super) struct Node {
     /// Which of the variables tfcluster only defaults ([`plan::DEFAULTED`]) the job's
     /// environment sets itself, looked up once for the node's tasks.
     pub(super) job_sets: Vec<&'static str>,
+    /// The names made empty in the step's environment before the forks ([`user_init`]), for
+    /// each task to write its values into ([`task_env`]).
+    pub(super) presets: Vec<String>,
     /// The job's user ([`Shape::uid`]): whose connections the workers' watcher counts.
     pub(super) uid: u32,
     /// Where the node's GPUs are split by affinity: each GPU token's local CPUs, from the
@@ -196,8 +201,38 @@ pub fn user_init(sp: &Spank) -> c_int {
             ));
             found
         });
+        node.presets = presets(sp, node);
     }
     0
+}
+
+/// The names the node's first task will be given (the plan, asked as that task will ask it)
+/// that the step's environment lacks, made there now, empty: each task then writes its values
+/// into its own copy of them ([`task_env`]) rather than through Slurm's `spank_setenv`. Last in
+/// `user_init`: the runtimes found decide Apptainer's names.
+fn presets(sp: &Spank, node: &mut Node) -> Vec<String> {
+    let task_gpus = sp.getenv(gpus::VAR).ok().flatten();
+    let job_sets = &node.job_sets;
+    let own = |name: &str| job_sets.contains(&name);
+    let names = match node.plan.task(
+        &node.place,
+        0,
+        task_gpus.as_deref(),
+        None,
+        &own,
+        None,
+        &mut node.renderers,
+    ) {
+        Ok(env) => env_entries::presets(env.set.iter().map(|(name, _)| *name), |name| {
+            task_env::has(sp, name)
+        }),
+        Err(_) => return Vec::new(),
+    };
+    let made = task_env::preset(sp, names);
+    log::debug(&format!(
+        "the tasks' own entries, made before the forks: {made:?}"
+    ));
+    made
 }
 
 /// Batch script, extern and interactive steps carry no TF tasks; planning them would hand a
@@ -314,6 +349,7 @@ fn plan_node(
         reservation_note: reservation.note,
         collectives_note,
         job_sets,
+        presets: Vec::new(),
         uid,
         gpu_cpus,
         name: shape.node.clone(),
@@ -350,8 +386,13 @@ fn claim(
 /// slurmstepd, once per task after every task of the node has forked and before any runs its
 /// program: start the workers' watcher's thread, at the first call ([`init_post_opt`] made
 /// it). Elsewhere (the extern step, a step without a watcher) nothing to do.
-pub fn task_post_fork() -> c_int {
+pub fn task_post_fork(sp: &Spank) -> c_int {
     let mut state = state();
+    if let Some(Ok(node)) = &mut state.plan {
+        // The first call: every task has its copy of the presets; the step keeps none.
+        let presets = std::mem::take(&mut node.presets);
+        task_env::unpreset(sp, &presets);
+    }
     if state.workers.as_ref().is_some_and(|w| !w.running()) {
         run_watcher(&mut state);
     }

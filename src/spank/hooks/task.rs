@@ -13,6 +13,7 @@ use crate::spank::handle::{self, Spank};
 use crate::spank::hardware;
 use crate::spank::log;
 use crate::spank::process;
+use crate::spank::task_env;
 use crate::spank::timing;
 use std::ffi::c_int;
 
@@ -124,10 +125,18 @@ fn apply(sp: &Spank, node: &mut Node) -> Result<(), ShellError> {
     for &name in env.unset {
         let _ = sp.unsetenv(name);
     }
+    // Each into the task's own entry of its name where slurmstepd made one ([`task_env`]),
+    // otherwise through Slurm.
     for (name, value) in &env.set {
-        sp.setenv_nul(name, value)
-            .map_err(|err| ShellError::SetEnv { name, err })?;
+        if !task_env::write(sp, name, value) {
+            sp.setenv_nul(name, value)
+                .map_err(|err| ShellError::SetEnv { name, err })?;
+        }
         timing::phase(name);
+    }
+    if !node.presets.is_empty() {
+        let given: Vec<&str> = env.set.iter().map(|(name, _)| *name).collect();
+        task_env::unset_leftovers(sp, &node.presets, &given);
     }
     if let (0, Some(oci)) = (local, &node.oci) {
         // Once per node: Slurm would keep some of them from the program.

@@ -1,0 +1,165 @@
+//! A task's variables written into its own environment's entries
+//! ([`crate::core::env_entries`] says why): slurmstepd's empty presets before the forks, each
+//! task's writes into its copy of them, and the presets' removal.
+
+use crate::core::env_entries;
+use crate::spank::handle::Spank;
+use std::ffi::{c_char, c_int, c_void};
+use std::sync::OnceLock;
+
+/// libslurm's `slurm_xcalloc(count, size, clear, try, file, line, func)`: every entry of a
+/// Slurm environment comes from it, and Slurm frees an entry it replaces or unsets with
+/// `slurm_xfree(&pointer)`. The same prototype on every release tfcluster builds for (22.05 to
+/// 26.05); in slurmstepd, which has libslurm loaded.
+type XCalloc = unsafe extern "C" fn(
+    usize,
+    usize,
+    bool,
+    bool,
+    *const c_char,
+    c_int,
+    *const c_char,
+) -> *mut c_void;
+type XFree = unsafe extern "C" fn(*mut *mut c_void);
+
+struct Allocator {
+    xcalloc: XCalloc,
+    xfree: XFree,
+}
+
+static ALLOCATOR: OnceLock<Option<Allocator>> = OnceLock::new();
+
+/// Slurm's allocator, looked up once in slurmstepd before the forks ([`preset`]; a forked task
+/// must not look up symbols, whose lock another thread may have held as it forked). `None`
+/// where libslurm does not have it: then nothing is preset, and every variable is set through
+/// Slurm as before.
+fn allocator() -> Option<&'static Allocator> {
+    ALLOCATOR
+        .get_or_init(|| {
+            // SAFETY: dlsym with the process's global scope and two NUL-terminated names.
+            let (xcalloc, xfree) = unsafe {
+                (
+                    libc::dlsym(libc::RTLD_DEFAULT, c"slurm_xcalloc".as_ptr()),
+                    libc::dlsym(libc::RTLD_DEFAULT, c"slurm_xfree".as_ptr()),
+                )
+            };
+            if xcalloc.is_null() || xfree.is_null() {
+                return None;
+            }
+            // SAFETY: both symbols are libslurm's functions of the prototypes above.
+            unsafe {
+                Some(Allocator {
+                    xcalloc: std::mem::transmute::<*mut c_void, XCalloc>(xcalloc),
+                    xfree: std::mem::transmute::<*mut c_void, XFree>(xfree),
+                })
+            }
+        })
+        .as_ref()
+}
+
+/// slurmstepd, once per node before the forks: makes each of `names` (the names the node's
+/// tasks will be given that the step's environment lacks, [`env_entries::presets`]) in the
+/// step's environment, empty. Returns the names made: none without Slurm's allocator.
+pub fn preset(sp: &Spank, names: Vec<String>) -> Vec<String> {
+    if allocator().is_none() {
+        return Vec::new();
+    }
+    names
+        .into_iter()
+        .filter(|name| sp.setenv(name, "").is_ok())
+        .collect()
+}
+
+/// slurmstepd, once the tasks have forked (each has its own copy): the presets leave the
+/// step's environment, which the task epilog and the other plugins' later hooks read.
+pub fn unpreset(sp: &Spank, names: &[String]) {
+    for name in names {
+        if entry(sp, name).is_some_and(|(_, empty)| empty) {
+            let _ = sp.unsetenv(name);
+        }
+    }
+}
+
+/// Whether the environment Slurm holds for this hook has an entry of `name`.
+pub fn has(sp: &Spank, name: &str) -> bool {
+    entry(sp, name).is_some()
+}
+
+/// The task: points its entry of `name` at a new `name=value` string (from Slurm's allocator,
+/// the old one freed). `false` where the task's environment has no entry of `name`, or where
+/// the allocation fails: the caller sets it through Slurm.
+pub fn write(sp: &Spank, name: &str, value_with_nul: &str) -> bool {
+    let Some(alloc) = ALLOCATOR.get().and_then(Option::as_ref) else {
+        return false;
+    };
+    let Some((slot, _)) = entry(sp, name) else {
+        return false;
+    };
+    let len = env_entries::entry_len(name, value_with_nul);
+    // SAFETY: Slurm's allocator (its prototype above) with `try` set: null rather than abort.
+    let new = unsafe {
+        (alloc.xcalloc)(
+            1,
+            len,
+            false,
+            true,
+            c"tfcluster".as_ptr(),
+            0,
+            c"task_env::write".as_ptr(),
+        )
+    };
+    if new.is_null() {
+        return false;
+    }
+    // SAFETY: `new` has `len` writable bytes, ours alone.
+    let out = unsafe { std::slice::from_raw_parts_mut(new.cast::<u8>(), len) };
+    env_entries::write_entry(out, name, value_with_nul);
+    // SAFETY: `slot` is an entry of the task's environment array (`entry`), which only this
+    // thread of this process touches before `execve`; its old string came from Slurm's
+    // allocator, as every entry does, and nothing points at it once replaced.
+    unsafe {
+        let mut old = (*slot).cast::<c_void>();
+        *slot = new.cast::<c_char>();
+        (alloc.xfree)(&mut old);
+    }
+    true
+}
+
+/// Unsets each of the task's presets it was not given (`given`), where still empty.
+pub fn unset_leftovers(sp: &Spank, presets: &[String], given: &[&str]) {
+    for name in env_entries::leftovers(presets, given) {
+        if entry(sp, name).is_some_and(|(_, empty)| empty) {
+            let _ = sp.unsetenv(name);
+        }
+    }
+}
+
+/// The slot of `name`'s entry in the environment Slurm holds for this hook, and whether it is
+/// empty. Reads at most the name's length and two bytes of each entry: an entry can be 128 KB.
+fn entry(sp: &Spank, name: &str) -> Option<(*mut *mut c_char, bool)> {
+    let env = sp.env_array().ok().filter(|env| !env.is_null())?;
+    let mut head = Vec::with_capacity(name.len() + 2);
+    for i in 0.. {
+        // SAFETY: Slurm's array ends with a null pointer; `i` has not passed it (the loop
+        // returns there).
+        let slot = unsafe { env.add(i) };
+        // SAFETY: as above.
+        let entry = unsafe { *slot };
+        if entry.is_null() {
+            return None;
+        }
+        head.clear();
+        for j in 0..name.len() + 2 {
+            // SAFETY: a NUL-terminated string, read up to its NUL at the most.
+            let byte = unsafe { *entry.add(j) } as u8;
+            if byte == 0 {
+                break;
+            }
+            head.push(byte);
+        }
+        if env_entries::is_entry_of(&head, name) {
+            return Some((slot, env_entries::is_empty_entry_of(&head, name)));
+        }
+    }
+    None
+}
