@@ -97,16 +97,16 @@ PHASES = [
     ("plan the step (layout, roles, ports, TF_CONFIGs)", [("slurmstepd init_post_opt", "plan")]),
     ("claim the node's ports (`/run/tfcluster`, the kernel's listeners)",
      [("slurmstepd init_post_opt", "claims"), ("slurmstepd exit", "claims")]),
-    ("install the step's table (libnftables), then let libnftables go",
+    ("install the step's table (the kernel's messages; libnftables, then let go, before 0.16.0)",
      [("slurmstepd init_post_opt", "firewall")]),
     ("start the workers' watcher (its first look at connections)",
      [("slurmstepd init_post_opt", "watcher")]),
     ("each task: read its ids and variables", [("tasks task_init", "read")]),
     ("each task: its environment (TF_CONFIG rendered)", [("tasks task_init", "environment")]),
-    ("each task: Slurm's own `spank_setenv` of TF_CONFIG", [("tasks task_init", "TF_CONFIG")]),
+    ("each task: set its TF_CONFIG (into its own entry from 0.16.1; Slurm's `spank_setenv` before)", [("tasks task_init", "TF_CONFIG")]),
     ("each task: the same under Apptainer's name (a node with Apptainer: 26.05's root)",
      [("tasks task_init", "APPTAINERENV_TF_CONFIG")]),
-    ("as the step ends: libnftables again for the ended table, the step's table removed",
+    ("as the step ends: the ended table in, the step's table removed (libnftables again before 0.16.0)",
      [("slurmstepd exit", "firewall")]),
     ("the workers' watcher's thread (from the tasks' forks to the step's end)",
      [("slurmstepd thread_workers", "total")]),
@@ -193,7 +193,7 @@ def wide():
         t = [total(r) for r in of(rel, "timed")]
         cells.append(f"{med(t):.1f} ({min(t):.1f}-{max(t):.1f})")
     line("**every hook, all** (spread)", cells)
-    line("every hook but Slurm's setenv of TF_CONFIG",
+    line("every hook but setting TF_CONFIG",
          [f"{med([total(r) - phase(r, setenv) for r in of(rel, 'timed')]):.1f}" for rel in releases])
     line("p - d, measured per node",
          [f"{med(cpu(rel, 'packaged')) - med(cpu(rel, 'floor')):.1f}" for rel in releases])

@@ -57,17 +57,83 @@ fn allocator() -> Option<&'static Allocator> {
         .as_ref()
 }
 
+/// A task's `NAME=value` string made before the forks, from Slurm's allocator, holding the
+/// first task's value ([`env_entries::rewrite`] says why). slurmstepd frees it once the tasks
+/// have forked ([`free`]); each task rewrites its own copy and hands it to its environment.
+pub struct Premade {
+    name: String,
+    entry: *mut u8,
+    capacity: usize,
+}
+
+// SAFETY: the string is this process's alone; only slurmstepd's hooks, under the step's lock,
+// and each forked task, in its own copy, touch it.
+unsafe impl Send for Premade {}
+
 /// slurmstepd, once per node before the forks: makes each of `names` (the names the node's
 /// tasks will be given that the step's environment lacks, [`env_entries::presets`]) in the
-/// step's environment, empty. Returns the names made: none without Slurm's allocator.
-pub fn preset(sp: &Spank, names: Vec<String>) -> Vec<String> {
-    if allocator().is_none() {
-        return Vec::new();
-    }
-    names
+/// step's environment, empty, and the string of each of the first task's values `large`
+/// ([`Premade`]). Returns the names made and the strings: none without Slurm's allocator.
+pub fn preset(
+    sp: &Spank,
+    names: Vec<String>,
+    large: &[(&str, &str)],
+) -> (Vec<String>, Vec<Premade>) {
+    let Some(alloc) = allocator() else {
+        return (Vec::new(), Vec::new());
+    };
+    let names: Vec<String> = names
         .into_iter()
         .filter(|name| sp.setenv(name, "").is_ok())
-        .collect()
+        .collect();
+    let premade = large
+        .iter()
+        .filter(|(name, _)| names.iter().any(|n| n == name))
+        .filter_map(|&(name, value_with_nul)| {
+            let capacity =
+                env_entries::entry_len(name, value_with_nul) + env_entries::PREMADE_SLACK;
+            let entry = allocate(alloc, capacity)?;
+            // SAFETY: `entry` has `capacity` writable bytes, ours alone.
+            let out = unsafe { std::slice::from_raw_parts_mut(entry, capacity) };
+            let len = env_entries::entry_len(name, value_with_nul);
+            env_entries::write_entry(&mut out[..len], name, value_with_nul);
+            Some(Premade {
+                name: name.to_string(),
+                entry,
+                capacity,
+            })
+        })
+        .collect();
+    (names, premade)
+}
+
+/// slurmstepd, once the tasks have forked: frees the strings made before the forks.
+pub fn free(premade: Vec<Premade>) {
+    let Some(alloc) = ALLOCATOR.get().and_then(Option::as_ref) else {
+        return;
+    };
+    for p in premade {
+        let mut entry = p.entry.cast::<c_void>();
+        // SAFETY: a string of Slurm's allocator that no one else points at in this process.
+        unsafe { (alloc.xfree)(&mut entry) };
+    }
+}
+
+/// `capacity` bytes from Slurm's allocator, `None` where it has none (`try` set: no abort).
+fn allocate(alloc: &Allocator, capacity: usize) -> Option<*mut u8> {
+    // SAFETY: Slurm's allocator, its prototype above.
+    let new = unsafe {
+        (alloc.xcalloc)(
+            1,
+            capacity,
+            false,
+            true,
+            c"tfcluster".as_ptr(),
+            0,
+            c"task_env".as_ptr(),
+        )
+    };
+    (!new.is_null()).then_some(new.cast::<u8>())
 }
 
 /// slurmstepd, once the tasks have forked (each has its own copy): the presets leave the
@@ -85,35 +151,36 @@ pub fn has(sp: &Spank, name: &str) -> bool {
     entry(sp, name).is_some()
 }
 
-/// The task: points its entry of `name` at a new `name=value` string (from Slurm's allocator,
-/// the old one freed). `false` where the task's environment has no entry of `name`, or where
-/// the allocation fails: the caller sets it through Slurm.
-pub fn write(sp: &Spank, name: &str, value_with_nul: &str) -> bool {
+/// The task: points its entry of `name` at a `name=value` string from Slurm's allocator (its
+/// copy of the string made before the forks, rewritten, where there is one that fits; a new
+/// one otherwise) and frees the old one. `false` where the task's environment has no entry of
+/// `name`, or where the allocation fails: the caller sets it through Slurm. Each name once.
+pub fn write(sp: &Spank, name: &str, value_with_nul: &str, premade: &[Premade]) -> bool {
     let Some(alloc) = ALLOCATOR.get().and_then(Option::as_ref) else {
         return false;
     };
     let Some((slot, _)) = entry(sp, name) else {
         return false;
     };
-    let len = env_entries::entry_len(name, value_with_nul);
-    // SAFETY: Slurm's allocator (its prototype above) with `try` set: null rather than abort.
-    let new = unsafe {
-        (alloc.xcalloc)(
-            1,
-            len,
-            false,
-            true,
-            c"tfcluster".as_ptr(),
-            0,
-            c"task_env::write".as_ptr(),
-        )
+    let rewritten = premade.iter().find(|p| p.name == name).and_then(|p| {
+        // SAFETY: the task's own copy of a string of `capacity` bytes; no one else in this
+        // process points at it, and this task hands it over once (each name once).
+        let out = unsafe { std::slice::from_raw_parts_mut(p.entry, p.capacity) };
+        env_entries::rewrite(out, name, value_with_nul).then_some(p.entry)
+    });
+    let new = match rewritten {
+        Some(entry) => entry,
+        None => {
+            let len = env_entries::entry_len(name, value_with_nul);
+            let Some(new) = allocate(alloc, len) else {
+                return false;
+            };
+            // SAFETY: `new` has `len` writable bytes, ours alone.
+            let out = unsafe { std::slice::from_raw_parts_mut(new, len) };
+            env_entries::write_entry(out, name, value_with_nul);
+            new
+        }
     };
-    if new.is_null() {
-        return false;
-    }
-    // SAFETY: `new` has `len` writable bytes, ours alone.
-    let out = unsafe { std::slice::from_raw_parts_mut(new.cast::<u8>(), len) };
-    env_entries::write_entry(out, name, value_with_nul);
     // SAFETY: `slot` is an entry of the task's environment array (`entry`), which only this
     // thread of this process touches before `execve`; its old string came from Slurm's
     // allocator, as every entry does, and nothing points at it once replaced.

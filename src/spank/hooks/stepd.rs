@@ -72,6 +72,8 @@ pub(super) struct Node {
     /// The names made empty in the step's environment before the forks ([`user_init`]), for
     /// each task to write its values into ([`task_env`]).
     pub(super) presets: Vec<String>,
+    /// The strings of the first task's large values, made with the presets.
+    pub(super) premade: Vec<task_env::Premade>,
     /// The job's user ([`Shape::uid`]): whose connections the workers' watcher counts.
     pub(super) uid: u32,
     /// Where the node's GPUs are split by affinity: each GPU token's local CPUs, from the
@@ -201,7 +203,7 @@ pub fn user_init(sp: &Spank) -> c_int {
             ));
             found
         });
-        node.presets = presets(sp, node);
+        (node.presets, node.premade) = presets(sp, node);
     }
     0
 }
@@ -209,12 +211,13 @@ pub fn user_init(sp: &Spank) -> c_int {
 /// The names the node's first task will be given (the plan, asked as that task will ask it)
 /// that the step's environment lacks, made there now, empty: each task then writes its values
 /// into its own copy of them ([`task_env`]) rather than through Slurm's `spank_setenv`. Last in
-/// `user_init`: the runtimes found decide Apptainer's names.
-fn presets(sp: &Spank, node: &mut Node) -> Vec<String> {
+/// `user_init`: the runtimes found decide Apptainer's names. The strings of that task's large
+/// values are made too ([`task_env::Premade`]).
+fn presets(sp: &Spank, node: &mut Node) -> (Vec<String>, Vec<task_env::Premade>) {
     let task_gpus = sp.getenv(gpus::VAR).ok().flatten();
     let job_sets = &node.job_sets;
     let own = |name: &str| job_sets.contains(&name);
-    let names = match node.plan.task(
+    let Ok(env) = node.plan.task(
         &node.place,
         0,
         task_gpus.as_deref(),
@@ -222,17 +225,24 @@ fn presets(sp: &Spank, node: &mut Node) -> Vec<String> {
         &own,
         None,
         &mut node.renderers,
-    ) {
-        Ok(env) => env_entries::presets(env.set.iter().map(|(name, _)| *name), |name| {
-            task_env::has(sp, name)
-        }),
-        Err(_) => return Vec::new(),
+    ) else {
+        return (Vec::new(), Vec::new());
     };
-    let made = task_env::preset(sp, names);
+    let names = env_entries::presets(env.set.iter().map(|(name, _)| *name), |name| {
+        task_env::has(sp, name)
+    });
+    let large: Vec<(&str, &str)> = env
+        .set
+        .iter()
+        .filter(|(_, value)| value.len() >= env_entries::PREMADE_BYTES)
+        .map(|(name, value)| (*name, value.as_ref()))
+        .collect();
+    let (made, premade) = task_env::preset(sp, names, &large);
     log::debug(&format!(
-        "the tasks' own entries, made before the forks: {made:?}"
+        "the tasks' own entries, made before the forks: {made:?}, {} with a string",
+        premade.len()
     ));
-    made
+    (made, premade)
 }
 
 /// Batch script, extern and interactive steps carry no TF tasks; planning them would hand a
@@ -350,6 +360,7 @@ fn plan_node(
         collectives_note,
         job_sets,
         presets: Vec::new(),
+        premade: Vec::new(),
         uid,
         gpu_cpus,
         name: shape.node.clone(),
@@ -392,6 +403,7 @@ pub fn task_post_fork(sp: &Spank) -> c_int {
         // The first call: every task has its copy of the presets; the step keeps none.
         let presets = std::mem::take(&mut node.presets);
         task_env::unpreset(sp, &presets);
+        task_env::free(std::mem::take(&mut node.premade));
     }
     if state.workers.as_ref().is_some_and(|w| !w.running()) {
         run_watcher(&mut state);

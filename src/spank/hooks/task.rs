@@ -128,7 +128,7 @@ fn apply(sp: &Spank, node: &mut Node) -> Result<(), ShellError> {
     // Each into the task's own entry of its name where slurmstepd made one ([`task_env`]),
     // otherwise through Slurm.
     for (name, value) in &env.set {
-        if !task_env::write(sp, name, value) {
+        if !task_env::write(sp, name, value, &node.premade) {
             sp.setenv_nul(name, value)
                 .map_err(|err| ShellError::SetEnv { name, err })?;
         }
