@@ -70,13 +70,27 @@ pub fn rewrite(entry: &mut [u8], name: &str, value_with_nul: &str) -> bool {
         return false;
     }
     let (start, value) = (name.len() + 1, value_with_nul.as_bytes());
-    let same = entry[start..len]
-        .iter()
-        .zip(value)
-        .take_while(|(held, new)| held == new)
-        .count();
+    let same = common_prefix(&entry[start..len], value);
     entry[start + same..len].copy_from_slice(&value[same..]);
     true
+}
+
+/// The length of the longest common prefix of `a` and `b`, found a block at a time (slice
+/// equality is the C library's `memcmp`): byte by byte, 94 KB took a task tens of µs.
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    const BLOCK: usize = 1024;
+    let whole = a
+        .chunks(BLOCK)
+        .zip(b.chunks(BLOCK))
+        .take_while(|(x, y)| x == y)
+        .map(|(x, _)| x.len())
+        .sum::<usize>();
+    whole
+        + a[whole..]
+            .iter()
+            .zip(&b[whole..])
+            .take_while(|(x, y)| x == y)
+            .count()
 }
 
 /// The length of `name=value` with its NUL, for `value_with_nul` (which ends in its NUL).
@@ -149,6 +163,22 @@ mod tests {
             let got: Vec<&str> = leftovers(&presets, given).collect();
             assert_eq!(got, want, "{presets:?} {given:?}");
         }
+    }
+
+    #[test]
+    fn the_common_prefix_is_found_across_blocks() {
+        let long: Vec<u8> = (0..5000u32).map(|i| (i % 251) as u8).collect();
+        for at in [0, 1, 1023, 1024, 1025, 4096, 4999] {
+            let mut other = long.clone();
+            other[at] ^= 0xff;
+            assert_eq!(common_prefix(&long, &other), at, "{at}");
+            assert_eq!(
+                common_prefix(&long[..at], &long),
+                at,
+                "{at}: one is shorter"
+            );
+        }
+        assert_eq!(common_prefix(&long, &long), long.len());
     }
 
     #[test]

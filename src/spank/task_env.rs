@@ -73,7 +73,8 @@ unsafe impl Send for Premade {}
 /// slurmstepd, once per node before the forks: makes each of `names` (the names the node's
 /// tasks will be given that the step's environment lacks, [`env_entries::presets`]) in the
 /// step's environment, empty, and the string of each of the first task's values `large`
-/// ([`Premade`]). Returns the names made and the strings: none without Slurm's allocator.
+/// ([`Premade`]; TF_CONFIG's too, whose entry srun's placeholder makes). Returns the names made
+/// and the strings: none without Slurm's allocator.
 pub fn preset(
     sp: &Spank,
     names: Vec<String>,
@@ -88,7 +89,6 @@ pub fn preset(
         .collect();
     let premade = large
         .iter()
-        .filter(|(name, _)| names.iter().any(|n| n == name))
         .filter_map(|&(name, value_with_nul)| {
             let capacity =
                 env_entries::entry_len(name, value_with_nul) + env_entries::PREMADE_SLACK;
