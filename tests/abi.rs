@@ -321,6 +321,43 @@ fn needs_no_shared_library_but_libc() {
     );
 }
 
+/// Each task's variables go into entries whose strings come from libslurm's own allocator,
+/// found at run time (src/spank/task_env.rs; where it is missing, every variable goes through
+/// `spank_setenv` as before): this release's libslurm, in its own directory beside the headers'
+/// prefix, defines both of its functions.
+#[test]
+fn libslurm_has_the_allocator_the_tasks_entries_come_from() {
+    let prefix = std::path::Path::new(ffi::SLURM_INCLUDE_DIR)
+        .parent()
+        .unwrap();
+    let lib = [
+        "lib/x86_64-linux-gnu/slurm-wlm",
+        "lib/aarch64-linux-gnu/slurm-wlm",
+        "lib/slurm",
+        "lib64/slurm",
+    ]
+    .iter()
+    .map(|dir| prefix.join(dir).join("libslurmfull.so"))
+    .find(|lib| lib.exists())
+    .unwrap_or_else(|| panic!("no libslurmfull.so under {}", prefix.display()));
+    let out = Command::new("nm")
+        .args(["-D", "--defined-only", "--format=posix"])
+        .arg(&lib)
+        .output()
+        .expect("nm (binutils)");
+    let names = String::from_utf8(out.stdout).unwrap();
+    for symbol in tfcluster::spank::task_env::ALLOCATOR_SYMBOLS {
+        let symbol = symbol.to_str().unwrap();
+        assert!(
+            names
+                .lines()
+                .any(|l| l.split_whitespace().next() == Some(symbol)),
+            "{} does not define {symbol}",
+            lib.display()
+        );
+    }
+}
+
 #[test]
 fn plugin_version_is_the_installed_slurm_release() {
     let header = std::fs::read_to_string(

@@ -4,7 +4,7 @@
 
 use crate::core::env_entries;
 use crate::spank::handle::Spank;
-use std::ffi::{c_char, c_int, c_void};
+use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::OnceLock;
 
 /// libslurm's `slurm_xcalloc(count, size, clear, try, file, line, func)`: every entry of a
@@ -22,6 +22,9 @@ type XCalloc = unsafe extern "C" fn(
 ) -> *mut c_void;
 type XFree = unsafe extern "C" fn(*mut *mut c_void);
 
+/// The two functions' names in libslurm (tests/abi.rs finds them in each release's).
+pub const ALLOCATOR_SYMBOLS: [&CStr; 2] = [c"slurm_xcalloc", c"slurm_xfree"];
+
 struct Allocator {
     xcalloc: XCalloc,
     xfree: XFree,
@@ -37,12 +40,8 @@ fn allocator() -> Option<&'static Allocator> {
     ALLOCATOR
         .get_or_init(|| {
             // SAFETY: dlsym with the process's global scope and two NUL-terminated names.
-            let (xcalloc, xfree) = unsafe {
-                (
-                    libc::dlsym(libc::RTLD_DEFAULT, c"slurm_xcalloc".as_ptr()),
-                    libc::dlsym(libc::RTLD_DEFAULT, c"slurm_xfree".as_ptr()),
-                )
-            };
+            let [xcalloc, xfree] = ALLOCATOR_SYMBOLS
+                .map(|name| unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) });
             if xcalloc.is_null() || xfree.is_null() {
                 return None;
             }
