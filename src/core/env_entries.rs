@@ -1,7 +1,7 @@
 //! A task's variables written straight into the entries of its environment, instead of through
-//! Slurm's `spank_setenv`, which formats each value into a fresh 256 KB buffer and copies it
-//! twice more: for a 94 KB TF_CONFIG, 55 to 210 µs per task and variable, and 26 µs for a short
-//! one (docs/performance.md). slurmstepd makes each name the node's tasks will be given, empty,
+//! Slurm's `spank_setenv`, which formats each value into a fresh, zeroed 256 KB buffer and then
+//! copies it into a `NAME=value` string (what that cost each task: docs/performance.md, "Cut in
+//! 0.16.1"). slurmstepd makes each name the node's tasks will be given, empty,
 //! in the step's environment before the forks ([`presets`]); each task's copy of that
 //! environment then has an entry per name, which the task points at its own `NAME=value`
 //! string, allocated as Slurm allocates every entry, so that Slurm (a TaskProlog that sets or
