@@ -118,14 +118,16 @@ pub fn free(premade: Vec<Premade>) {
     }
 }
 
-/// `capacity` bytes from Slurm's allocator, `None` where it has none (`try` set: no abort).
+/// `capacity` bytes from Slurm's allocator, zeroed (the callers see the whole block as a byte
+/// slice, which must not span memory never written), `None` where it has none (`try` set: no
+/// abort).
 fn allocate(alloc: &Allocator, capacity: usize) -> Option<*mut u8> {
     // SAFETY: Slurm's allocator, its prototype above.
     let new = unsafe {
         (alloc.xcalloc)(
             1,
             capacity,
-            false,
+            true,
             true,
             c"tfcluster".as_ptr(),
             0,

@@ -189,8 +189,10 @@ pub fn init_post_opt(sp: &Spank) -> c_int {
 /// slurmstepd, once per node before the tasks fork, with the job's user's privileges (Slurm
 /// drops them for this hook): the container runtimes the job's `PATH` names, looked at as the
 /// user, so that root looks at no file the job's environment names
-/// ([`crate::core::root_inputs`]). With `SlurmdParameters=contain_spank` (24.05 and later) it
-/// runs in a child process of slurmstepd's, which drops to the user as well.
+/// ([`crate::core::root_inputs`]); then the names and strings the tasks will write their
+/// variables into (`presets`, below). With `SlurmdParameters=contain_spank` (24.05 and later) it
+/// runs in a child process of slurmstepd's that shares its memory, which drops to the user as
+/// well.
 pub fn user_init(sp: &Spank) -> c_int {
     if let Some(Ok(node)) = &mut state().plan {
         node.plan.find_runtimes(|| {
@@ -395,8 +397,10 @@ fn claim(
 }
 
 /// slurmstepd, once per task after every task of the node has forked and before any runs its
-/// program: start the workers' watcher's thread, at the first call ([`init_post_opt`] made
-/// it). Elsewhere (the extern step, a step without a watcher) nothing to do.
+/// program, at the first call: take the names `presets` made out of the step's environment
+/// and free its strings (each task has its own copy), and start the workers' watcher's thread
+/// ([`init_post_opt`] made it). Elsewhere (the extern step, a step without a plan) nothing to
+/// do.
 pub fn task_post_fork(sp: &Spank) -> c_int {
     let mut state = state();
     if let Some(Ok(node)) = &mut state.plan {
