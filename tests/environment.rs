@@ -330,3 +330,77 @@ fn the_gpu_order_and_the_collectives_interface_give_way_to_the_jobs_own() {
         assert_eq!(got, *want, "{what}");
     }
 }
+
+/// (what, spec, tasks on the node, a local task, whether its TF_CONFIG is rendered in the
+/// first task's buffer)
+#[rustfmt::skip]
+const HEADS: &[(&str, &str, u32, usize, bool)] = &[
+    ("the first task itself",          "chief:1,worker:*",             4, 0, true),
+    ("a worker after the chief",       "chief:1,worker:*",             4, 1, true),
+    ("a ps after the chief",           "chief:1,ps:1,worker:*",        4, 1, true),
+    ("a worker of index 10",           "chief:1,worker:*",             12, 11, true),
+    ("the evaluator: its own cluster", "chief:1,worker:2,evaluator:1", 4, 1, false),
+];
+
+/// A task's TF_CONFIG starts with its head: every byte before the task's own part, the same in
+/// every TF_CONFIG rendered in the node's same buffer, and so in the first task's, which each
+/// task rewrites its copy of from the head on (`rewrite` in src/core/env_entries.rs). Its
+/// Apptainer copies share that head; no other value has one. The evaluator's TF_CONFIG, whose
+/// cluster is its own, is rendered in a buffer of its own.
+#[test]
+fn a_tasks_tf_config_shares_its_head_with_every_tf_config_of_its_buffer() {
+    let tf = "TF_CONFIG";
+    for &(what, spec, tasks, local, shared) in HEADS {
+        let step = StepInputs {
+            nodelist: "a",
+            tasks_per_node: Box::leak(tasks.to_string().into_boxed_str()),
+            job_id: 7,
+            ..Default::default()
+        };
+        let plan = common::plan(spec, &["port_base=1000", "apptainer_env=always"], &step);
+        let place = place(&plan, 0, None);
+        let mut renderers = plan.renderers();
+        let mut task = |local: usize| {
+            let env = plan
+                .task(&place, local, None, None, &|_| false, None, &mut renderers)
+                .unwrap();
+            let value = env.get(tf).unwrap().to_string();
+            let heads: Vec<(&str, usize)> = env
+                .set
+                .iter()
+                .map(|(name, value)| (*name, env.head_of(value)))
+                .collect();
+            let at = env.set.iter().find(|(n, _)| *n == tf).unwrap().1.as_ptr() as usize;
+            (value, env.tf_config_head, at, heads)
+        };
+        let (first, first_head, first_at, _) = task(0);
+        let (value, head, at, heads) = task(local);
+        assert_eq!(
+            at == first_at,
+            shared,
+            "{what}: rendered in the first task's buffer"
+        );
+        assert_eq!(
+            value.contains(r#""type":"evaluator""#),
+            !shared,
+            "{what}: {value}"
+        );
+        assert!(
+            value[..head].ends_with(r#","task":{"type":"#),
+            "{what}: the head ends where the task's own part begins: {}",
+            &value[head.saturating_sub(40)..]
+        );
+        if shared {
+            assert_eq!(
+                (head, &value[..head]),
+                (first_head, &first[..first_head]),
+                "{what}"
+            );
+        }
+        for (name, name_head) in heads {
+            let copy = name == tf || name.ends_with("_TF_CONFIG");
+            let want = if copy { head } else { 0 };
+            assert_eq!(name_head, want, "{what}: {name}");
+        }
+    }
+}

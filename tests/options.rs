@@ -186,6 +186,7 @@ fn srun_verbose_shows_what_each_task_got() {
             gpus: GpuAction::Set(task.gpus.clone()),
             gpu_basis: None,
             set: vec![],
+            tf_config_head: 0,
             unset: &[],
         };
         lines.push(format!("tfcluster: {}", got.report(None)));

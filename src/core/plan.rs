@@ -102,6 +102,11 @@ pub struct TaskEnv<'r> {
     /// Every variable to set, in order, each value followed by a NUL (TF_CONFIG is the node's
     /// render buffer, handed to Slurm as it is).
     pub set: Vec<(&'static str, Cow<'r, str>)>,
+    /// The length of TF_CONFIG's head: its leading bytes, before the task's own part, that every
+    /// TF_CONFIG rendered in the same buffer (at the same address) starts with
+    /// ([`crate::core::tf_config::TaskRenderer`]). A task rewrites its copy of the first task's
+    /// TF_CONFIG from there on (`rewrite` in [`crate::core::env_entries`]).
+    pub tf_config_head: usize,
     /// Variables to remove.
     pub unset: &'static [&'static str],
 }
@@ -141,6 +146,18 @@ impl TaskEnv<'_> {
             "rank {} is {}:{} at {}, GPUs {gpus}",
             self.rank, self.role, self.index, self.endpoint
         )
+    }
+
+    /// The length of the head `value` shares with every TF_CONFIG rendered in its buffer
+    /// ([`TaskEnv::tf_config_head`]): where `value` is this task's TF_CONFIG, under its own name
+    /// or a container runtime's (the same buffer); 0 for any other value.
+    pub fn head_of(&self, value: &str) -> usize {
+        match self.set.iter().find(|(name, _)| *name == tf_config::NAME) {
+            Some((_, tf_config)) if std::ptr::eq(tf_config.as_ptr(), value.as_ptr()) => {
+                self.tf_config_head
+            }
+            _ => 0,
+        }
     }
 
     /// The value `set` gives `name` (without its NUL).
@@ -490,10 +507,8 @@ impl StepPlan {
             NodeGpus::Hidden => GpuAction::Set(String::new()).into(),
         };
         let mut set = Vec::with_capacity(12);
-        set.push((
-            tf_config::NAME,
-            Cow::Borrowed(self.tf_configs.render_nul(renderers, role, index)),
-        ));
+        let (tf_config, tf_config_head) = self.tf_configs.render_nul(renderers, role, index);
+        set.push((tf_config::NAME, Cow::Borrowed(tf_config)));
         if let GpuAction::Set(value) = &gpus {
             set.push((gpus::VAR, with_nul(value.clone())));
             if !own(gpus::DEVICE_ORDER) {
@@ -546,6 +561,7 @@ impl StepPlan {
             gpus,
             gpu_basis,
             set,
+            tf_config_head,
             unset: if self.task_hosts_passed {
                 &HAND_OVER
             } else {

@@ -120,9 +120,15 @@ impl TfConfigs {
         }
     }
 
-    /// A task's TF_CONFIG followed by a NUL, rendered in the node's buffers. Its size was
-    /// checked for every task when the step was planned, so a task pays no check of its own.
-    pub fn render_nul<'r>(&self, renderers: &'r mut Renderers, role: Role, index: u32) -> &'r str {
+    /// A task's TF_CONFIG followed by a NUL, rendered in the node's buffers, and its head's
+    /// length ([`TaskRenderer::render_nul`]). Its size was checked for every task when the step
+    /// was planned, so a task pays no check of its own.
+    pub fn render_nul<'r>(
+        &self,
+        renderers: &'r mut Renderers,
+        role: Role,
+        index: u32,
+    ) -> (&'r str, usize) {
         let renderer = match (role, &self.evaluator) {
             (Role::Evaluator, Some(json)) => renderers
                 .evaluator
@@ -267,14 +273,16 @@ impl TaskRenderer {
         TaskRenderer { buf, prefix }
     }
 
-    /// One task's TF_CONFIG followed by a NUL (JSON text never holds a raw NUL).
-    pub fn render_nul(&mut self, role: Role, index: u32) -> &str {
+    /// One task's TF_CONFIG followed by a NUL (JSON text never holds a raw NUL), and the length
+    /// of its head: the bytes before the task's own part, the same in every TF_CONFIG this
+    /// renderer renders, at the start of the same buffer.
+    pub fn render_nul(&mut self, role: Role, index: u32) -> (&str, usize) {
         self.buf.truncate(self.prefix);
         push_json_str(&mut self.buf, role.name());
         self.buf.push_str(",\"index\":");
         push_decimal(&mut self.buf, index.into(), 0);
         self.buf.push_str("}}\0");
-        &self.buf
+        (&self.buf, self.prefix)
     }
 }
 

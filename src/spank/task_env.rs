@@ -63,6 +63,10 @@ pub struct Premade {
     name: String,
     entry: *mut u8,
     capacity: usize,
+    /// Where the first task's value was (its address), and the length of its head that every
+    /// value rendered there shares ([`crate::core::plan::TaskEnv::head_of`]).
+    source: usize,
+    head: usize,
 }
 
 // SAFETY: the string is this process's alone; only slurmstepd's hooks, under the step's lock,
@@ -71,13 +75,13 @@ unsafe impl Send for Premade {}
 
 /// slurmstepd, once per node before the forks: makes each of `names` (the names the node's
 /// tasks will be given that the step's environment lacks, [`env_entries::presets`]) in the
-/// step's environment, empty, and the string of each of the first task's values `large`
-/// ([`Premade`]; TF_CONFIG's too, whose entry srun's placeholder makes). Returns the names made
-/// and the strings: none without Slurm's allocator.
+/// step's environment, empty, and the string of each of the first task's values `large`, each
+/// with the length of its head ([`Premade`]; TF_CONFIG's too, whose entry srun's placeholder
+/// makes). Returns the names made and the strings: none without Slurm's allocator.
 pub fn preset(
     sp: &Spank,
     names: Vec<String>,
-    large: &[(&str, &str)],
+    large: &[(&str, &str, usize)],
 ) -> (Vec<String>, Vec<Premade>) {
     let Some(alloc) = allocator() else {
         return (Vec::new(), Vec::new());
@@ -88,7 +92,7 @@ pub fn preset(
         .collect();
     let premade = large
         .iter()
-        .filter_map(|&(name, value_with_nul)| {
+        .filter_map(|&(name, value_with_nul, head)| {
             let capacity =
                 env_entries::entry_len(name, value_with_nul) + env_entries::PREMADE_SLACK;
             let entry = allocate(alloc, capacity)?;
@@ -100,6 +104,8 @@ pub fn preset(
                 name: name.to_string(),
                 entry,
                 capacity,
+                source: value_with_nul.as_ptr() as usize,
+                head,
             })
         })
         .collect();
@@ -154,7 +160,9 @@ pub fn has(sp: &Spank, name: &str) -> bool {
 
 /// The task: points its entry of `name` at a `name=value` string from Slurm's allocator (its
 /// copy of the string made before the forks, rewritten, where there is one that fits; a new
-/// one otherwise) and frees the old one. `false` where the task's environment has no entry of
+/// one otherwise) and frees the old one. A value at the address the first task's was rendered
+/// at (the node's buffer, forked with the task) starts with the same head, which the rewrite
+/// skips. `false` where the task's environment has no entry of
 /// `name`, or where the allocation fails: the caller sets it through Slurm. Each name once.
 pub fn write(sp: &Spank, name: &str, value_with_nul: &str, premade: &[Premade]) -> bool {
     let Some(alloc) = ALLOCATOR.get().and_then(Option::as_ref) else {
@@ -167,7 +175,11 @@ pub fn write(sp: &Spank, name: &str, value_with_nul: &str, premade: &[Premade]) 
         // SAFETY: the task's own copy of a string of `capacity` bytes; no one else in this
         // process points at it, and this task hands it over once (each name once).
         let out = unsafe { std::slice::from_raw_parts_mut(p.entry, p.capacity) };
-        env_entries::rewrite(out, name, value_with_nul).then_some(p.entry)
+        let known_same = match value_with_nul.as_ptr() as usize == p.source {
+            true => p.head,
+            false => 0,
+        };
+        env_entries::rewrite(out, name, value_with_nul, known_same).then_some(p.entry)
     });
     let new = match rewritten {
         Some(entry) => entry,

@@ -233,11 +233,11 @@ fn presets(sp: &Spank, node: &mut Node) -> (Vec<String>, Vec<task_env::Premade>)
     let names = env_entries::presets(env.set.iter().map(|(name, _)| *name), |name| {
         task_env::has(sp, name)
     });
-    let large: Vec<(&str, &str)> = env
+    let large: Vec<(&str, &str, usize)> = env
         .set
         .iter()
         .filter(|(_, value)| value.len() >= env_entries::PREMADE_BYTES)
-        .map(|(name, value)| (*name, value.as_ref()))
+        .map(|(name, value)| (*name, value.as_ref(), env.head_of(value)))
         .collect();
     let (made, premade) = task_env::preset(sp, names, &large);
     log::debug(&format!(
