@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 use tfcluster::core::claims::Owner;
 use tfcluster::core::isolation::handover::{holder_text, Stage, HOLDER_FILE};
 use tfcluster::core::isolation::holding::{
-    reinstalled_line, whose, Act, HolderFile, Holding, Look, StepKey, UNLOADED_LINE,
+    reinstalled_line, step_exists_vouched, whose, Act, HolderFile, Holding, Look, StepKey,
+    UNLOADED_LINE,
 };
 use tfcluster::core::isolation::tables::ended_table_name;
 use tfcluster::spank::isolation::handover::{hand_over_in, Handed};
@@ -100,6 +101,46 @@ fn the_holder_asks_slurmctld_once_per_interval_about_one_table() {
 }
 
 /// Whose a holder file is: this holder's, another process's that runs (pid 1), or nobody's.
+/// One answer of slurmctld's about a held table's step, and what the holder takes from it.
+struct Vouched {
+    what: &'static str,
+    step: Option<bool>,
+    /// Its answer about the holder's own job, asked only where it has no such step.
+    job: Option<Option<bool>>,
+    /// Whether the step exists, as slurmctld vouches for it.
+    exists: Option<bool>,
+}
+
+#[rustfmt::skip]
+const VOUCHED: &[Vouched] = &[
+    Vouched { what: "the step runs",                             step: Some(true),  job: None,              exists: Some(true) },
+    Vouched { what: "no answer",                                 step: None,        job: None,              exists: None },
+    Vouched { what: "the step has ended, the job runs on",       step: Some(false), job: Some(Some(true)),  exists: Some(false) },
+    Vouched { what: "no such step, nor the holder's own job",    step: Some(false), job: Some(Some(false)), exists: None },
+    Vouched { what: "no such step, and no answer about the job", step: Some(false), job: Some(None),        exists: None },
+];
+
+/// A held table goes only once slurmctld says its step has ended while it still knows the
+/// holder's own job, which runs as long as the holder does.
+#[test]
+fn a_step_has_ended_only_as_a_slurmctld_that_knows_the_job_says() {
+    for Vouched {
+        what,
+        step,
+        job,
+        exists,
+    } in VOUCHED
+    {
+        let asked = std::cell::Cell::new(false);
+        let got = step_exists_vouched(*step, || {
+            asked.set(true);
+            job.expect("asked only where slurmctld has no such step")
+        });
+        assert_eq!(got, *exists, "{what}");
+        assert_eq!(asked.get(), job.is_some(), "{what}: the job asked about");
+    }
+}
+
 #[test]
 fn whose_a_holder_file_is() {
     let me = process::me().unwrap();

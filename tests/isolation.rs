@@ -1222,8 +1222,11 @@ runuser -u {OWNER} -- srun --jobid=$job -N2 -n2 -t 1 --tf-cluster true; echo \"N
 scancel $job
 for i in $(seq 100); do left=$({tables} | grep -vc '|0$'); [ \"$left\" = 0 ] && break; sleep 0.1; done
 echo \"LEFT|$left\"; [ \"$left\" = 0 ] || {leftover}
-cat {d}/step.err >&2",
+cat {d}/step.err >&2
+grep -h 'isolate=yes' {n9_log} >&2",
             n9_gone = stepds(0, 1),
+            // What n9's holder said, for a failure's message.
+            n9_log = logs[0].display(),
             all_gone = stepds(0, 0),
             next_gone = stepds(1, 0),
             names = table_names_script(),

@@ -50,6 +50,26 @@ pub fn next_to_ask(held: &[((u32, u32), Option<Duration>)]) -> Option<(u32, u32)
         .map(|(key, _)| *key)
 }
 
+/// Whether a held table's step still exists, as slurmctld vouches for it: its answer about the
+/// step (`step`: `Some(false)`, it has no such step), and, only where it has none, its answer
+/// about the holder's own job (`own_job`: whether it has that job's record). The holder runs in
+/// that job's extern step, so the job runs as long as the holder does: a slurmctld that denies
+/// the job too (one started from a state without it, or answering before it has read its
+/// state, as a 25.05 slurmctld restarted after hanging in a reconfigure may) vouches for
+/// nothing, and the table stays, `None`, as when slurmctld does not answer.
+pub fn step_exists_vouched(
+    step: Option<bool>,
+    own_job: impl FnOnce() -> Option<bool>,
+) -> Option<bool> {
+    match step {
+        Some(false) => match own_job() {
+            Some(true) => Some(false),
+            Some(false) | None => None,
+        },
+        answer => answer,
+    }
+}
+
 /// What a holder says, in slurmd's log, when Slurm unloads the plugin before its exit hook ran
 /// (Slurm skips it when an earlier `required` plugin's fails): it stops there.
 pub const UNLOADED_LINE: &str = "isolate=yes: the plugin was unloaded before its exit hook ran \
