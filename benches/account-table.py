@@ -10,6 +10,9 @@
       the floor
   account-table.py wide < JSON lines (of every release)
       the same as docs/performance.md's two tables, a column per release
+  account-table.py readme < JSON lines (of every release)
+      README's table: a row per release, each ratio with the interval that holds the rounds'
+      median, or, where that interval holds 1, the spread reported as larger than the difference
 """
 import json
 import math
@@ -18,28 +21,35 @@ import statistics
 import sys
 
 NODES = 64
-LINE = re.compile(r"tfcluster timing: (\S+) ([^:]+): (\d+) us CPU(?: \((.*)\))?")
+LINE = re.compile(r"tfcluster timing: (\S+) ([^:]+): (\d+) us CPU(?: \(([^)]*)\))?"
+                  r"(?: (\d+) faults(?: \(([^)]*)\))?)?")
+
+
+def add_parts(into, total, parts):
+    """A line's total and its `phase N` parts, added into a hook's sums."""
+    into["total"] = into.get("total", 0) + total
+    for part in (parts or "").split(", "):
+        if part:
+            name, n = part.rsplit(" ", 1)
+            into[name] = into.get(name, 0) + int(n)
 
 
 def launch(release, mode, wall, cpu):
-    phases = {}
+    phases, faults = {}, {}
     for line in sys.stdin:
         m = LINE.search(line)
         if not m:
             continue
-        hook, context, total, parts = m.group(1), m.group(2), int(m.group(3)), m.group(4)
+        hook, context = m.group(1), m.group(2)
         hook = hook.removeprefix("slurm_spank_")
         if hook == "task_init":
             context = "tasks"
         key = f"{context} {hook}"
-        phases.setdefault(key, {"total": 0})
-        phases[key]["total"] += total
-        for part in (parts or "").split(", "):
-            if part:
-                name, us = part.rsplit(" ", 1)
-                phases[key][name] = phases[key].get(name, 0) + int(us)
+        add_parts(phases.setdefault(key, {}), int(m.group(3)), m.group(4))
+        if m.group(5) is not None:
+            add_parts(faults.setdefault(key, {}), int(m.group(5)), m.group(6))
     print(json.dumps({"release": release, "mode": mode, "wall_ms": int(wall),
-                      "nodes_cpu_us": int(cpu), "timing_us": phases}))
+                      "nodes_cpu_us": int(cpu), "timing_us": phases, "faults": faults}))
 
 
 def median_interval(values):
@@ -199,10 +209,38 @@ def wide():
          [f"{med(cpu(rel, 'packaged')) - med(cpu(rel, 'floor')):.1f}" for rel in releases])
 
 
+def readme():
+    runs = [json.loads(l) for l in sys.stdin if l.startswith("{")]
+    releases = sorted({r["release"] for r in runs})
+    of = lambda rel, mode: [r for r in runs if r["release"] == rel and r["mode"] == mode]
+    cpu = lambda rel, mode: [r["nodes_cpu_us"] / NODES / 1000 for r in of(rel, mode)]
+    wall = lambda rel, mode: [r["wall_ms"] for r in of(rel, mode)]
+    def ratio(rel, mode, f, goal):
+        r = [x / y for x, y in zip(f(rel, mode), f(rel, "floor"))]
+        least, most, _ = median_interval(r)
+        verdict = (f"within {goal}" if most <= goal else f"over {goal}" if least > goal
+                   else f"{goal} inside")
+        if least <= 1 <= most:
+            return f"not told apart from the floor ({least:.3f}-{most:.3f}), {verdict}"
+        return f"{statistics.median(r):.3f} ({least:.3f}-{most:.3f}), {verdict}"
+    rounds = sorted({len(of(rel, "floor")) for rel in releases})
+    print(f"| Slurm ({', '.join(map(str, rounds))} rounds) | the floor, CPU per node | "
+          "packaged line / floor, CPU per node | the same, wall time | "
+          "without `isolate` / floor, CPU per node |")
+    print("|---|---:|---|---|---|")
+    for rel in releases:
+        d = cpu(rel, "floor")
+        print(f"| {rel} | {statistics.median(d):.0f} ms ({min(d):.0f}-{max(d):.0f}) | "
+              f"{ratio(rel, 'packaged', cpu, 1.05)} | {ratio(rel, 'packaged', wall, 1.05)} | "
+              f"{ratio(rel, 'unisolated', cpu, 1.02)} |")
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "launch":
         launch(*sys.argv[2:6])
     elif sys.argv[1] == "wide":
         wide()
+    elif sys.argv[1] == "readme":
+        readme()
     else:
         table()

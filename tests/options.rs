@@ -432,6 +432,8 @@ fn timing_yes_logs_each_hooks_cpu_by_phase() {
     for said in [
         "tfcluster timing: slurm_spank_init_post_opt slurmstepd: ",
         " us CPU (shape ",
+        // And the page faults its thread took, by the same phases.
+        " faults (shape ",
         ", components ",
         ", plan ",
         ", claims ",

@@ -1,7 +1,8 @@
 //! `timing=yes` (plugstack.conf, off by default): each hook says how much CPU tfcluster spent in
-//! it, by phase, in one line of slurmd's log (slurmstepd, its tasks, the epilog) or of srun's
-//! output with `srun -v`: `tfcluster timing: slurm_spank_init_post_opt slurmstepd: 4210 us
-//! CPU (shape 10, plan 310, claims 120, firewall 3610, rest 170)`. The CPU is the hook's thread's own
+//! it, and how many page faults its thread took, by phase, in one line of slurmd's log
+//! (slurmstepd, its tasks, the epilog) or of srun's output with `srun -v`: `tfcluster timing:
+//! slurm_spank_init_post_opt slurmstepd: 4210 us CPU (shape 10, plan 310, claims 120, firewall
+//! 3610, rest 170) 41 faults (shape 0, plan 30, claims 2, firewall 9, rest 0)`. The CPU is the hook's thread's own
 //! (`CLOCK_THREAD_CPUTIME_ID`): what slurmstepd's other threads do meanwhile is not counted, but
 //! each of tfcluster's own threads says its whole CPU as it ends ([`thread_end`]). The
 //! account of a launch in docs/performance.md adds these lines up (benches/account.sh).
@@ -14,8 +15,9 @@ use std::sync::OnceLock;
 
 static ON: AtomicBool = AtomicBool::new(false);
 
-/// A timed hook's phases so far (each with its CPU, ns) and this thread's CPU at the last mark.
-type Timed = (Vec<(&'static str, u64)>, u64);
+/// A timed hook's phases so far (each with its CPU, ns, and its page faults) and this thread's
+/// CPU and page faults at the last mark.
+type Timed = (Vec<(&'static str, u64, u64)>, u64, u64);
 
 thread_local! {
     /// The hook being timed on this thread.
@@ -52,17 +54,34 @@ fn thread_cpu_ns() -> u64 {
     }
 }
 
-/// The CPU since the hook began, or since its last phase, was phase `name`'s (nothing when
-/// timing is off, or outside a timed hook).
+/// This thread's page faults so far (`RUSAGE_THREAD`: minor and major). A task's process,
+/// just forked, faults on the first write to each page it shares with slurmstepd: counted
+/// apart, because a fault costs this VM's kernel microseconds that no line of code shows.
+fn thread_faults() -> u64 {
+    // SAFETY: getrusage writes one rusage into the zeroed value.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; RUSAGE_THREAD is this thread's own.
+    match unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) } {
+        0 => (usage.ru_minflt + usage.ru_majflt) as u64,
+        _ => 0,
+    }
+}
+
+/// The CPU and page faults since the hook began, or since its last phase, were phase `name`'s
+/// (nothing when timing is off, or outside a timed hook).
 pub fn phase(name: &'static str) {
     if !ON.load(Ordering::Relaxed) {
         return;
     }
-    let now = thread_cpu_ns();
+    let (now, faults) = (thread_cpu_ns(), thread_faults());
     let _ = HOOK.try_with(|hook| {
-        if let Some((phases, mark)) = hook.borrow_mut().as_mut() {
-            phases.push((name, now.saturating_sub(*mark)));
-            *mark = now;
+        if let Some((phases, mark, mark_faults)) = hook.borrow_mut().as_mut() {
+            phases.push((
+                name,
+                now.saturating_sub(*mark),
+                faults.saturating_sub(*mark_faults),
+            ));
+            (*mark, *mark_faults) = (now, faults);
         }
     });
 }
@@ -77,30 +96,44 @@ pub fn hook<T>(name: &str, f: impl FnOnce() -> T) -> T {
     if !ON.load(Ordering::Relaxed) && !TURN_IT_ON.contains(&name) {
         return f();
     }
-    let start = thread_cpu_ns();
+    // The phases' room is made before the first mark, so that the hook's first phase does
+    // not count timing's own allocation (in a task just forked, a page fault or more).
+    let phases = Vec::with_capacity(16);
+    let (start, start_faults) = (thread_cpu_ns(), thread_faults());
     // srun calls `slurm_spank_exit` from `exit()`, after this thread's locals are gone: the hook
     // is then timed as a whole, without phases (`try_with`, never a panic).
-    let _ = HOOK.try_with(|hook| *hook.borrow_mut() = Some((Vec::new(), start)));
+    let _ = HOOK.try_with(|hook| *hook.borrow_mut() = Some((phases, start, start_faults)));
     let result = f();
-    let (phases, mark) = HOOK
+    let (phases, mark, mark_faults) = HOOK
         .try_with(|hook| hook.borrow_mut().take())
         .ok()
         .flatten()
-        .unwrap_or((Vec::new(), start));
+        .unwrap_or((Vec::new(), start, start_faults));
     if !ON.load(Ordering::Relaxed) {
         return result;
     }
-    let end = thread_cpu_ns();
+    let (end, end_faults) = (thread_cpu_ns(), thread_faults());
     let mut line = format!(
         "tfcluster timing: {name} {}: {} us CPU",
         context(),
         end.saturating_sub(start) / 1000
     );
+    let rest = (
+        "rest",
+        end.saturating_sub(mark),
+        end_faults.saturating_sub(mark_faults),
+    );
+    let all = || phases.iter().chain([&rest]);
     if !phases.is_empty() {
-        let parts: Vec<String> = phases
-            .iter()
-            .chain([&("rest", end.saturating_sub(mark))])
-            .map(|(phase, ns)| format!("{phase} {}", ns / 1000))
+        let parts: Vec<String> = all()
+            .map(|(phase, ns, _)| format!("{phase} {}", ns / 1000))
+            .collect();
+        line += &format!(" ({})", parts.join(", "));
+    }
+    line += &format!(" {} faults", end_faults.saturating_sub(start_faults));
+    if !phases.is_empty() {
+        let parts: Vec<String> = all()
+            .map(|(phase, _, faults)| format!("{phase} {faults}"))
             .collect();
         line += &format!(" ({})", parts.join(", "));
     }
