@@ -96,13 +96,17 @@ pub fn hook<T>(name: &str, f: impl FnOnce() -> T) -> T {
     if !ON.load(Ordering::Relaxed) && !TURN_IT_ON.contains(&name) {
         return f();
     }
-    // The phases' room is made before the first mark, so that the hook's first phase does
-    // not count timing's own allocation (in a task just forked, a page fault or more).
-    let phases = Vec::with_capacity(16);
-    let (start, start_faults) = (thread_cpu_ns(), thread_faults());
     // srun calls `slurm_spank_exit` from `exit()`, after this thread's locals are gone: the hook
-    // is then timed as a whole, without phases (`try_with`, never a panic).
-    let _ = HOOK.try_with(|hook| *hook.borrow_mut() = Some((phases, start, start_faults)));
+    // is then timed as a whole, without phases (`try_with`, never a panic). The phases' room
+    // and this thread's slot are written before the first mark, so that the hook's first phase
+    // does not count timing's own writes (in a task just forked, a page fault each).
+    let _ = HOOK.try_with(|hook| *hook.borrow_mut() = Some((Vec::with_capacity(16), 0, 0)));
+    let (start, start_faults) = (thread_cpu_ns(), thread_faults());
+    let _ = HOOK.try_with(|hook| {
+        if let Some((_, mark, mark_faults)) = hook.borrow_mut().as_mut() {
+            (*mark, *mark_faults) = (start, start_faults);
+        }
+    });
     let result = f();
     let (phases, mark, mark_faults) = HOOK
         .try_with(|hook| hook.borrow_mut().take())
