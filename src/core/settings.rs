@@ -205,7 +205,7 @@ pub const KEYS: &[Key] = &[
     } },
     Key { name: "timing", per_job: false,
           default: "`no`", values: "`yes`, `no`", example: "`timing=yes`",
-          meaning: "plugstack.conf only, for measuring: each hook logs the CPU tfcluster spent in it, by phase (`tfcluster timing: ...` in slurmd's log for slurmstepd, its tasks and the epilog; in srun's output with `srun -v`), for the account in docs/performance.md",
+          meaning: "plugstack.conf only, for measuring: each hook logs the CPU tfcluster spent in it and the page faults its thread took, by phase (`tfcluster timing: ...` in slurmd's log for slurmstepd, its tasks and the epilog; in srun's output with `srun -v`), for the account in docs/performance.md",
           set: |s, v| {
         s.timing = yes_no(v).ok_or(YES_NO)?;
         Ok(())
