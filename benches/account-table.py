@@ -10,9 +10,6 @@
       the floor
   account-table.py wide < JSON lines (of every release)
       the same as docs/performance.md's two tables, a column per release
-  account-table.py readme < JSON lines (of every release)
-      README's table: a row per release, each ratio with the interval that holds the rounds'
-      median, or, where that interval holds 1, the spread reported as larger than the difference
 """
 import json
 import math
@@ -209,38 +206,10 @@ def wide():
          [f"{med(cpu(rel, 'packaged')) - med(cpu(rel, 'floor')):.1f}" for rel in releases])
 
 
-def readme():
-    runs = [json.loads(l) for l in sys.stdin if l.startswith("{")]
-    releases = sorted({r["release"] for r in runs})
-    of = lambda rel, mode: [r for r in runs if r["release"] == rel and r["mode"] == mode]
-    cpu = lambda rel, mode: [r["nodes_cpu_us"] / NODES / 1000 for r in of(rel, mode)]
-    wall = lambda rel, mode: [r["wall_ms"] for r in of(rel, mode)]
-    def ratio(rel, mode, f, goal):
-        r = [x / y for x, y in zip(f(rel, mode), f(rel, "floor"))]
-        least, most, _ = median_interval(r)
-        verdict = (f"within {goal}" if most <= goal else f"over {goal}" if least > goal
-                   else f"{goal} inside")
-        if least <= 1 <= most:
-            return f"not told apart from the floor ({least:.3f}-{most:.3f}), {verdict}"
-        return f"{statistics.median(r):.3f} ({least:.3f}-{most:.3f}), {verdict}"
-    rounds = sorted({len(of(rel, "floor")) for rel in releases})
-    print(f"| Slurm ({', '.join(map(str, rounds))} rounds) | the floor, CPU per node | "
-          "packaged line / floor, CPU per node | the same, wall time | "
-          "without `isolate` / floor, CPU per node |")
-    print("|---|---:|---|---|---|")
-    for rel in releases:
-        d = cpu(rel, "floor")
-        print(f"| {rel} | {statistics.median(d):.0f} ms ({min(d):.0f}-{max(d):.0f}) | "
-              f"{ratio(rel, 'packaged', cpu, 1.05)} | {ratio(rel, 'packaged', wall, 1.05)} | "
-              f"{ratio(rel, 'unisolated', cpu, 1.02)} |")
-
-
 if __name__ == "__main__":
     if sys.argv[1] == "launch":
         launch(*sys.argv[2:6])
     elif sys.argv[1] == "wide":
         wide()
-    elif sys.argv[1] == "readme":
-        readme()
     else:
         table()
