@@ -143,9 +143,10 @@ fn the_admin_guides_install_path_is_a_fifteen_minute_read() {
 
 /// README's "What it costs" gives what docs/performance.md's account measured, as its rows have
 /// it: tfcluster's own CPU per node and step (the least and the most of the newest phase
-/// table's "every hook" row, rounded), and each node's CPU against the floor: the releases whose interval is within 1.05, over it, or holds it, by name (as
-/// performance.md's reading of that row names them too), the rounds' medians (p/d, two
-/// decimals), and the intervals' confidence.
+/// table's "every hook" row, rounded), and each node's CPU against the floor: the releases
+/// whose interval is within 1.05, over it, or holds it, by name (as performance.md's reading of
+/// that row names them too), the rounds' medians (p/d, two decimals), and the intervals'
+/// confidence.
 #[test]
 fn readmes_cost_is_the_performance_tables() {
     let pages = pages();

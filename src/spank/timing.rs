@@ -2,10 +2,11 @@
 //! it, and how many page faults its thread took, by phase, in one line of slurmd's log
 //! (slurmstepd, its tasks, the epilog) or of srun's output with `srun -v`: `tfcluster timing:
 //! slurm_spank_init_post_opt slurmstepd: 4210 us CPU (shape 10, plan 310, claims 120, firewall
-//! 3610, rest 170) 41 faults (shape 0, plan 30, claims 2, firewall 9, rest 0)`. The CPU is the hook's thread's own
-//! (`CLOCK_THREAD_CPUTIME_ID`): what slurmstepd's other threads do meanwhile is not counted, but
-//! each of tfcluster's own threads says its whole CPU as it ends ([`thread_end`]). The
-//! account of a launch in docs/performance.md adds these lines up (benches/account.sh).
+//! 3610, rest 170) 41 faults (shape 0, plan 30, claims 2, firewall 9, rest 0)`. The CPU is the
+//! hook's thread's own (`CLOCK_THREAD_CPUTIME_ID`): what slurmstepd's other threads do meanwhile
+//! is not counted, but each of tfcluster's own threads says its whole CPU as it ends
+//! ([`thread_end`]). The account of a launch in docs/performance.md adds these lines up
+//! (benches/account.sh).
 
 use super::handle::{self, Context};
 use super::log;
