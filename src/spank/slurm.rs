@@ -7,6 +7,7 @@
 use super::ffi;
 use super::handle::c_string;
 use crate::core::het::{ComponentLayout, JobRecord};
+use crate::core::isolation::holding;
 use std::ffi::c_int;
 
 /// Ends every task of a step on every node, through slurmctld (`slurm_kill_job_step`, which
@@ -160,6 +161,15 @@ pub fn step_exists(job_id: u32, step_id: u32) -> Option<bool> {
         ffi::TFC_ESLURM_INVALID_JOB_ID | ffi::TFC_ESLURM_ALREADY_DONE => Some(false),
         _ => None,
     }
+}
+
+/// [`step_exists`] as slurmctld vouches for it ([`holding::step_exists_vouched`]): where it has
+/// no such step, it must still have the asker's own job `own_job`, which runs as long as the
+/// asker does; one that denies that job too says nothing (`None`).
+pub fn step_exists_vouched(job_id: u32, step_id: u32, own_job: u32) -> Option<bool> {
+    holding::step_exists_vouched(step_exists(job_id, step_id), || {
+        job_record(own_job).ok().map(|record| record.is_some())
+    })
 }
 
 /// slurmctld's record of job `job_id` (`slurm_load_job`): whom it belongs to and which

@@ -167,17 +167,15 @@ fn install_owned(script: &str) -> Result<Keeper, String> {
 /// have ended everywhere (one request per table; usually the job's previous step): slurmd's
 /// holder lets go of one it holds, any other goes here. A table whose step slurmctld cannot
 /// answer for stays, for the next step or the job's epilog, as does every table while
-/// slurmctld does not know this step's own job ([`isolation::holding::step_exists_vouched`]). The tables it removed.
+/// slurmctld does not know this step's own job ([`slurm::step_exists_vouched`]). The tables it
+/// removed.
 fn remove_ended(listing: &[String], own: (u32, u32)) -> Vec<&str> {
     let mut gone = Vec::new();
     for (table, job_id, step_id) in isolation::tables::ended_steps(listing) {
         // Gone only once removed: a table whose removal failed (a holder of another job still
         // owns it) keeps its ports for `tables_clear` to see.
         if (job_id, step_id) != own
-            && isolation::holding::step_exists_vouched(slurm::step_exists(job_id, step_id), || {
-                // This step's own job runs: a slurmctld that denies it vouches for nothing.
-                slurm::job_record(own.0).ok().map(|record| record.is_some())
-            }) == Some(false)
+            && slurm::step_exists_vouched(job_id, step_id, own.0) == Some(false)
             && nftables::delete_table(table).is_ok()
         {
             gone.push(table);
