@@ -100,8 +100,13 @@ pub fn hook<T>(name: &str, f: impl FnOnce() -> T) -> T {
     // srun calls `slurm_spank_exit` from `exit()`, after this thread's locals are gone: the hook
     // is then timed as a whole, without phases (`try_with`, never a panic). The phases' room
     // and this thread's slot are written before the first mark, so that the hook's first phase
-    // does not count timing's own writes (in a task just forked, a page fault each).
-    let _ = HOOK.try_with(|hook| *hook.borrow_mut() = Some((Vec::with_capacity(16), 0, 0)));
+    // does not count timing's own writes (in a task just forked, a page fault each); a hook
+    // timed before timing is on (`TURN_IT_ON`, in every job) allocates nothing for it.
+    let room = match ON.load(Ordering::Relaxed) {
+        true => Vec::with_capacity(16),
+        false => Vec::new(),
+    };
+    let _ = HOOK.try_with(|hook| *hook.borrow_mut() = Some((room, 0, 0)));
     let (start, start_faults) = (thread_cpu_ns(), thread_faults());
     let _ = HOOK.try_with(|hook| {
         if let Some((_, mark, mark_faults)) = hook.borrow_mut().as_mut() {
