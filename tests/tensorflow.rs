@@ -257,8 +257,14 @@ fn training_runs_with_isolate_yes() {
         1,
         "the chief finished training: {what}"
     );
-    let status = common::release::current().stopped_step_status(0);
-    assert_eq!(out.status.code(), Some(status), "{what}");
+    // As PS's rows in `parameter_server_strategy_trains_and_the_step_ends_with_the_chief`:
+    // before 23.11 srun may also exit with the chief's own 0 (seen on 22.05 in CI, 2026-11-30).
+    let statuses = common::release::current().failed_step_statuses(0);
+    let status = out.status.code().unwrap_or(-1);
+    assert!(
+        statuses.contains(&status),
+        "status {status}, not one of {statuses:?}: {what}"
+    );
 }
 
 /// (srun arguments, rank and CUDA_VISIBLE_DEVICES each task's program sees, a line srun prints)
