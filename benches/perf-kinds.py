@@ -5,8 +5,8 @@ MODE-N.data): benches/perf-kinds.py DIR [BASE]
 
 Each sample of a process named slurmstepd (a step's slurmstepd, and each task it forks until the
 task's exec) is put in one kind: the system call its kernel stack entered by (fork: `clone`;
-exec, split into copying the program's environment and the rest, which is mostly tearing down
-the forked copy of slurmstepd), a page fault, or user code by library. Printed: a Markdown
+exec, split into the kernel's scan of the environment's strings, their copy into the new
+program's stack and the rest, which is mostly tearing down the forked copy of slurmstepd), a page fault, or user code by library. Printed: a Markdown
 table of each kind's CPU per node and launch, in ms (samples / frequency / nodes, the mean
 over a mode's launches), one column per mode, then each mode's difference from BASE (default
 `floor`). The sampling frequency and node count are the bench's (999 Hz, 64 nodes).
@@ -22,10 +22,15 @@ import sys
 HZ = 999
 NODES = 64
 SYSCALL = re.compile(r"__(?:x64|se|do)_sys_(\w+)")
-ENVIRONMENT = ("get_arg_page", "copy_strings", "strnlen_user")
+# The kernel's functions that bring the environment's strings into the new program: measuring
+# each string (strnlen_user, a read of the old memory: its own row), and copying it onto the
+# new stack's pages. A local function's name may carry a suffix (`copy_strings.isra.0`).
+SCAN = "strnlen_user"
+ENVIRONMENT = ("get_arg_page", "copy_strings", SCAN)
 KINDS = [
     ("fork of each task (`clone`)", lambda k: k == "sys:clone"),
-    ("exec: the task's environment copied in", lambda k: k == "sys:execve:environment"),
+    ("exec: the environment's strings scanned (`strnlen_user`)", lambda k: k == "sys:execve:scan"),
+    ("exec: the environment copied onto the new stack", lambda k: k == "sys:execve:environment"),
     ("exec: the rest (the forked copy torn down)", lambda k: k == "sys:execve"),
     ("page faults", lambda k: k.startswith("fault")),
     ("netlink (`sendto`: socket diagnostics, nftables)", lambda k: k == "sys:sendto"),
@@ -46,7 +51,10 @@ def kind(frames):
         call = SYSCALL.search(kernel[i])
         if call:
             name = call.group(1)
-            if name == "execve" and any(s in ENVIRONMENT for s in kernel[:i]):
+            inner = [s.split(".")[0] for s in kernel[:i]]
+            if name == "execve" and inner and inner[0] == SCAN:
+                return "sys:execve:scan"
+            if name == "execve" and any(s in ENVIRONMENT for s in inner):
                 return "sys:execve:environment"
             return "sys:" + name
     if any("page_fault" in sym for sym in kernel):
