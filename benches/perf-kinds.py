@@ -5,11 +5,12 @@ MODE-N.data): benches/perf-kinds.py DIR [BASE]
 
 Each sample of a process named slurmstepd (a step's slurmstepd, and each task it forks until the
 task's exec) is put in one kind: the system call its kernel stack entered by (fork: `clone`;
-exec, split into the kernel's scan of the environment's strings, their copy into the new
-program's stack and the rest, which is mostly tearing down the forked copy of slurmstepd), a page fault, or user code by library. Printed: a Markdown
-table of each kind's CPU per node and launch, in ms (samples / frequency / nodes, the mean
-over a mode's launches), one column per mode, then each mode's difference from BASE (default
-`floor`). The sampling frequency and node count are the bench's (999 Hz, 64 nodes).
+exec, split into the kernel's scan of the environment's strings, their copy onto the new
+program's stack and the rest, which is mostly tearing down the forked copy of slurmstepd), a
+page fault, or user code by library. Printed: a Markdown table of each kind's CPU per node and
+launch, in ms (samples / frequency / nodes, the mean over a mode's launches), one column per
+mode, then each mode's difference from BASE (default `floor`). The sampling frequency and node
+count are the bench's (999 Hz, 64 nodes).
 """
 
 import collections
@@ -29,7 +30,8 @@ SCAN = "strnlen_user"
 ENVIRONMENT = ("get_arg_page", "copy_strings", SCAN)
 KINDS = [
     ("fork of each task (`clone`)", lambda k: k == "sys:clone"),
-    ("exec: the environment's strings scanned (`strnlen_user`)", lambda k: k == "sys:execve:scan"),
+    ("exec: the environment's strings scanned (`strnlen_user`)",
+     lambda k: k == "sys:execve:scan"),
     ("exec: the environment copied onto the new stack", lambda k: k == "sys:execve:environment"),
     ("exec: the rest (the forked copy torn down)", lambda k: k == "sys:execve"),
     ("page faults", lambda k: k.startswith("fault")),
