@@ -282,39 +282,84 @@ fn the_request_for_a_steps_ports() {
     assert_eq!(request, expected);
 }
 
-/// On this machine's kernel: a look at some ports finds the sockets on them, of any state but
-/// TIME_WAIT (a connection bound to a port holds it as a listener does), IPv4 and IPv6 in one
-/// request, and no other port's.
-#[test]
-fn the_kernel_filters_a_look_at_a_steps_ports() {
-    use tfcluster::spank::sock_diag::holding;
+/// A socket on a port, made for one row of [`the_kernel_filters_a_look_at_a_steps_ports`]: the
+/// port, and what keeps the socket open (dropped once the row is checked).
+type Holds = fn() -> (u16, Vec<Box<dyn std::any::Any>>);
+
+/// What is on a port, and what the claim's two looks say of it: `binds`, whether a fresh socket
+/// binds to it (the look that spares the kernel's walk: [`tfcluster::spank::sock_diag::unbound`]),
+/// and `held`, whether the kernel's diagnostics, asked when it does not, name a socket holding
+/// it (every state but TIME_WAIT).
+struct OnAPort {
+    what: &'static str,
+    holds: Holds,
+    binds: bool,
+    held: bool,
+}
+
+/// A listener on the loopback address, and its port.
+fn listener() -> (std::net::TcpListener, u16) {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
-    let client = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    let client_port = client.local_addr().unwrap().port();
-    let found = holding(&[port]);
-    assert!(
-        !found.is_empty() && found.iter().all(|s| s.port == port),
-        "{found:?}"
-    );
-    let found = holding(&[client_port]);
-    assert!(
-        !found.is_empty() && found.iter().all(|s| s.port == client_port),
-        "the connecting side's port: {found:?}"
-    );
+    (listener, port)
+}
+
+#[rustfmt::skip]
+const ON_A_PORT: &[OnAPort] = &[
+    OnAPort { what: "nothing",                        binds: true,  held: false, holds: || {
+        let (_, port) = listener();
+        (port, vec![])
+    } },
+    OnAPort { what: "an IPv4 listener",               binds: false, held: true,  holds: || {
+        let (l, port) = listener();
+        (port, vec![Box::new(l)])
+    } },
+    OnAPort { what: "a connection's connecting side", binds: false, held: true,  holds: || {
+        let (l, port) = listener();
+        let client = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        (client.local_addr().unwrap().port(), vec![Box::new(l), Box::new(client)])
+    } },
+    OnAPort { what: "a TIME_WAIT (the connecting side closed first)", binds: false, held: false, holds: || {
+        let (l, port) = listener();
+        let client = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        let client_port = client.local_addr().unwrap().port();
+        let (server, _) = l.accept().unwrap();
+        drop(client);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        drop(server);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        (client_port, vec![Box::new(l)])
+    } },
+];
+
+/// On this machine's kernel: the claim's looks at a port, for each thing that may be on it. A
+/// port that binds is held by nothing; one that does not is asked of the kernel's diagnostics,
+/// which find the sockets on it in any state but TIME_WAIT (a connection bound to a port holds
+/// it as a listener does), IPv4 and IPv6 in one request, and no other port's.
+#[test]
+fn the_kernel_filters_a_look_at_a_steps_ports() {
+    use tfcluster::spank::sock_diag::{holding, unbound};
+    for row in ON_A_PORT {
+        let (port, _guards) = (row.holds)();
+        assert_eq!(unbound(port), row.binds, "binds: {}", row.what);
+        let found = holding(&[port]);
+        assert_eq!(!found.is_empty(), row.held, "held: {}: {found:?}", row.what);
+        assert!(
+            found.iter().all(|s| s.port == port),
+            "{}: {found:?}",
+            row.what
+        );
+    }
     // IPv6 alone on a port: the same request finds it (where this machine has IPv6 loopback).
     if let Ok(v6) = std::net::TcpListener::bind("[::1]:0") {
         let v6_port = v6.local_addr().unwrap().port();
+        assert!(!unbound(v6_port), "an IPv6 listener binds");
         let found = holding(&[v6_port]);
         assert!(
             !found.is_empty() && found.iter().all(|s| s.port == v6_port),
             "an IPv6 listener: {found:?}"
         );
     }
-    let other = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let other_port = other.local_addr().unwrap().port();
-    drop(other);
-    assert!(holding(&[other_port]).is_empty());
 }
 
 /// A netlink message as the kernel sends it: header (length, type), then `body`.

@@ -6,6 +6,8 @@
 //! every connection; the workers' watcher then sees no connection (it fails closed).
 
 use crate::core::claims::{self, Listener, Socket};
+use std::ffi::c_int;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 /// Every listening TCP socket of this network namespace, IPv4 and IPv6.
 pub fn listening() -> Vec<Listener> {
@@ -16,11 +18,16 @@ pub fn listening() -> Vec<Listener> {
 }
 
 /// The sockets of this network namespace that hold one of `ports` ([`claims::HOLDING`]: every
-/// state but TIME_WAIT), IPv4 and IPv6, the kernel passing over every other port.
+/// state but TIME_WAIT), IPv4 and IPv6, the kernel passing over every other port. None where
+/// each port binds ([`unbound`]); otherwise the kernel's answer, which tells a TIME_WAIT (no
+/// holder) from a socket that holds the port.
 pub fn holding(ports: &[u16]) -> Vec<Listener> {
     let (Some(&lo), Some(&hi)) = (ports.iter().min(), ports.iter().max()) else {
         return Vec::new();
     };
+    if ports.iter().all(|&port| unbound(port)) {
+        return Vec::new();
+    }
     let found = match in_ports(claims::HOLDING, (lo, hi)) {
         Some(found) => found.iter().map(Socket::listener).collect(),
         None => from_proc(claims::HOLDING),
@@ -56,6 +63,64 @@ pub fn connections(ports: &[u16], uid: u32) -> Vec<u16> {
         .filter(|s| s.uid == uid && ports.contains(&s.port))
         .map(|s| s.port)
         .collect()
+}
+
+/// Whether no socket of this network namespace is bound to `port`: a fresh TCP socket binds to
+/// it on the wildcard address of both families (IPv6 with `IPV6_V6ONLY` off; IPv4 where the
+/// node has no IPv6), with neither `SO_REUSEADDR` nor `SO_REUSEPORT`, and is closed unused.
+/// The kernel answers a bind from the port's own list of sockets, which holds every socket on
+/// the port (listening, connecting, connected, closing, TIME_WAIT, and bound but unused),
+/// where a look at connections walks every connection bucket of the machine: about 1.2 ms of
+/// CPU on the test machine (262,144 buckets, 23 GB), more on a node with more memory, against
+/// 2 to 4 µs for a bind. `false` where the bind fails for any reason, a TIME_WAIT's among
+/// them: then the kernel's diagnostics decide ([`holding`]), as before this look.
+pub fn unbound(port: u16) -> bool {
+    // SAFETY: a zeroed sockaddr_in6 (plain integers) is the wildcard address.
+    let mut v6: libc::sockaddr_in6 = unsafe { std::mem::zeroed() };
+    v6.sin6_family = libc::AF_INET6 as libc::sa_family_t;
+    v6.sin6_port = port.to_be();
+    // SAFETY: a zeroed sockaddr_in (plain integers) is the wildcard address.
+    let mut v4: libc::sockaddr_in = unsafe { std::mem::zeroed() };
+    v4.sin_family = libc::AF_INET as libc::sa_family_t;
+    v4.sin_port = port.to_be();
+    match socket(libc::AF_INET6) {
+        Some(fd) => set_option(&fd, libc::IPPROTO_IPV6, libc::IPV6_V6ONLY, 0) && binds(&fd, &v6),
+        None => socket(libc::AF_INET).is_some_and(|fd| binds(&fd, &v4)),
+    }
+}
+
+/// A TCP socket of `family`, closed when dropped; `None` where the node has no such family.
+fn socket(family: c_int) -> Option<OwnedFd> {
+    // SAFETY: plain socket(2).
+    let fd = unsafe { libc::socket(family, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+    // SAFETY: a descriptor socket(2) has just opened, owned by nothing else.
+    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Sets the integer option `name` of `level` on `fd` to `value`; whether it took.
+fn set_option(fd: &OwnedFd, level: c_int, name: c_int, value: c_int) -> bool {
+    // SAFETY: `value` is a valid int for the call's length.
+    unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            level,
+            name,
+            (&value as *const c_int).cast(),
+            std::mem::size_of::<c_int>() as libc::socklen_t,
+        ) == 0
+    }
+}
+
+/// Whether `fd` binds to `addr` (a `sockaddr_in` or `sockaddr_in6`).
+fn binds<T>(fd: &OwnedFd, addr: &T) -> bool {
+    // SAFETY: `addr` is a valid socket address of its own type's length.
+    unsafe {
+        libc::bind(
+            fd.as_raw_fd(),
+            (addr as *const T).cast(),
+            std::mem::size_of::<T>() as libc::socklen_t,
+        ) == 0
+    }
 }
 
 /// `/proc/net/tcp` and `tcp6`'s sockets in one of `states`, where the kernel's diagnostics do
