@@ -307,8 +307,12 @@ fn listener() -> (std::net::TcpListener, u16) {
 #[rustfmt::skip]
 const ON_A_PORT: &[OnAPort] = &[
     OnAPort { what: "nothing",                        binds: true,  held: false, holds: || {
-        let (_, port) = listener();
-        (port, vec![])
+        // A port the kernel found free on every address (a port free on the loopback alone may
+        // be a connection's on another: the test cluster's).
+        let wildcard = std::net::TcpListener::bind("[::]:0")
+            .or_else(|_| std::net::TcpListener::bind("0.0.0.0:0"))
+            .unwrap();
+        (wildcard.local_addr().unwrap().port(), vec![])
     } },
     OnAPort { what: "an IPv4 listener",               binds: false, held: true,  holds: || {
         let (l, port) = listener();
