@@ -7,8 +7,8 @@ mod common;
 use common::admin_guide_words;
 use common::cluster::{dir, records, sh, sh_ok, srun_stopped_waiting, tool, PlugStack};
 use tfcluster::core::claims::{
-    check_free, diag_reply, listeners, listening_request, node_dir, ports_request, Claim,
-    DiagReply, Listener, Owner, Socket, CLAIMS_DIR, LOCK_FILE, LOCK_WAIT,
+    binds_first, check_free, diag_reply, listeners, listening_request, node_dir, ports_request,
+    Claim, DiagReply, Listener, Owner, Socket, CLAIMS_DIR, LOCK_FILE, LOCK_WAIT,
 };
 use tfcluster::core::ports::{PortPolicy, Reservation, StepPorts};
 use tfcluster::core::run_dir::{action, chain, replace_file, Action, Found, RUN_DIR};
@@ -217,6 +217,28 @@ fn a_port_another_job_or_program_holds_refuses_the_step() {
         assert_eq!(check_free(ports, &[12, 13], &claims, &listening).err(), refused, "{what}");
     }
 }
+
+/// Whether the claim binds the step's ports before it asks the kernel's diagnostics: only ports
+/// the job's user could bind too (at or above the kernel's unprivileged start, `port_base`
+/// being the user's to set); where that start is unknown, none.
+#[rustfmt::skip]
+#[test]
+fn the_claim_binds_only_ports_the_user_could() {
+    let cases: &[(&str, &[u16], Option<&str>, bool)] = &[
+        ("tfcluster's own ports",           &[29000, 29063], Some("1024\n"), true),
+        ("port_base at the start",          &[1024, 1025],   Some("1024\n"), true),
+        ("port_base below it",              &[1023, 1024],   Some("1024\n"), false),
+        ("a site that raised the start",    &[1024, 1025],   Some("2048\n"), false),
+        ("a site that opened every port",   &[80, 81],       Some("0\n"),    true),
+        ("the start unreadable",            &[29000],        None,           false),
+        ("the start of another shape",      &[29000],        Some("x\n"),    false),
+        ("no port on this node",            &[],             Some("1024\n"), true),
+    ];
+    for &(what, ports, start, binds) in cases {
+        assert_eq!(binds_first(ports, start), binds, "{what}");
+    }
+}
+
 /// The listening sockets of `/proc/net/tcp` and `/proc/net/tcp6` as Linux writes them: (a
 /// line, the listener it is). Only state 0A (LISTEN) counts.
 #[rustfmt::skip]

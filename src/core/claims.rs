@@ -165,6 +165,22 @@ pub fn check_free(
     Ok(())
 }
 
+/// Where the kernel's unprivileged ports start in this network namespace, as
+/// `/proc/sys/net/ipv4/ip_unprivileged_port_start` gives it.
+pub const UNPRIVILEGED_PORT_START: &str = "/proc/sys/net/ipv4/ip_unprivileged_port_start";
+
+/// Whether the claim may bind each of `ports` to see that nothing holds it
+/// ([`crate::spank::sock_diag`]), before it asks the kernel's diagnostics: only where every
+/// port is one the job's user could bind too, at or above `unprivileged_start` (the text of
+/// [`UNPRIVILEGED_PORT_START`]). `port_base` is the user's to set: root binds no port for them
+/// that they could not bind themselves. Unknown (unreadable, another shape): no bind.
+pub fn binds_first(ports: &[u16], unprivileged_start: Option<&str>) -> bool {
+    let Some(start) = unprivileged_start.and_then(|text| decimal::<u32>(text.trim())) else {
+        return false;
+    };
+    ports.iter().all(|&port| u32::from(port) >= start)
+}
+
 /// A program listening for TCP connections on this node: a line of `/proc/net/tcp` or
 /// `/proc/net/tcp6` in state LISTEN.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -19,13 +19,15 @@ pub fn listening() -> Vec<Listener> {
 
 /// The sockets of this network namespace that hold one of `ports` ([`claims::HOLDING`]: every
 /// state but TIME_WAIT), IPv4 and IPv6, the kernel passing over every other port. None where
-/// each port binds ([`unbound`]); otherwise the kernel's answer, which tells a TIME_WAIT (no
-/// holder) from a socket that holds the port.
+/// each port binds ([`unbound`]; only ports the job's user could bind too:
+/// [`claims::binds_first`]); otherwise the kernel's answer, which tells a TIME_WAIT (no holder)
+/// from a socket that holds the port.
 pub fn holding(ports: &[u16]) -> Vec<Listener> {
     let (Some(&lo), Some(&hi)) = (ports.iter().min(), ports.iter().max()) else {
         return Vec::new();
     };
-    if ports.iter().all(|&port| unbound(port)) {
+    let start = std::fs::read_to_string(claims::UNPRIVILEGED_PORT_START).ok();
+    if claims::binds_first(ports, start.as_deref()) && ports.iter().all(|&port| unbound(port)) {
         return Vec::new();
     }
     let found = match in_ports(claims::HOLDING, (lo, hi)) {
