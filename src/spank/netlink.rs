@@ -110,7 +110,7 @@ pub fn transact(fd: c_int, request: impl FnOnce(u32) -> Vec<u8>) -> Result<(), S
 const NETLINK_CAP_ACK: c_int = 10;
 
 /// Sets the integer socket option `name` of `level` on `fd` to `value`; whether it took.
-fn set_option(fd: c_int, level: c_int, name: c_int, value: c_int) -> bool {
+pub fn set_option(fd: c_int, level: c_int, name: c_int, value: c_int) -> bool {
     // SAFETY: `value` is a valid int for the call's length.
     let set = unsafe {
         libc::setsockopt(

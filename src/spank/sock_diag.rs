@@ -1,10 +1,12 @@
 //! The node's TCP sockets, asked of the kernel over `NETLINK_SOCK_DIAG` (what `ss` uses): the
 //! request and the replies are the core's ([`crate::core::claims::ports_request`],
 //! [`crate::core::claims::diag_reply`]); [`super::netlink`] sends and receives. A look at a step's
-//! ports asks for those ports alone, filtered in the kernel. Where the kernel cannot answer (no
+//! ports asks for those ports alone, filtered in the kernel; the claim's binds each port first
+//! ([`unbound`]), and asks only where one does not bind. Where the kernel cannot answer (no
 //! `inet_diag`), `/proc/net/tcp` and `tcp6` say who holds a port, at the cost of a walk over
 //! every connection; the workers' watcher then sees no connection (it fails closed).
 
+use super::netlink::set_option;
 use crate::core::claims::{self, Listener, Socket};
 use std::ffi::c_int;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -72,10 +74,12 @@ pub fn connections(ports: &[u16], uid: u32) -> Vec<u16> {
 /// node has no IPv6), with neither `SO_REUSEADDR` nor `SO_REUSEPORT`, and is closed unused.
 /// The kernel answers a bind from the port's own list of sockets, which holds every socket on
 /// the port (listening, connecting, connected, closing, TIME_WAIT, and bound but unused),
-/// where a look at connections walks every connection bucket of the machine: about 1.2 ms of
-/// CPU on the test machine (262,144 buckets, 23 GB), more on a node with more memory, against
-/// 2 to 4 µs for a bind. `false` where the bind fails for any reason, a TIME_WAIT's among
-/// them: then the kernel's diagnostics decide ([`holding`]), as before this look.
+/// where a look at connections walks every connection bucket of the machine: about 1 ms of CPU
+/// on the test machine (262,144 buckets, 23 GB), more on a node with more memory, against about
+/// 0.24 ms for 64 binds (benches/port-looks.py). `false` where the bind fails for any reason, a
+/// TIME_WAIT's among them: then the kernel's diagnostics decide ([`holding`]), as before this
+/// look. A socket bound inside a VRF (an L3 master device) is in a bind list of its own, which
+/// this bind does not see; nor does TensorFlow's own bind, so the step's server still listens.
 pub fn unbound(port: u16) -> bool {
     // SAFETY: a zeroed sockaddr_in6 (plain integers) is the wildcard address.
     let mut v6: libc::sockaddr_in6 = unsafe { std::mem::zeroed() };
@@ -86,7 +90,9 @@ pub fn unbound(port: u16) -> bool {
     v4.sin_family = libc::AF_INET as libc::sa_family_t;
     v4.sin_port = port.to_be();
     match socket(libc::AF_INET6) {
-        Some(fd) => set_option(&fd, libc::IPPROTO_IPV6, libc::IPV6_V6ONLY, 0) && binds(&fd, &v6),
+        Some(fd) => {
+            set_option(fd.as_raw_fd(), libc::IPPROTO_IPV6, libc::IPV6_V6ONLY, 0) && binds(&fd, &v6)
+        }
         None => socket(libc::AF_INET).is_some_and(|fd| binds(&fd, &v4)),
     }
 }
@@ -97,20 +103,6 @@ fn socket(family: c_int) -> Option<OwnedFd> {
     let fd = unsafe { libc::socket(family, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
     // SAFETY: a descriptor socket(2) has just opened, owned by nothing else.
     (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-/// Sets the integer option `name` of `level` on `fd` to `value`; whether it took.
-fn set_option(fd: &OwnedFd, level: c_int, name: c_int, value: c_int) -> bool {
-    // SAFETY: `value` is a valid int for the call's length.
-    unsafe {
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            level,
-            name,
-            (&value as *const c_int).cast(),
-            std::mem::size_of::<c_int>() as libc::socklen_t,
-        ) == 0
-    }
 }
 
 /// Whether `fd` binds to `addr` (a `sockaddr_in` or `sockaddr_in6`).
