@@ -319,6 +319,17 @@ struct OnAPort {
     held: bool,
 }
 
+/// A listener on the wildcard address (IPv4 and IPv6 where the machine has both), and its
+/// port: one the kernel found free on every address. A port free on the loopback alone may be
+/// a connection's on another address (the test cluster's, on its bridge).
+fn wildcard_listener() -> (std::net::TcpListener, u16) {
+    let listener = std::net::TcpListener::bind("[::]:0")
+        .or_else(|_| std::net::TcpListener::bind("0.0.0.0:0"))
+        .unwrap();
+    let port = listener.local_addr().unwrap().port();
+    (listener, port)
+}
+
 /// A listener on the loopback address, and its port.
 fn listener() -> (std::net::TcpListener, u16) {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -329,12 +340,8 @@ fn listener() -> (std::net::TcpListener, u16) {
 #[rustfmt::skip]
 const ON_A_PORT: &[OnAPort] = &[
     OnAPort { what: "nothing",                        binds: true,  held: false, holds: || {
-        // A port the kernel found free on every address (a port free on the loopback alone may
-        // be a connection's on another: the test cluster's).
-        let wildcard = std::net::TcpListener::bind("[::]:0")
-            .or_else(|_| std::net::TcpListener::bind("0.0.0.0:0"))
-            .unwrap();
-        (wildcard.local_addr().unwrap().port(), vec![])
+        let (_, port) = wildcard_listener();
+        (port, vec![])
     } },
     OnAPort { what: "an IPv4 listener",               binds: false, held: true,  holds: || {
         let (l, port) = listener();
@@ -345,16 +352,15 @@ const ON_A_PORT: &[OnAPort] = &[
         let client = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
         (client.local_addr().unwrap().port(), vec![Box::new(l), Box::new(client)])
     } },
-    OnAPort { what: "a TIME_WAIT (the connecting side closed first)", binds: false, held: false, holds: || {
-        let (l, port) = listener();
+    OnAPort { what: "a TIME_WAIT (the server's end closed first)", binds: false, held: false, holds: || {
+        let (l, port) = wildcard_listener();
         let client = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-        let client_port = client.local_addr().unwrap().port();
         let (server, _) = l.accept().unwrap();
-        drop(client);
-        std::thread::sleep(std::time::Duration::from_millis(50));
         drop(server);
         std::thread::sleep(std::time::Duration::from_millis(50));
-        (client_port, vec![Box::new(l)])
+        drop(client);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        (port, vec![])
     } },
 ];
 
