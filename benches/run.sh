@@ -17,7 +17,8 @@
 #   8. what the holders of ended tables ask of slurmctld (isolate=yes, PrologFlags=Contain), at
 #      64 nodes with 1, 4 and 16 steps' tables held on every node (benches/holders-release.sh);
 #   9. what isolate=yes costs one node per step, phase by phase, and handing its table over as
-#      libnftables' JSON, with each Debian release's libnftables (benches/firewall.sh).
+#      libnftables' JSON, with each Debian release's libnftables (benches/firewall.sh);
+#  10. what each look at a step's ports costs on this machine (benches/port-looks.py).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -123,4 +124,6 @@ for r in map(json.loads, open(sys.argv[1])):
 PY
 # One node's firewall, phase by phase, with each Debian release's libnftables.
 bash benches/firewall.sh "${BENCH_FIREWALL_RUNS:-100}" 2>/dev/null
+# What each look at a step's ports costs.
+"$python" benches/port-looks.py
 rm -rf "$tmp"

@@ -69,17 +69,17 @@ pub fn connections(ports: &[u16], uid: u32) -> Vec<u16> {
         .collect()
 }
 
-/// Whether no socket of this network namespace is bound to `port`: a fresh TCP socket binds to
-/// it on the wildcard address of both families (IPv6 with `IPV6_V6ONLY` off; IPv4 where the
-/// node has no IPv6), with neither `SO_REUSEADDR` nor `SO_REUSEPORT`, and is closed unused.
-/// The kernel answers a bind from the port's own list of sockets, which holds every socket on
-/// the port (listening, connecting, connected, closing, TIME_WAIT, and bound but unused),
-/// where a look at connections walks every connection bucket of the machine: about 1 ms of CPU
-/// on the test machine (262,144 buckets, 23 GB), more on a node with more memory, against about
-/// 0.24 ms for 64 binds (benches/port-looks.py). `false` where the bind fails for any reason, a
-/// TIME_WAIT's among them: then the kernel's diagnostics decide ([`holding`]), as before this
-/// look. A socket bound inside a VRF (an L3 master device) is in a bind list of its own, which
-/// this bind does not see; nor does TensorFlow's own bind, so the step's server still listens.
+/// Whether no socket of this network namespace is bound to `port`: a fresh TCP socket binds to it
+/// on the wildcard address of both families (IPv6 with `IPV6_V6ONLY` off; IPv4 where the node has
+/// no IPv6), with neither `SO_REUSEADDR` nor `SO_REUSEPORT`, and is closed unused. The kernel
+/// answers a bind from the port's own list of sockets, which holds every socket on the port
+/// (listening, connecting, connected, closing, TIME_WAIT, and bound but unused), where a look at
+/// connections walks every connection bucket of the machine, whose number grows with the node's
+/// memory (what each costs: benches/port-looks.py, docs/performance.md's "Cut in 0.16.2"). `false`
+/// where the bind fails for any reason, a TIME_WAIT's among them: then the kernel's diagnostics
+/// decide ([`holding`]), as before this look. A socket bound inside a VRF (an L3 master device) is
+/// in a bind list of its own, which this bind does not see; nor does TensorFlow's own bind, so the
+/// step's server still listens.
 pub fn unbound(port: u16) -> bool {
     // SAFETY: a zeroed sockaddr_in6 (plain integers) is the wildcard address.
     let mut v6: libc::sockaddr_in6 = unsafe { std::mem::zeroed() };
